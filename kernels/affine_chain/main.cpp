@@ -1,0 +1,294 @@
+// affine_chain: harness of the context-parallel state-passing kernel (issue 2),
+// speaking the harness protocol of DESIGN.md.
+//
+//   affine_chain --path unpartitioned|partitioned --precision fp64|ieee|tf32|tf32-rn|tf32x3
+//                --T N [--seq-lens "3000,4000,3240"] [--shards N] [--heads H]
+//                [--dim-k K] [--dim-v V] [--chunk 64] --regime long-memory|fast-decay
+//                [--seed S] [--out DIR] [--device cpu]
+//
+// gate  (DENSEFEED_MODE unset or gate): writes DIR/final_state.npy, shape
+//       [sequences, H, K, V], float32 (float64 for --precision fp64).
+// bench: writes DIR/samples.json, one time in ms per timed iteration.
+// Exit codes: 0 success, 2 bad argument or environment, 3 internal failure.
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <limits>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <CLI/CLI.hpp>
+
+#include "affine_chain.h"
+#include "harness_env.h"
+#include "npy_writer.h"
+#include "samples_writer.h"
+
+namespace {
+
+namespace ac = densefeed::affine_chain;
+
+constexpr int kExitOk = 0;
+constexpr int kExitBadInput = 2;
+constexpr int kExitInternal = 3;
+
+// A bad argument: the message starts with the flag's name.
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// The arguments exactly as given; parsed and checked by resolve().
+struct RawArgs {
+  std::string path;
+  std::string precision;
+  std::string tokens;
+  std::string seq_lens;
+  std::string shards = "1";
+  std::string heads = "1";
+  std::string dim_k = "128";
+  std::string dim_v = "128";
+  std::string chunk = "64";
+  std::string regime;
+  std::string seed;
+  std::string out;
+  std::string device = "cpu";
+};
+
+struct Config {
+  ac::CpPath path = ac::CpPath::unpartitioned;
+  ac::Precision precision = ac::Precision::fp64;
+  ac::Layout layout;
+  std::size_t heads = 1;
+  ac::InputSpec inputs;
+  std::filesystem::path out;
+  densefeed::HarnessEnv env;
+};
+
+std::size_t parse_positive(const std::string& flag, const std::string& text) {
+  const std::optional<std::uint64_t> v = densefeed::parse_u64(text);
+  if (!v || *v == 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
+    throw UsageError(fmt::format("{}: expected a positive integer, got '{}'", flag, text));
+  }
+  return static_cast<std::size_t>(*v);
+}
+
+// "3000,4000,3240" -> {3000, 4000, 3240}; empty -> {T}.
+std::vector<std::size_t> parse_seq_lens(const std::string& text, std::size_t total) {
+  if (text.empty()) return {total};
+  std::vector<std::size_t> lens;
+  std::size_t sum = 0;
+  std::size_t begin = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', begin);
+    const std::string item =
+        text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    const std::optional<std::uint64_t> v = densefeed::parse_u64(item);
+    if (!v || *v == 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
+      throw UsageError(fmt::format(
+          "--seq-lens: expected comma-separated positive integers, got '{}' in '{}'", item, text));
+    }
+    lens.push_back(static_cast<std::size_t>(*v));
+    sum += lens.back();
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
+  if (sum != total) {
+    throw UsageError(fmt::format("--seq-lens: lengths sum to {}, expected --T = {}", sum, total));
+  }
+  return lens;
+}
+
+Config resolve(const RawArgs& raw, const densefeed::HarnessEnv& env) {
+  Config c;
+  c.env = env;
+  if (raw.device == "cuda") throw UsageError("--device cuda: CUDA path not built");
+  if (raw.device != "cpu") {
+    throw UsageError(fmt::format("--device: expected cpu or cuda, got '{}'", raw.device));
+  }
+  const auto path = ac::parse_path(raw.path);
+  if (!path) {
+    throw UsageError(
+        fmt::format("--path: expected unpartitioned or partitioned, got '{}'", raw.path));
+  }
+  c.path = *path;
+  const auto precision = ac::parse_precision(raw.precision);
+  if (!precision) {
+    throw UsageError(fmt::format(
+        "--precision: expected fp64, ieee, tf32, tf32-rn or tf32x3, got '{}'", raw.precision));
+  }
+  c.precision = *precision;
+  const auto regime = ac::parse_regime(raw.regime);
+  if (!regime) {
+    throw UsageError(
+        fmt::format("--regime: expected long-memory or fast-decay, got '{}'", raw.regime));
+  }
+  const std::size_t total = parse_positive("--T", raw.tokens);
+  c.layout.seq_lens = parse_seq_lens(raw.seq_lens, total);
+  c.layout.shards = parse_positive("--shards", raw.shards);
+  c.layout.chunk = parse_positive("--chunk", raw.chunk);
+  c.heads = parse_positive("--heads", raw.heads);
+  if (c.path == ac::CpPath::unpartitioned && c.layout.shards != 1) {
+    throw UsageError(fmt::format(
+        "--shards: the unpartitioned path runs on 1 shard, got {} (use --path partitioned)",
+        c.layout.shards));
+  }
+  if (total % c.layout.shards != 0) {
+    throw UsageError(
+        fmt::format("--shards: expected a divisor of --T = {}, got {}", total, c.layout.shards));
+  }
+  c.inputs.regime = *regime;
+  c.inputs.dim_k = parse_positive("--dim-k", raw.dim_k);
+  c.inputs.dim_v = parse_positive("--dim-v", raw.dim_v);
+  if (!raw.seed.empty()) {
+    const auto seed = densefeed::parse_u64(raw.seed);
+    if (!seed) {
+      throw UsageError(
+          fmt::format("--seed: expected a decimal unsigned 64-bit integer, got '{}'", raw.seed));
+    }
+    c.inputs.seed = *seed;
+  } else if (env.seed) {
+    c.inputs.seed = *env.seed;
+  } else {
+    throw UsageError("--seed: expected a seed (or DENSEFEED_SEED in the environment)");
+  }
+  if (!raw.out.empty()) {
+    c.out = raw.out;
+  } else if (env.out) {
+    c.out = *env.out;
+  } else {
+    throw UsageError("--out: expected an output directory (or DENSEFEED_OUT in the environment)");
+  }
+  if (env.mode != densefeed::HarnessMode::gate && env.mode != densefeed::HarnessMode::bench) {
+    throw UsageError(fmt::format("DENSEFEED_MODE={}: affine_chain supports gate and bench",
+                                 densefeed::to_string(env.mode)));
+  }
+  // Remaining layout checks (e.g. sizes) through the same code the run uses.
+  try {
+    (void)ac::plan_chunks(c.layout);
+  } catch (const ac::LayoutError& e) {
+    throw UsageError(fmt::format("--seq-lens/--shards/--chunk: {}", e.what()));
+  }
+  return c;
+}
+
+// Gate: every head's final states into one [sequences, H, K, V] array, poisoned
+// with NaN first so an element the run failed to write fails the gate.
+template <typename T>
+void run_gate(const Config& c) {
+  const std::size_t S = c.layout.seq_lens.size();
+  const std::size_t H = c.heads;
+  const std::size_t kv = c.inputs.dim_k * c.inputs.dim_v;
+  std::vector<T> out(S * H * kv, std::numeric_limits<T>::quiet_NaN());
+  for (std::size_t h = 0; h < H; ++h) {
+    const ac::PreparedHead head = ac::prepare_head(c.inputs, c.layout, c.path, c.precision, h);
+    const std::vector<double> finals = ac::run_prepared(head);
+    for (std::size_t s = 0; s < S; ++s) {
+      for (std::size_t i = 0; i < kv; ++i) {
+        out[(s * H + h) * kv + i] = static_cast<T>(finals[s * kv + i]);
+      }
+    }
+  }
+  const std::vector<std::size_t> shape = {S, H, c.inputs.dim_k, c.inputs.dim_v};
+  densefeed::write_npy(c.out / "final_state.npy", out, shape);
+}
+
+// Bench: per head, inputs and chunk pairs are built untimed, then the path runs
+// warmup + iters times; sample i is the sum over heads of iteration i's time
+// (std::chrono::steady_clock), so only one head's chunk pairs are ever held.
+void run_bench(const Config& c) {
+  std::vector<double> samples(c.env.iters, 0.0);
+  for (std::size_t h = 0; h < c.heads; ++h) {
+    const ac::PreparedHead head = ac::prepare_head(c.inputs, c.layout, c.path, c.precision, h);
+    for (unsigned it = 0; it < c.env.warmup + c.env.iters; ++it) {
+      const auto start = std::chrono::steady_clock::now();
+      const std::vector<double> finals = ac::run_prepared(head);
+      const auto stop = std::chrono::steady_clock::now();
+      // A result nobody reads could be optimised away; NaN would mean a broken run.
+      if (finals.empty() || std::isnan(finals.front())) {
+        throw std::runtime_error("bench iteration produced no final state");
+      }
+      if (it >= c.env.warmup) {
+        samples[it - c.env.warmup] +=
+            std::chrono::duration<double, std::milli>(stop - start).count();
+      }
+    }
+  }
+  densefeed::write_samples_json(c.out / "samples.json", samples);
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"affine_chain: context-parallel state passing of a gated-delta-rule layer (CPU)",
+               "affine_chain"};
+  RawArgs raw;
+  app.add_option("--path", raw.path, "unpartitioned | partitioned")->required();
+  app.add_option("--precision", raw.precision,
+                 "chain/merge products: fp64 | ieee | tf32 | tf32-rn | tf32x3 "
+                 "(the unpartitioned fp32 path is IEEE whatever the precision)")
+      ->required();
+  app.add_option("--T", raw.tokens, "total tokens")->required();
+  app.add_option("--seq-lens", raw.seq_lens,
+                 "comma-separated sequence lengths summing to T (empty: one sequence)");
+  app.add_option("--shards", raw.shards, "CP shards (partitioned), a divisor of T");
+  app.add_option("--heads", raw.heads, "heads");
+  app.add_option("--dim-k", raw.dim_k, "K, key dimension");
+  app.add_option("--dim-v", raw.dim_v, "V, value dimension");
+  app.add_option("--chunk", raw.chunk, "tokens per chunk");
+  app.add_option("--regime", raw.regime, "long-memory | fast-decay")->required();
+  app.add_option("--seed", raw.seed, "u64 input seed (default: DENSEFEED_SEED)");
+  app.add_option("--out", raw.out, "output directory (default: DENSEFEED_OUT)");
+  app.add_option("--device", raw.device, "cpu | cuda");
+  // A gate templating "--seq-lens={case.seq_lens}" with an empty value gives
+  // "--seq-lens=", which CLI11 reads as a missing value; it means one sequence,
+  // like "--seq-lens ''".
+  std::vector<std::string> args;
+  for (int i = argc - 1; i > 0; --i) {
+    if (std::string(argv[i]) == "--seq-lens=") {
+      args.emplace_back("");
+      args.emplace_back("--seq-lens");
+    } else {
+      args.emplace_back(argv[i]);
+    }
+  }
+  try {
+    app.parse(args);  // CLI11 takes the arguments in reverse order.
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    throw UsageError(e.what());
+  }
+  Config config;
+  try {
+    config = resolve(raw, densefeed::read_harness_env());
+  } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
+  }
+  std::filesystem::create_directories(config.out);
+  if (config.env.mode == densefeed::HarnessMode::bench) {
+    run_bench(config);
+  } else if (config.precision == ac::Precision::fp64) {
+    run_gate<double>(config);
+  } else {
+    run_gate<float>(config);
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const UsageError& e) {
+    std::fprintf(stderr, "affine_chain: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "affine_chain: internal failure: %s\n", e.what());
+    return kExitInternal;
+  }
+}

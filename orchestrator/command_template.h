@@ -1,0 +1,29 @@
+// Harness command templates: argv elements with {case.NAME}, {param.NAME},
+// {seed} and {out} placeholders (DESIGN.md, harness protocol).
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace densefeed {
+
+struct TemplateValues {
+  nlohmann::ordered_json case_values;  // object
+  nlohmann::ordered_json params;       // object
+  std::uint64_t seed = 0;
+  std::string out;
+};
+
+// The placeholders ("case.T", "param.precision", "seed", "out") used by `argv`.
+// Throws std::invalid_argument on an unterminated or unknown placeholder.
+std::set<std::string> placeholders(const std::vector<std::string>& argv);
+
+// Substitutes every placeholder. Throws std::invalid_argument naming a
+// placeholder that `values` does not define.
+std::vector<std::string> render_command(const std::vector<std::string>& argv, const TemplateValues& values);
+
+}  // namespace densefeed

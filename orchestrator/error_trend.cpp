@@ -1,0 +1,174 @@
+#include "error_trend.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+
+namespace densefeed {
+namespace {
+
+// Least-squares slope of log2(y) on log2(x) over finite positive points.
+std::optional<double> log_log_slope(const std::vector<std::pair<double, double>>& points) {
+  std::vector<std::pair<double, double>> p;
+  for (auto [x, y] : points) {
+    if (x > 0 && y > 0 && std::isfinite(y)) p.emplace_back(std::log2(x), std::log2(y));
+  }
+  if (p.size() < 3) return std::nullopt;
+  double mx = 0, my = 0;
+  for (auto [x, y] : p) {
+    mx += x;
+    my += y;
+  }
+  mx /= p.size();
+  my /= p.size();
+  double sxy = 0, sxx = 0;
+  for (auto [x, y] : p) {
+    sxy += (x - mx) * (y - my);
+    sxx += (x - mx) * (x - mx);
+  }
+  if (sxx == 0) return std::nullopt;
+  return sxy / sxx;
+}
+
+std::string describe_growth(double slope, const std::string& axis) {
+  const double factor = std::exp2(slope);
+  if (factor >= 1.1) return fmt::format("grows x{:.2f} per 2x {}", factor, axis);
+  if (factor <= 1 / 1.1) return fmt::format("shrinks x{:.2f} per 2x {}", 1 / factor, axis);
+  return fmt::format("flat (x{:.2f} per 2x {})", factor, axis);
+}
+
+}  // namespace
+
+std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::string& row_key,
+                                           const std::string& column_key) {
+  // Keys that vary across cases, other than the two axes, define the groups.
+  std::map<std::string, std::set<std::string>> seen_values;
+  for (const auto& c : result.cases) {
+    for (const auto& [k, v] : c.gate_case.values.items()) seen_values[k].insert(v.dump());
+  }
+  std::vector<std::string> group_keys;
+  for (const auto& [k, values] : seen_values) {
+    if (k != row_key && k != column_key && values.size() > 1) group_keys.push_back(k);
+  }
+
+  struct Key {
+    std::string output, metric, group;
+    bool operator<(const Key& o) const { return std::tie(output, metric, group) < std::tie(o.output, o.metric, o.group); }
+  };
+  struct Point {
+    double row, column, value;
+    bool crossed;
+  };
+  std::map<Key, TrendTable> tables;
+  std::map<Key, std::vector<Point>> points;
+  std::vector<Key> order;
+  for (const auto& c : result.cases) {
+    const auto& v = c.gate_case.values;
+    if (!v.contains(row_key) || !v.contains(column_key) || !v[row_key].is_number() || !v[column_key].is_number()) continue;
+    std::string group;
+    for (const auto& k : group_keys) {
+      if (!v.contains(k)) continue;
+      // An empty string is a key's "not set" (e.g. seq_lens: one sequence).
+      std::string text = v[k].is_string() ? v[k].get<std::string>() : v[k].dump();
+      if (text.empty()) continue;
+      group += (group.empty() ? "" : " ") + k + "=" + text;
+    }
+    for (const auto& o : c.outputs) {
+      for (const auto& m : o.comparison.checks) {
+        Key key{o.output, m.metric, group};
+        auto [it, inserted] = tables.try_emplace(key);
+        if (inserted) {
+          order.push_back(key);
+          it->second = TrendTable{o.output, m.metric, m.bound, group, row_key, column_key, {}, {}, {}, {}, {}};
+        }
+        points[key].push_back({v[row_key].get<double>(), v[column_key].get<double>(), m.value, !m.passed});
+      }
+    }
+  }
+
+  std::vector<TrendTable> out;
+  for (const auto& key : order) {
+    TrendTable t = tables[key];
+    std::set<double> row_values, column_values;
+    for (const auto& p : points[key]) {
+      row_values.insert(p.row);
+      column_values.insert(p.column);
+    }
+    const std::vector<double> rows(row_values.begin(), row_values.end());
+    const std::vector<double> columns(column_values.begin(), column_values.end());
+    for (double r : rows) t.rows.push_back(fmt::format("{}", r));
+    for (double c : columns) t.columns.push_back(fmt::format("{}", c));
+    t.cells.assign(rows.size(), std::vector<double>(columns.size(), NAN));
+    t.crossed.assign(rows.size(), std::vector<bool>(columns.size(), false));
+    for (const auto& p : points[key]) {
+      const auto r = std::lower_bound(rows.begin(), rows.end(), p.row) - rows.begin();
+      const auto c = std::lower_bound(columns.begin(), columns.end(), p.column) - columns.begin();
+      t.cells[r][c] = p.value;
+      t.crossed[r][c] = p.crossed;
+    }
+    // Along columns (e.g. shards): the first column is left out when it is 1,
+    // since one shard is the unpartitioned computation itself.
+    for (std::size_t r = 0; r < t.rows.size(); ++r) {
+      std::vector<std::pair<double, double>> points;
+      std::vector<std::string> used;
+      for (std::size_t c = 0; c < t.columns.size(); ++c) {
+        if (std::stod(t.columns[c]) == 1) continue;
+        points.emplace_back(std::stod(t.columns[c]), t.cells[r][c]);
+        used.push_back(t.columns[c]);
+      }
+      if (auto s = log_log_slope(points)) {
+        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", row_key, t.rows[r], describe_growth(*s, column_key),
+                                       column_key, used.front(), used.back()));
+      }
+    }
+    for (std::size_t c = 0; c < t.columns.size(); ++c) {
+      if (std::stod(t.columns[c]) == 1) continue;
+      std::vector<std::pair<double, double>> points;
+      for (std::size_t r = 0; r < t.rows.size(); ++r) points.emplace_back(std::stod(t.rows[r]), t.cells[r][c]);
+      if (auto s = log_log_slope(points)) {
+        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", column_key, t.columns[c], describe_growth(*s, row_key),
+                                       row_key, t.rows.front(), t.rows.back()));
+      }
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+std::string render_trend_table(const TrendTable& t) {
+  std::string s = fmt::format("{} {} by {} (rows) and {} (columns){}; * = over the bound {:.1e}\n", t.output, t.metric,
+                              t.row_key, t.column_key, t.group.empty() ? "" : ", " + t.group, t.bound);
+  s += fmt::format("  {:>8}", t.row_key + " \\ " + t.column_key);
+  for (const auto& c : t.columns) s += fmt::format(" {:>10}", c);
+  s += "\n";
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    s += fmt::format("  {:>8}", t.rows[r]);
+    for (std::size_t c = 0; c < t.columns.size(); ++c) {
+      const double v = t.cells[r][c];
+      std::string cell = std::isnan(v) ? "-" : fmt::format("{:.2e}{}", v, t.crossed[r][c] ? "*" : " ");
+      s += fmt::format(" {:>10}", cell);
+    }
+    s += "\n";
+  }
+  for (const auto& line : t.trends) s += "  trend: " + line + "\n";
+  return s;
+}
+
+nlohmann::ordered_json trend_table_json(const TrendTable& t) {
+  nlohmann::ordered_json cells = nlohmann::ordered_json::array();
+  for (std::size_t r = 0; r < t.rows.size(); ++r) {
+    nlohmann::ordered_json row = nlohmann::ordered_json::array();
+    for (std::size_t c = 0; c < t.columns.size(); ++c) {
+      row.push_back(std::isnan(t.cells[r][c]) ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(t.cells[r][c]));
+    }
+    cells.push_back(row);
+  }
+  return {{"output", t.output}, {"metric", t.metric}, {"bound", t.bound}, {"group", t.group},
+          {"rows_key", t.row_key}, {"columns_key", t.column_key}, {"rows", t.rows}, {"columns", t.columns},
+          {"values", cells}, {"crossed", t.crossed}, {"trends", t.trends}};
+}
+
+}  // namespace densefeed

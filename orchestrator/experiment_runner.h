@@ -1,0 +1,53 @@
+// The pipeline of one experiment: validate -> lock check -> gate -> (green
+// only) bench -> ledger. Data flows one way; the ledger is written by the
+// Ledger alone.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_runner.h"
+#include "gate_runner.h"
+#include "gate_spec.h"
+#include "manifest.h"
+
+namespace densefeed {
+
+struct RunOptions {
+  std::filesystem::path root;         // densefeed's own checkout: gates/, schemas/, kernels/
+  std::filesystem::path ledger_path;  // SQLite file
+  std::string profile = "quick";
+  std::optional<std::uint64_t> seed;  // drawn fresh (std::random_device) when absent
+  int jobs = 1;
+  bool bench = true;
+};
+
+struct ExperimentOutcome {
+  std::int64_t experiment_id = 0;
+  Manifest manifest;
+  std::optional<GateSpec> gate;  // absent when the gate file itself failed its lock
+  nlohmann::ordered_json candidate_params;
+  nlohmann::ordered_json base_params;
+  std::string gate_sha256;
+  std::vector<std::string> lock_problems;  // non-empty: red before any case ran
+  std::string profile;
+  std::uint64_t seed = 0;
+  GateResult gate_result;
+  std::optional<BenchResult> bench;  // set only when the gate was green
+  std::string bench_skipped;          // why the bench did not run
+  Verdict verdict = Verdict::green;   // gate verdict, then the bench's if it failed to run
+  std::filesystem::path work_dir;     // harness folders and logs
+  double wall_s = 0;
+};
+
+// Runs a manifest end to end. Throws InputError before writing anything to
+// the ledger when the manifest (or the gate it names) is bad; InfraError when
+// densefeed itself fails. A red or error verdict is returned, not thrown.
+ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, const RunOptions& options);
+
+}  // namespace densefeed

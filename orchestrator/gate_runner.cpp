@@ -1,0 +1,194 @@
+#include "gate_runner.h"
+
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "command_template.h"
+#include "error.h"
+#include "process_runner.h"
+
+namespace densefeed {
+namespace {
+
+struct Job {
+  std::vector<std::string> argv;
+  nlohmann::ordered_json case_json;
+  std::filesystem::path dir;
+  ProcessResult result;
+};
+
+void fresh_dir(const std::filesystem::path& dir) {
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(dir / "out", ec);
+  if (ec) throw InfraError(fmt::format("{}: cannot create the run folder: {}", dir.string(), ec.message()));
+}
+
+void run_job(Job& job, const GateSpec& gate, std::uint64_t seed) {
+  ProcessSpec spec;
+  spec.argv = job.argv;
+  spec.env = {{"DENSEFEED_MODE", "gate"},
+              {"DENSEFEED_CASE", job.case_json.dump()},
+              {"DENSEFEED_SEED", std::to_string(seed)},
+              {"DENSEFEED_OUT", (job.dir / "out").string()}};
+  spec.cwd = job.dir;
+  spec.stdout_path = job.dir / "stdout.log";
+  spec.stderr_path = job.dir / "stderr.log";
+  spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+  job.result = run_process(spec);
+}
+
+// Runs `jobs` on `n` threads; each job is independent.
+void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t seed) {
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> threads;
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  for (int t = 0; t < std::max(1, n); ++t) {
+    threads.emplace_back([&] {
+      for (std::size_t i = next++; i < jobs.size(); i = next++) {
+        try {
+          run_job(*jobs[i], gate, seed);
+        } catch (...) {
+          std::lock_guard lock(failure_mutex);
+          failure = std::current_exception();
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+}
+
+std::string process_failure(const char* who, const Job& job) {
+  return fmt::format("{} {}", who, job.result.describe());
+}
+
+}  // namespace
+
+GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
+                    const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  GateResult gate_result;
+  const auto ref_names = placeholders(gate.reference_command);
+
+  std::map<std::vector<std::string>, std::size_t> reference_index;  // argv (with {out} unrendered) -> job
+  std::vector<Job> references;
+  std::vector<Job> candidates(cases.size());
+  std::vector<std::size_t> case_reference(cases.size());
+  references.reserve(cases.size());
+
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    // The reference sees only the case parameters its command uses: its
+    // identity is its command.
+    nlohmann::ordered_json ref_case = nlohmann::ordered_json::object();
+    for (const auto& [k, v] : c.values.items()) {
+      if (ref_names.count("case." + k)) ref_case[k] = v;
+    }
+    TemplateValues key_values{c.values, nlohmann::ordered_json::object(), options.seed, "{out}"};
+    auto key = render_command(gate.reference_command, key_values);
+    auto [it, inserted] = reference_index.try_emplace(key, references.size());
+    if (inserted) {
+      Job ref;
+      ref.dir = options.work_dir / fmt::format("reference-{:03}", references.size());
+      ref.argv = render_command(gate.reference_command,
+                                {c.values, nlohmann::ordered_json::object(), options.seed, (ref.dir / "out").string()});
+      ref.case_json = ref_case;
+      references.push_back(std::move(ref));
+    }
+    case_reference[i] = it->second;
+
+    Job& cand = candidates[i];
+    cand.dir = options.work_dir / fmt::format("candidate-{:03}", i);
+    cand.argv = render_command(gate.candidate_command, {c.values, candidate_params, options.seed, (cand.dir / "out").string()});
+    cand.case_json = c.values;
+  }
+
+  std::vector<Job*> jobs;
+  for (auto& r : references) jobs.push_back(&r);
+  for (auto& c : candidates) jobs.push_back(&c);
+  // Empty every output folder first: a stale file from an earlier run can
+  // never be compared.
+  for (auto* j : jobs) fresh_dir(j->dir);
+  run_all(jobs, options.jobs, gate, options.seed);
+
+  std::vector<bool> reference_counted(references.size(), false);
+  for (std::size_t i = 0; i < cases.size(); ++i) {
+    CaseResult cr;
+    cr.gate_case = cases[i];
+    const Job& ref = references[case_reference[i]];
+    const Job& cand = candidates[i];
+    if (!reference_counted[case_reference[i]]) {
+      cr.reference_wall_s = ref.result.wall_s;
+      reference_counted[case_reference[i]] = true;
+      gate_result.harness_wall_s += ref.result.wall_s;
+    }
+    cr.candidate_wall_s = cand.result.wall_s;
+    gate_result.harness_wall_s += cand.result.wall_s;
+
+    if (!ref.result.ok()) {
+      cr.verdict = Verdict::error;
+      cr.reason = process_failure("the reference", ref);
+      cr.log_tail = file_tail(ref.dir / "stderr.log");
+    } else if (!cand.result.ok()) {
+      cr.verdict = Verdict::red;
+      cr.reason = process_failure("the candidate", cand);
+      cr.log_tail = file_tail(cand.dir / "stderr.log");
+    } else {
+      for (const auto& out : gate.outputs) {
+        OutputResult o;
+        o.output = out.name;
+        const auto file = out.name + ".npy";
+        Tensor r, x;
+        try {
+          r = read_npy(ref.dir / "out" / file);
+          if (r.dtype != out.reference_dtype) {
+            throw std::runtime_error(fmt::format("{}: dtype {} but the gate declares {}",
+                                                 (ref.dir / "out" / file).string(), r.dtype, out.reference_dtype));
+          }
+        } catch (const std::runtime_error& e) {
+          o.comparison.verdict = Verdict::error;
+          o.comparison.reason = fmt::format("reference output: {}", e.what());
+          cr.outputs.push_back(o);
+          continue;
+        }
+        try {
+          x = read_npy(cand.dir / "out" / file);
+          if (x.dtype != out.dtype) {
+            throw std::runtime_error(fmt::format("{}: dtype {} but the gate declares {}",
+                                                 (cand.dir / "out" / file).string(), x.dtype, out.dtype));
+          }
+        } catch (const std::runtime_error& e) {
+          o.comparison.verdict = Verdict::red;
+          o.comparison.reason = fmt::format("candidate output: {}", e.what());
+          cr.outputs.push_back(o);
+          continue;
+        }
+        o.comparison = compare_tensors(r, x, out.tolerance);
+        cr.outputs.push_back(std::move(o));
+      }
+      for (const auto& o : cr.outputs) {
+        if (o.comparison.verdict == Verdict::green) continue;
+        cr.verdict = worst(cr.verdict, o.comparison.verdict);
+        cr.reason += fmt::format("{}{}: {}", cr.reason.empty() ? "" : "; ", o.output, o.comparison.reason);
+      }
+    }
+    gate_result.verdict = worst(gate_result.verdict, cr.verdict);
+    gate_result.cases.push_back(std::move(cr));
+  }
+  std::size_t failing = 0;
+  for (const auto& c : gate_result.cases) failing += c.verdict != Verdict::green;
+  if (failing > 0) {
+    gate_result.reason = fmt::format("{} of {} case(s) not green", failing, gate_result.cases.size());
+  }
+  gate_result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return gate_result;
+}
+
+}  // namespace densefeed

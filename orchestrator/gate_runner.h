@@ -1,0 +1,57 @@
+// The correctness gate stage: for every case of a profile, the reference and
+// the candidate run as separate processes (harness protocol, DENSEFEED_MODE=
+// gate) and each declared output is compared within the gate's tolerance.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "case_grid.h"
+#include "gate_spec.h"
+#include "tensor_compare.h"
+#include "verdict.h"
+
+namespace densefeed {
+
+struct OutputResult {
+  std::string output;
+  Comparison comparison;
+};
+
+struct CaseResult {
+  Case gate_case;
+  Verdict verdict = Verdict::green;
+  std::string reason;  // why not green: process failure, missing output, metric over its bound
+  std::vector<OutputResult> outputs;
+  double reference_wall_s = 0;  // 0 when the reference was shared with an earlier case
+  double candidate_wall_s = 0;
+  std::string log_tail;  // stderr tail of the failing process
+};
+
+struct GateRunOptions {
+  std::filesystem::path work_dir;  // emptied and filled with one folder per process
+  std::string profile = "quick";
+  std::uint64_t seed = 0;
+  int jobs = 1;  // processes at once
+};
+
+struct GateResult {
+  Verdict verdict = Verdict::green;
+  std::string reason;
+  std::vector<CaseResult> cases;
+  double wall_s = 0;          // the whole stage, seconds
+  double harness_wall_s = 0;  // sum of every harness process's wall time, seconds
+};
+
+// Runs the cases. A reference command whose rendered argv is the same for
+// several cases (it does not use the parameters they differ in) runs once and
+// is shared. Throws InfraError only when densefeed cannot do its own part
+// (create folders, read files it wrote).
+GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
+                    const nlohmann::ordered_json& candidate_params, const GateRunOptions& options);
+
+}  // namespace densefeed

@@ -1,0 +1,188 @@
+#include "gate_spec.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "command_template.h"
+#include "error.h"
+#include "schema_validator.h"
+
+namespace densefeed {
+namespace {
+
+std::string json_type_of(const nlohmann::ordered_json& v) {
+  if (v.is_string()) return "string";
+  if (v.is_boolean()) return "boolean";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "integer";
+  if (v.is_number()) return "number";
+  return v.type_name();
+}
+
+void check_command(const YamlDocument& doc, const std::string& pointer, const std::vector<std::string>& argv,
+                   const GateSpec& gate) {
+  std::set<std::string> names;
+  try {
+    names = placeholders(argv);
+  } catch (const std::invalid_argument& e) {
+    doc.fail(pointer, e.what());
+  }
+  for (const auto& name : names) {
+    if (name.rfind("param.", 0) == 0 && pointer.rfind("/reference", 0) == 0) {
+      doc.fail(pointer, fmt::format("the reference command may not use '{{{}}}': a manifest can never change "
+                                    "the reference", name));
+    }
+    if (name.rfind("param.", 0) == 0 && gate.find_param(name.substr(6)) == nullptr) {
+      doc.fail(pointer, fmt::format("placeholder '{{{}}}' names a parameter the gate does not declare", name));
+    }
+    if (name.rfind("case.", 0) == 0) {
+      const std::string key = name.substr(5);
+      for (const auto& c : gate.cases) {
+        if (!c.values.contains(key)) {
+          doc.fail(pointer, fmt::format("placeholder '{{{}}}' is not defined by case '{}' (add it to "
+                                        "cases.defaults)", name, c.label));
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+const ParamSpec* GateSpec::find_param(const std::string& param_name) const {
+  for (const auto& p : params) {
+    if (p.name == param_name) return &p;
+  }
+  return nullptr;
+}
+
+std::vector<Case> GateSpec::profile_cases(const std::string& profile) const {
+  auto it = profiles.find(profile);
+  if (it == profiles.end()) {
+    std::vector<std::string> names;
+    for (const auto& [n, f] : profiles) names.push_back(n);
+    throw InputError(file.string(), {}, "profiles",
+                     fmt::format("gate '{}' has no profile '{}' (available: {})", name, profile,
+                                 fmt::join(names, ", ")));
+  }
+  return select_cases(cases, it->second);
+}
+
+std::filesystem::path gate_path(const std::filesystem::path& root, const std::string& name) {
+  return root / "gates" / (name + ".yaml");
+}
+
+std::vector<std::string> list_gates(const std::filesystem::path& root) {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(root / "gates", ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") names.push_back(entry.path().stem());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
+  const auto path = gate_path(root, name);
+  YamlDocument doc = load_yaml_file(path);
+  SchemaValidator(root / "schemas" / "gate.schema.json").validate(doc);
+  const auto& v = doc.value;
+
+  GateSpec gate;
+  gate.name = v["gate"].get<std::string>();
+  if (gate.name != name) {
+    doc.fail("/gate", fmt::format("the gate in {} must be named '{}' after its file", path.string(), name));
+  }
+  gate.file = std::filesystem::absolute(path);
+  gate.description = v.value("description", "");
+  gate.reference_command = v["reference"]["command"].get<std::vector<std::string>>();
+  gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
+  gate.timeout_s = v.value("timeout_s", 600.0);
+
+  if (v.contains("params")) {
+    for (const auto& [pname, p] : v["params"].items()) {
+      ParamSpec spec{pname, p["type"].get<std::string>(), p.value("enum", nlohmann::ordered_json()),
+                     p.value("default", nlohmann::ordered_json()), p.value("description", "")};
+      const std::string ptr = "/params/" + pname;
+      if (!spec.default_value.is_null()) {
+        const std::string t = json_type_of(spec.default_value);
+        if (!(t == spec.type || (spec.type == "number" && t == "integer"))) {
+          doc.fail(ptr + "/default", fmt::format("default has type {}, the parameter is {}", t, spec.type));
+        }
+        if (spec.enum_values.is_array() &&
+            std::find(spec.enum_values.begin(), spec.enum_values.end(), spec.default_value) ==
+                spec.enum_values.end()) {
+          doc.fail(ptr + "/default", "default is not one of the parameter's enum values");
+        }
+      }
+      gate.params.push_back(std::move(spec));
+    }
+  }
+
+  for (const auto& [oname, o] : v["outputs"].items()) {
+    OutputSpec out;
+    out.name = oname;
+    out.dtype = o["dtype"].get<std::string>();
+    out.reference_dtype = o.value("reference_dtype", out.dtype);
+    const auto& tol = o["tolerance"];
+    if (tol.contains("rel_l2")) out.tolerance.rel_l2 = tol["rel_l2"].get<double>();
+    if (tol.contains("max_abs")) out.tolerance.max_abs = tol["max_abs"].get<double>();
+    gate.outputs.push_back(std::move(out));
+  }
+
+  const auto& cases = v["cases"];
+  gate.cases = expand_cases(cases.value("defaults", nlohmann::ordered_json::object()),
+                            cases.value("grid", nlohmann::ordered_json::array()),
+                            cases.value("extra", nlohmann::ordered_json::array()));
+  if (gate.cases.empty()) doc.fail("/cases", "the gate has no cases");
+
+  for (const auto& [pname, filter] : v["profiles"].items()) {
+    ProfileFilter f;
+    for (const auto& [key, allowed] : filter.items()) f[key] = allowed.get<std::vector<nlohmann::ordered_json>>();
+    gate.profiles[pname] = f;
+    if (select_cases(gate.cases, f).empty()) doc.fail("/profiles/" + pname, "the profile selects no case");
+  }
+
+  check_command(doc, "/reference/command", gate.reference_command, gate);
+  check_command(doc, "/candidate/command", gate.candidate_command, gate);
+
+  for (std::size_t i = 0; i < v["freezes"].size(); ++i) {
+    const auto rel = v["freezes"][i].get<std::string>();
+    const auto p = std::filesystem::path(rel);
+    if (p.is_absolute() || rel.find("..") != std::string::npos) {
+      doc.fail(fmt::format("/freezes/{}", i), "a frozen file must be a path inside the densefeed checkout");
+    }
+    if (!std::filesystem::is_regular_file(root / p)) {
+      doc.fail(fmt::format("/freezes/{}", i), fmt::format("frozen file '{}' does not exist", rel));
+    }
+    gate.freezes.push_back(rel);
+  }
+
+  if (v.contains("report")) {
+    gate.trend_rows = v["report"]["rows"].get<std::string>();
+    gate.trend_columns = v["report"]["columns"].get<std::string>();
+  }
+
+  if (v.contains("bench")) {
+    const auto& b = v["bench"];
+    gate.bench.warmup = b.value("warmup", 1);
+    gate.bench.iters = b.value("iters", 5);
+    gate.bench.rounds = b.value("rounds", 5);
+    const auto& bench_cases = b["cases"];
+    for (std::size_t i = 0; i < bench_cases.size(); ++i) {
+      auto match = std::find_if(gate.cases.begin(), gate.cases.end(),
+                                [&](const Case& c) { return case_matches(c, bench_cases[i]); });
+      if (match == gate.cases.end()) {
+        doc.fail(fmt::format("/bench/cases/{}", i),
+                 fmt::format("benchmark case {} is not one of the gate's correctness cases: every "
+                             "benchmarked shape must be gated",
+                             bench_cases[i].dump()));
+      }
+      gate.bench.cases.push_back(*match);
+    }
+  }
+  return gate;
+}
+
+}  // namespace densefeed

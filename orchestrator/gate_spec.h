@@ -1,0 +1,89 @@
+// A gate: the frozen correctness test of one op, read from gates/NAME.yaml in
+// densefeed's own checkout (never from a candidate's revision) and validated
+// against schemas/gate.schema.json.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "case_grid.h"
+#include "yaml_document.h"
+
+namespace densefeed {
+
+// A parameter a manifest may set. `type` is one of string|integer|number|boolean.
+struct ParamSpec {
+  std::string name;
+  std::string type;
+  nlohmann::ordered_json enum_values;  // array, or null when any value of the type is allowed
+  nlohmann::ordered_json default_value;
+  std::string description;
+};
+
+// Bounds on the error of one output; an absent bound is not checked.
+// rel_l2 = ||cand - ref||_2 / ||ref||_2 (dimensionless); max_abs = max |cand - ref|
+// in the output's units.
+struct Tolerance {
+  std::optional<double> rel_l2;
+  std::optional<double> max_abs;
+};
+
+// A named output the harnesses write as NAME.npy. `dtype` is what the
+// candidate must write, `reference_dtype` what the reference must write
+// (NumPy names: float32, float64, ...).
+struct OutputSpec {
+  std::string name;
+  std::string dtype;
+  std::string reference_dtype;
+  Tolerance tolerance;
+};
+
+// How the benchmark stage runs: `rounds` interleaved base/candidate rounds of
+// `warmup` + `iters` harness iterations each, on `cases` (a subset of the
+// gate's correctness cases).
+struct BenchSpec {
+  int warmup = 1;
+  int iters = 5;
+  int rounds = 5;
+  std::vector<Case> cases;
+};
+
+struct GateSpec {
+  std::string name;
+  std::string description;
+  std::filesystem::path file;  // absolute path of the gate file
+  std::vector<std::string> reference_command;  // argv templates
+  std::vector<std::string> candidate_command;
+  std::vector<ParamSpec> params;
+  std::vector<OutputSpec> outputs;
+  std::vector<Case> cases;
+  std::map<std::string, ProfileFilter> profiles;
+  double timeout_s = 600;  // per harness process, seconds
+  std::vector<std::string> freezes;  // paths relative to the densefeed root
+  BenchSpec bench;
+  // Case keys the report tabulates errors by (rows x columns), e.g. T x shards;
+  // empty when the gate asks for no table.
+  std::string trend_rows;
+  std::string trend_columns;
+
+  const ParamSpec* find_param(const std::string& name) const;
+  // Cases of a profile. Throws InputError naming the available profiles.
+  std::vector<Case> profile_cases(const std::string& profile) const;
+};
+
+// Path of gate NAME under `root` (root/gates/NAME.yaml).
+std::filesystem::path gate_path(const std::filesystem::path& root, const std::string& name);
+
+// Names of the gates under root/gates, sorted.
+std::vector<std::string> list_gates(const std::filesystem::path& root);
+
+// Reads, validates and checks a gate file: schema, placeholders in both
+// commands defined by every case or declared params, bench cases gated,
+// frozen files present. Throws InputError (file, line, field) on any defect.
+GateSpec load_gate(const std::filesystem::path& root, const std::string& name);
+
+}  // namespace densefeed

@@ -1,0 +1,68 @@
+// The SQLite ledger engineers review (schema: ledger_schema.sql, compiled in).
+// Only this file writes SQL. The schema, not this code, enforces that results
+// are append-only and that benchmark rows need a green gate run.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_runner.h"
+#include "gate_runner.h"
+#include "manifest.h"
+
+struct sqlite3;
+
+namespace densefeed {
+
+struct ExperimentRecord {
+  const Manifest* manifest = nullptr;
+  nlohmann::ordered_json candidate_params;  // completed with gate defaults
+  nlohmann::ordered_json base_params;
+};
+
+struct GateRunRecord {
+  std::string gate;
+  std::string gate_sha256;
+  std::vector<std::string> lock_problems;
+  std::string profile;
+  std::uint64_t seed = 0;
+  std::string started_at;  // ISO 8601 UTC
+  const GateResult* result = nullptr;  // the verdict lives here (lock problems: red, no cases)
+};
+
+class Ledger {
+ public:
+  // Opens (creating the file, its folder and the schema on first use).
+  // Throws InfraError when SQLite fails.
+  explicit Ledger(const std::filesystem::path& path);
+  ~Ledger();
+  Ledger(const Ledger&) = delete;
+  Ledger& operator=(const Ledger&) = delete;
+
+  std::int64_t record_experiment(const ExperimentRecord& record);
+  // Gate run, its cases and metrics in one transaction; returns the gate run id.
+  std::int64_t record_gate_run(std::int64_t experiment_id, const GateRunRecord& record);
+  // Throws InfraError carrying SQLite's message if the database refuses
+  // (e.g. the gate run is not green).
+  void record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, const BenchResult& bench);
+
+  // One object per experiment, newest last: id, name, gate, verdict, reason, submitted_at, speedups.
+  nlohmann::ordered_json list() const;
+  // Everything recorded for one experiment. Throws InputError if there is no such id.
+  nlohmann::ordered_json show(std::int64_t experiment_id) const;
+
+  const std::filesystem::path& path() const { return path_; }
+
+ private:
+  std::filesystem::path path_;
+  sqlite3* db_ = nullptr;
+};
+
+// Current time as ISO 8601 UTC ("2026-11-29T19:05:57Z").
+std::string utc_now();
+
+}  // namespace densefeed

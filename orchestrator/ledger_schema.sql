@@ -1,0 +1,125 @@
+-- densefeed ledger, schema version 1. Read it with nothing but sqlite3.
+-- Times are ISO 8601 UTC text; durations are seconds (REAL); benchmark
+-- figures are in the unit column (ms). Results are append-only and the
+-- database, not the application, refuses a speedup for a gate that is not green.
+
+CREATE TABLE IF NOT EXISTS schema_info (
+  version INTEGER NOT NULL
+);
+
+-- One row per submitted experiment that passed validation.
+CREATE TABLE IF NOT EXISTS experiments (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  name TEXT NOT NULL,
+  manifest_path TEXT NOT NULL,
+  manifest_text TEXT NOT NULL,
+  manifest_sha256 TEXT NOT NULL CHECK (length(manifest_sha256) = 64),
+  author TEXT NOT NULL DEFAULT '',
+  hypothesis TEXT NOT NULL,
+  predicted_effect TEXT NOT NULL,
+  gate TEXT NOT NULL,
+  risk TEXT NOT NULL DEFAULT '[]',            -- JSON array of risk categories
+  candidate_revision TEXT NOT NULL,
+  candidate_params TEXT NOT NULL,             -- JSON object, completed with the gate's defaults
+  base_revision TEXT NOT NULL,
+  base_params TEXT NOT NULL,
+  submitted_at TEXT NOT NULL
+);
+
+-- The gate stage of an experiment (one per experiment).
+CREATE TABLE IF NOT EXISTS gate_runs (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  experiment_id INTEGER NOT NULL UNIQUE REFERENCES experiments(id),
+  gate TEXT NOT NULL,
+  gate_sha256 TEXT NOT NULL,                  -- of the gate file as run
+  lock_problems TEXT NOT NULL DEFAULT '[]',   -- JSON array; non-empty means red before any case ran
+  profile TEXT NOT NULL,
+  seed TEXT NOT NULL,                         -- u64 in decimal (SQLite integers are signed)
+  verdict TEXT NOT NULL CHECK (verdict IN ('green', 'red', 'error')),
+  reason TEXT NOT NULL DEFAULT '',
+  wall_s REAL NOT NULL,                       -- the whole stage
+  harness_wall_s REAL NOT NULL,               -- sum over harness processes
+  started_at TEXT NOT NULL,
+  finished_at TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS gate_cases (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  gate_run_id INTEGER NOT NULL REFERENCES gate_runs(id),
+  case_index INTEGER NOT NULL,
+  case_label TEXT NOT NULL,
+  case_json TEXT NOT NULL,
+  verdict TEXT NOT NULL CHECK (verdict IN ('green', 'red', 'error')),
+  reason TEXT NOT NULL DEFAULT '',
+  reference_wall_s REAL NOT NULL,             -- 0 when the reference run was shared with an earlier case
+  candidate_wall_s REAL NOT NULL,
+  UNIQUE (gate_run_id, case_index)
+);
+
+-- One row per (case, output, metric).
+CREATE TABLE IF NOT EXISTS gate_metrics (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  gate_case_id INTEGER NOT NULL REFERENCES gate_cases(id),
+  output TEXT NOT NULL,
+  metric TEXT NOT NULL CHECK (metric IN ('rel_l2', 'max_abs')),
+  value REAL,                                 -- NULL when NaN
+  bound REAL NOT NULL,
+  passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
+  worst_index TEXT NOT NULL DEFAULT '[]'      -- JSON multi-index of the largest |candidate - reference|
+);
+
+-- Benchmark results: exist only for an experiment whose gate run is green.
+CREATE TABLE IF NOT EXISTS bench_cases (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+  gate_run_id INTEGER NOT NULL REFERENCES gate_runs(id),
+  case_label TEXT NOT NULL,
+  case_json TEXT NOT NULL,
+  unit TEXT NOT NULL,
+  base_median REAL NOT NULL,
+  base_relative_iqr REAL NOT NULL,
+  candidate_median REAL NOT NULL,
+  candidate_relative_iqr REAL NOT NULL,
+  speedup REAL NOT NULL,                      -- median over rounds of median(base) / median(candidate)
+  speedup_min REAL NOT NULL,
+  speedup_max REAL NOT NULL,
+  rounds INTEGER NOT NULL,
+  round_speedups TEXT NOT NULL                -- JSON array
+);
+
+CREATE TRIGGER IF NOT EXISTS bench_cases_require_green_gate
+BEFORE INSERT ON bench_cases
+WHEN NOT EXISTS (SELECT 1 FROM gate_runs g
+                 WHERE g.id = NEW.gate_run_id AND g.experiment_id = NEW.experiment_id AND g.verdict = 'green')
+BEGIN
+  SELECT RAISE(ABORT, 'bench_cases: the experiment has no green gate run; a speedup is never recorded on a red gate');
+END;
+
+CREATE TRIGGER IF NOT EXISTS experiments_no_update BEFORE UPDATE ON experiments
+BEGIN SELECT RAISE(ABORT, 'experiments is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS experiments_no_delete BEFORE DELETE ON experiments
+BEGIN SELECT RAISE(ABORT, 'experiments is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS gate_runs_no_update BEFORE UPDATE ON gate_runs
+BEGIN SELECT RAISE(ABORT, 'gate_runs is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS gate_runs_no_delete BEFORE DELETE ON gate_runs
+BEGIN SELECT RAISE(ABORT, 'gate_runs is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS gate_cases_no_update BEFORE UPDATE ON gate_cases
+BEGIN SELECT RAISE(ABORT, 'gate_cases is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS gate_cases_no_delete BEFORE DELETE ON gate_cases
+BEGIN SELECT RAISE(ABORT, 'gate_cases is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS gate_metrics_no_update BEFORE UPDATE ON gate_metrics
+BEGIN SELECT RAISE(ABORT, 'gate_metrics is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS gate_metrics_no_delete BEFORE DELETE ON gate_metrics
+BEGIN SELECT RAISE(ABORT, 'gate_metrics is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS bench_cases_no_update BEFORE UPDATE ON bench_cases
+BEGIN SELECT RAISE(ABORT, 'bench_cases is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS bench_cases_no_delete BEFORE DELETE ON bench_cases
+BEGIN SELECT RAISE(ABORT, 'bench_cases is append-only'); END;
+
+-- The latest verdict of each experiment ('pending' while its gate has not finished).
+CREATE VIEW IF NOT EXISTS experiment_verdicts AS
+SELECT e.id AS experiment_id, e.name, e.gate, e.submitted_at,
+       COALESCE(g.verdict, 'pending') AS gate_verdict, COALESCE(g.reason, '') AS reason,
+       g.profile, g.seed,
+       (SELECT COUNT(*) FROM bench_cases b WHERE b.experiment_id = e.id) AS bench_cases
+FROM experiments e LEFT JOIN gate_runs g ON g.experiment_id = e.id;

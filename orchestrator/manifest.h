@@ -1,0 +1,48 @@
+// An experiment manifest (experiments/*.yaml, schema in
+// schemas/experiment.schema.json): what an agent submits. Everything in it is
+// untrusted: it may only choose values for the parameters its gate declares.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "gate_spec.h"
+#include "yaml_document.h"
+
+namespace densefeed {
+
+// One arm of the experiment: a revision ("WORKTREE" = densefeed's checkout as
+// it is) and the gate parameters it sets.
+struct Arm {
+  std::string revision;
+  nlohmann::ordered_json params;  // object; as written in the manifest
+};
+
+struct Manifest {
+  YamlDocument doc;      // text, path and source marks
+  std::string sha256;    // of the manifest's bytes
+  std::string name;
+  std::string author;
+  std::string hypothesis;
+  std::string predicted_effect;
+  std::string gate;
+  std::vector<std::string> risk;
+  Arm candidate;
+  Arm base;
+};
+
+// Reads and validates a manifest against root/schemas/experiment.schema.json
+// and checks that its gate exists under root/gates. Throws InputError
+// (file:line:column, field, what was expected).
+Manifest load_manifest(const std::filesystem::path& path, const std::filesystem::path& root);
+
+// Checks an arm's params against the gate (declared, right type, in the enum)
+// and returns them completed with the gate's defaults. Throws InputError
+// located at the offending parameter in the manifest.
+nlohmann::ordered_json resolve_params(const Manifest& manifest, const std::string& arm_field, const Arm& arm,
+                                      const GateSpec& gate);
+
+}  // namespace densefeed

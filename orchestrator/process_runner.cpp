@@ -1,0 +1,123 @@
+#include "process_runner.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+#include <thread>
+
+#include <boost/filesystem.hpp>
+#include <boost/process.hpp>
+#include <fmt/format.h>
+
+#include "error.h"
+
+namespace bp = boost::process;
+
+namespace densefeed {
+namespace {
+
+std::filesystem::path resolve_exe(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  auto local = self_dir() / name;
+  if (std::filesystem::is_regular_file(local)) return local;
+  auto found = bp::search_path(name);
+  return found.empty() ? std::filesystem::path() : std::filesystem::path(found.string());
+}
+
+}  // namespace
+
+std::filesystem::path self_dir() {
+  std::error_code ec;
+  auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::filesystem::current_path() : exe.parent_path();
+}
+
+std::string ProcessResult::describe() const {
+  if (!started) return "could not start: " + start_error;
+  if (timed_out) return fmt::format("timed out after {:.1f} s and was killed", wall_s);
+  if (signal != 0) return fmt::format("killed by signal {} ({})", signal, sigabbrev_np(signal) ? sigabbrev_np(signal) : "?");
+  return fmt::format("exit code {}", exit_code);
+}
+
+ProcessResult run_process(const ProcessSpec& spec) {
+  ProcessResult result;
+  if (spec.argv.empty()) {
+    result.start_error = "empty command";
+    return result;
+  }
+  const auto exe = resolve_exe(spec.argv[0]);
+  if (exe.empty() || access(exe.c_str(), X_OK) != 0) {
+    result.start_error = fmt::format("'{}' not found or not executable (looked next to densefeed in {} and in PATH)",
+                                     spec.argv[0], self_dir().string());
+    return result;
+  }
+  result.resolved_exe = exe.string();
+  for (const auto& p : {spec.stdout_path, spec.stderr_path}) {
+    std::ofstream touch(p, std::ios::trunc);
+    if (!touch) throw InfraError(fmt::format("{}: cannot create the log file", p.string()));
+  }
+
+  bp::environment env = boost::this_process::environment();
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+
+  const auto start = std::chrono::steady_clock::now();
+  bp::group group;
+  bp::child child;
+  std::error_code ec;
+  child = bp::child(bp::exe = exe.string(), bp::args = args, env, bp::std_in < bp::null,
+                    bp::std_out > spec.stdout_path.string(), bp::std_err > spec.stderr_path.string(),
+                    bp::start_dir = spec.cwd.string(), group, ec);
+  if (ec) {
+    result.start_error = ec.message();
+    return result;
+  }
+  result.started = true;
+
+  // Poll rather than wait_for: Boost.Process 1.74's wait_for is unreliable
+  // with several children at once.
+  const auto deadline = start + spec.timeout;
+  auto sleep = std::chrono::milliseconds(1);
+  while (child.running(ec) && !ec) {
+    if (std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = true;
+      ::kill(-group.native_handle(), SIGTERM);
+      const auto grace_end = std::chrono::steady_clock::now() + spec.kill_grace;
+      while (child.running(ec) && !ec && std::chrono::steady_clock::now() < grace_end) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      }
+      break;
+    }
+    std::this_thread::sleep_for(sleep);
+    sleep = std::min(sleep * 2, std::chrono::milliseconds(20));
+  }
+  // Whatever the leader did, nothing of its group may outlive the case.
+  group.terminate(ec);
+  child.wait(ec);
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int status = child.native_exit_code();
+  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
+  else if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  return result;
+}
+
+std::string file_tail(const std::filesystem::path& path, std::size_t max_lines, std::size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) return "";
+  const auto size = static_cast<std::size_t>(in.tellg());
+  const std::size_t take = std::min(size, max_bytes);
+  in.seekg(static_cast<std::streamoff>(size - take));
+  std::string text(take, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(take));
+  while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
+  std::size_t pos = text.size();
+  for (std::size_t lines = 0; lines < max_lines && pos != std::string::npos && pos > 0; ++lines) {
+    pos = text.rfind('\n', pos - 1);
+  }
+  return pos == std::string::npos ? text : text.substr(pos + 1);
+}
+
+}  // namespace densefeed

@@ -1,0 +1,49 @@
+// Starts harness processes (Boost.Process): argv, no shell, stdin from
+// /dev/null, stdout/stderr to files, its own process group, a timeout after
+// which the whole group gets SIGTERM and, after a grace period, SIGKILL.
+// Only this file starts processes.
+#pragma once
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+namespace densefeed {
+
+struct ProcessSpec {
+  std::vector<std::string> argv;  // argv[0] without '/' is looked up next to the densefeed binary, then in PATH
+  std::map<std::string, std::string> env;  // added to (and overriding) densefeed's own environment
+  std::filesystem::path cwd;
+  std::filesystem::path stdout_path;
+  std::filesystem::path stderr_path;
+  std::chrono::milliseconds timeout{600'000};
+  std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL
+};
+
+struct ProcessResult {
+  bool started = false;
+  std::string start_error;  // why it could not start (not found, not executable)
+  int exit_code = -1;       // when it exited normally
+  int signal = 0;           // when a signal ended it
+  bool timed_out = false;
+  double wall_s = 0;        // from spawn to reaping, seconds
+  std::string resolved_exe;
+
+  bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
+  // "exit code 2", "killed by signal 11 (SIGSEGV)", "timed out after 10 s", ...
+  std::string describe() const;
+};
+
+// Runs one process to completion. Never throws for anything the child does;
+// throws InfraError only if the output files cannot be created.
+ProcessResult run_process(const ProcessSpec& spec);
+
+// The last `max_lines` lines (at most `max_bytes`) of a text file, for messages.
+std::string file_tail(const std::filesystem::path& path, std::size_t max_lines = 12, std::size_t max_bytes = 4096);
+
+// Directory of the running densefeed executable (where harnesses are built).
+std::filesystem::path self_dir();
+
+}  // namespace densefeed

@@ -1,0 +1,33 @@
+// JSON Schema validation (draft 7, through valijson) of YAML documents, with
+// errors placed at the offending line and column.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "yaml_document.h"
+
+namespace densefeed {
+
+class SchemaValidator {
+ public:
+  // Loads a JSON Schema file. Throws InfraError if it is missing or invalid
+  // (schemas are part of densefeed's own checkout, so that is our fault).
+  explicit SchemaValidator(const std::filesystem::path& schema_path);
+  ~SchemaValidator();
+  SchemaValidator(const SchemaValidator&) = delete;
+  SchemaValidator& operator=(const SchemaValidator&) = delete;
+
+  // Throws InputError naming the file, line, column and field of the deepest
+  // violation, with what the schema expected there (type, enum, description).
+  void validate(const YamlDocument& doc) const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace densefeed

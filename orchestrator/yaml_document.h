@@ -1,0 +1,45 @@
+// A YAML file read into JSON, remembering where every value and key came from,
+// so that later stages (schema validation, gate checks) can name the line and
+// column of whatever they reject.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "error.h"
+
+namespace densefeed {
+
+struct YamlDocument {
+  std::string path;   // as given by the user; used in every error message
+  std::string text;   // the raw bytes of the file
+  nlohmann::ordered_json value;  // keys in file order
+  // JSON pointer ("/candidate/params/precision") -> where the value starts.
+  std::map<std::string, SourceMark> value_marks;
+  // JSON pointer of a mapping member -> where its key starts.
+  std::map<std::string, SourceMark> key_marks;
+
+  // The mark of the value at `pointer`, or of its nearest recorded ancestor.
+  SourceMark mark_of(const std::string& pointer) const;
+  // The mark of the key of the member at `pointer` (falls back to mark_of).
+  SourceMark key_mark_of(const std::string& pointer) const;
+  // Throws InputError located at `pointer`, naming it as a dotted field.
+  [[noreturn]] void fail(const std::string& pointer, const std::string& message) const;
+  [[noreturn]] void fail_at_key(const std::string& pointer, const std::string& message) const;
+};
+
+// "/candidate/params/precision" -> "candidate.params.precision"; "/a/0" -> "a[0]".
+std::string pointer_to_field(const std::string& pointer);
+
+// Parses YAML 1.2 text (core schema: plain scalars become null, bool, integer
+// or float where they look like one; quoted scalars stay strings).
+// Throws InputError for a syntax error, a duplicate key, or a non-scalar key.
+YamlDocument parse_yaml(const std::string& text, const std::string& path);
+
+// Reads and parses a file. Throws InputError when it cannot be read.
+YamlDocument load_yaml_file(const std::filesystem::path& path);
+
+}  // namespace densefeed

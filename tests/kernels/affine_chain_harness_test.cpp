@@ -1,0 +1,247 @@
+// The affine_chain harness as densefeed runs it: a real process, the protocol's
+// environment, a temporary output directory, and the files it leaves there.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <boost/process.hpp>
+#include <nlohmann/json.hpp>
+
+namespace {
+
+namespace bp = boost::process;
+namespace fs = std::filesystem;
+
+struct Result {
+  int exit_code = -1;
+  std::string stderr_text;
+};
+
+// A parsed .npy file (format 1.0, C order).
+struct Npy {
+  std::string descr;
+  std::vector<std::size_t> shape;
+  std::string data;
+};
+
+// Minimal reader for the files the harness writes; fails the test on anything
+// else. Checks the header against the format spec rather than trusting it.
+Npy read_npy(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  Npy npy;
+  EXPECT_GE(bytes.size(), 10u);
+  if (bytes.size() < 10) return npy;
+  EXPECT_EQ(bytes.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
+  const std::size_t header_len =
+      static_cast<unsigned char>(bytes[8]) |
+      (static_cast<std::size_t>(static_cast<unsigned char>(bytes[9])) << 8);
+  EXPECT_EQ((10 + header_len) % 64, 0u);
+  const std::string header = bytes.substr(10, header_len);
+  EXPECT_EQ(header.back(), '\n');
+  EXPECT_NE(header.find("'fortran_order': False"), std::string::npos) << header;
+  const std::size_t d = header.find("'descr': '");
+  EXPECT_NE(d, std::string::npos);
+  npy.descr = header.substr(d + 10, 3);
+  const std::size_t open = header.find("'shape': (");
+  const std::size_t close = header.find(')', open);
+  std::string dims = header.substr(open + 10, close - open - 10);
+  for (std::size_t pos = 0; pos < dims.size();) {
+    const std::size_t comma = dims.find(',', pos);
+    const std::string item = dims.substr(pos, comma - pos);
+    if (item.find_first_not_of(' ') != std::string::npos) npy.shape.push_back(std::stoul(item));
+    if (comma == std::string::npos) break;
+    pos = comma + 1;
+  }
+  npy.data = bytes.substr(10 + header_len);
+  return npy;
+}
+
+template <typename T>
+std::vector<T> values(const Npy& npy) {
+  std::vector<T> v(npy.data.size() / sizeof(T));
+  std::memcpy(v.data(), npy.data.data(), v.size() * sizeof(T));
+  return v;
+}
+
+class AffineChainHarness : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string templ = (fs::temp_directory_path() / "affine_chain_harness.XXXXXX").string();
+    ASSERT_NE(mkdtemp(templ.data()), nullptr);
+    dir_ = templ;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs the harness with `args` and the protocol variables `vars` on top of
+  // this process's environment (from which any DENSEFEED_* is removed first).
+  Result run(const std::vector<std::string>& args,
+             const std::map<std::string, std::string>& vars = {}) {
+    bp::environment env = boost::this_process::environment();
+    for (const char* name : {"DENSEFEED_MODE", "DENSEFEED_SEED", "DENSEFEED_OUT",
+                             "DENSEFEED_WARMUP", "DENSEFEED_ITERS", "DENSEFEED_CASE"}) {
+      if (env.find(name) != env.end()) env.erase(name);
+    }
+    for (const auto& [name, value] : vars) env[name] = value;
+    bp::ipstream err;
+    bp::child child(bp::exe = AFFINE_CHAIN_EXE, bp::args = args, env, bp::std_out > bp::null,
+                    bp::std_err > err, bp::std_in < bp::null);
+    Result r;
+    for (std::string line; std::getline(err, line);) r.stderr_text += line + "\n";
+    child.wait();
+    r.exit_code = child.exit_code();
+    return r;
+  }
+
+  // A small varlen case: 2 sequences, 2 heads, K = 32, V = 16, 4 shards.
+  std::vector<std::string> small_case(const std::string& path, const std::string& precision,
+                                      const std::string& shards) {
+    return {"--path",     path,      "--precision", precision, "--T",      "1024",
+            "--seq-lens", "300,724", "--shards",    shards,    "--heads",  "2",
+            "--dim-k",    "32",      "--dim-v",     "16",      "--regime", "long-memory"};
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(AffineChainHarness, GateWritesFinalStatesAsNpy) {
+  const fs::path out = dir_ / "candidate";
+  fs::create_directory(out);
+  const Result r = run(small_case("partitioned", "tf32x3", "4"),
+                       {{"DENSEFEED_SEED", "123"}, {"DENSEFEED_OUT", out.string()}});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_EQ(std::distance(fs::directory_iterator(out), fs::directory_iterator()), 1);
+  const Npy npy = read_npy(out / "final_state.npy");
+  EXPECT_EQ(npy.descr, "<f4");
+  EXPECT_EQ(npy.shape, (std::vector<std::size_t>{2, 2, 32, 16}));
+  const std::vector<float> v = values<float>(npy);
+  ASSERT_EQ(v.size(), 2u * 2 * 32 * 16);
+  ASSERT_EQ(npy.data.size(), v.size() * 4);
+  std::size_t nonzero = 0;
+  for (float x : v) {
+    ASSERT_TRUE(std::isfinite(x));
+    nonzero += (x != 0.0f);
+  }
+  EXPECT_EQ(nonzero, v.size());
+}
+
+TEST_F(AffineChainHarness, ReferenceIsFloat64AndAgreesWithTheCandidate) {
+  const fs::path ref = dir_ / "reference";
+  const fs::path cand = dir_ / "candidate";
+  std::vector<std::string> ref_args = small_case("unpartitioned", "fp64", "1");
+  ref_args.insert(ref_args.end(), {"--seed", "77", "--out", ref.string()});
+  ASSERT_EQ(run(ref_args).exit_code, 0);
+  std::vector<std::string> cand_args = small_case("partitioned", "ieee", "4");
+  cand_args.insert(cand_args.end(), {"--seed", "77", "--out", cand.string()});
+  ASSERT_EQ(run(cand_args).exit_code, 0);
+
+  const Npy r = read_npy(ref / "final_state.npy");
+  const Npy c = read_npy(cand / "final_state.npy");
+  EXPECT_EQ(r.descr, "<f8");
+  EXPECT_EQ(r.shape, c.shape);
+  const std::vector<double> rv = values<double>(r);
+  const std::vector<float> cv = values<float>(c);
+  ASSERT_EQ(rv.size(), cv.size());
+  double num = 0.0;
+  double den = 0.0;
+  for (std::size_t i = 0; i < rv.size(); ++i) {
+    num += (cv[i] - rv[i]) * (cv[i] - rv[i]);
+    den += rv[i] * rv[i];
+  }
+  EXPECT_LT(std::sqrt(num / den), 1e-5);
+
+  // Same seed, another process: the same bytes. Another seed: other inputs.
+  const fs::path again = dir_ / "again";
+  cand_args.back() = again.string();
+  ASSERT_EQ(run(cand_args).exit_code, 0);
+  EXPECT_EQ(read_npy(again / "final_state.npy").data, c.data);
+  const fs::path other = dir_ / "other";
+  cand_args[cand_args.size() - 3] = "78";
+  cand_args.back() = other.string();
+  ASSERT_EQ(run(cand_args).exit_code, 0);
+  EXPECT_NE(read_npy(other / "final_state.npy").data, c.data);
+}
+
+TEST_F(AffineChainHarness, BenchWritesOneSamplePerTimedIteration) {
+  const fs::path out = dir_ / "bench";
+  fs::create_directory(out);
+  const Result r = run(small_case("partitioned", "tf32", "2"), {{"DENSEFEED_MODE", "bench"},
+                                                                {"DENSEFEED_SEED", "5"},
+                                                                {"DENSEFEED_OUT", out.string()},
+                                                                {"DENSEFEED_WARMUP", "2"},
+                                                                {"DENSEFEED_ITERS", "4"}});
+  ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+  EXPECT_FALSE(fs::exists(out / "final_state.npy"));
+  std::ifstream in(out / "samples.json");
+  const nlohmann::json doc = nlohmann::json::parse(in);
+  EXPECT_EQ(doc.at("unit"), "ms");
+  ASSERT_EQ(doc.at("samples").size(), 4u);
+  for (const auto& s : doc.at("samples")) EXPECT_GT(s.get<double>(), 0.0);
+}
+
+TEST_F(AffineChainHarness, BadInputExitsTwoWithOneLineNamingIt) {
+  struct Bad {
+    std::vector<std::string> args;  // replace or add to the small case
+    std::map<std::string, std::string> vars;
+    std::string expected;  // substring of the message
+  };
+  const std::vector<Bad> cases = {
+      {{"--precision", "fp16"}, {}, "--precision: expected fp64, ieee, tf32, tf32-rn or tf32x3"},
+      {{"--path", "sideways"}, {}, "--path: expected unpartitioned or partitioned"},
+      {{"--shards", "3"}, {}, "--shards: expected a divisor of --T = 1024, got 3"},
+      {{"--seq-lens", "300,700"}, {}, "--seq-lens: lengths sum to 1000, expected --T = 1024"},
+      {{"--T", "-5"}, {}, "--T"},
+      {{"--regime", "slow"}, {}, "--regime: expected long-memory or fast-decay"},
+      {{"--heads", "two"}, {}, "--heads: expected a positive integer"},
+      {{"--bogus", "1"}, {}, "--bogus"},
+      {{"--device", "cuda"}, {}, "--device cuda: CUDA path not built"},
+      {{"--seed", "-1"}, {}, "--seed: expected a decimal unsigned 64-bit integer"},
+      {{}, {{"DENSEFEED_SEED", ""}}, "--seed: expected a seed (or DENSEFEED_SEED"},
+      {{}, {{"DENSEFEED_MODE", "bench"}, {"DENSEFEED_ITERS", "many"}}, "DENSEFEED_ITERS='many'"},
+      {{}, {{"DENSEFEED_MODE", "trace"}}, "DENSEFEED_MODE=trace"},
+  };
+  for (const Bad& bad : cases) {
+    std::vector<std::string> args = small_case("partitioned", "tf32", "4");
+    for (std::size_t i = 0; i < bad.args.size(); i += 2) {
+      bool replaced = false;
+      for (std::size_t j = 0; j + 1 < args.size(); j += 2) {
+        if (args[j] == bad.args[i]) {
+          args[j + 1] = bad.args[i + 1];
+          replaced = true;
+        }
+      }
+      if (!replaced) args.insert(args.end(), {bad.args[i], bad.args[i + 1]});
+    }
+    const fs::path out = dir_ / "bad";
+    std::map<std::string, std::string> vars = {{"DENSEFEED_SEED", "1"},
+                                               {"DENSEFEED_OUT", out.string()}};
+    for (const auto& [k, v] : bad.vars) vars[k] = v;
+    const Result r = run(args, vars);
+    EXPECT_EQ(r.exit_code, 2) << bad.expected << "\n" << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(bad.expected), std::string::npos)
+        << "expected '" << bad.expected << "' in: " << r.stderr_text;
+    EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+    EXPECT_FALSE(fs::exists(out / "final_state.npy")) << bad.expected;
+  }
+}
+
+TEST_F(AffineChainHarness, UnwritableOutputExitsThree) {
+  std::ofstream(dir_ / "a_file") << "not a directory";
+  std::vector<std::string> args = small_case("partitioned", "tf32", "4");
+  args.insert(args.end(), {"--seed", "1", "--out", (dir_ / "a_file" / "out").string()});
+  const Result r = run(args);
+  EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
+  EXPECT_NE(r.stderr_text.find("affine_chain: internal failure"), std::string::npos)
+      << r.stderr_text;
+}
+
+}  // namespace

@@ -1,0 +1,106 @@
+#include <gtest/gtest.h>
+
+#include "error.h"
+#include "gate_spec.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
+
+TEST(GateSpec, CpAffineChainGridAndProfiles) {
+  const GateSpec gate = load_gate(kRoot, "cp-affine-chain");
+  EXPECT_EQ(gate.cases.size(), 2u * 3u * 6u + 5u);
+  const auto quick = gate.profile_cases("quick");
+  EXPECT_EQ(quick.size(), 2u * 6u + 5u);
+  EXPECT_EQ(quick.front().label, "regime=long-memory T=8192 shards=1");
+  EXPECT_EQ(quick.front().values["K"], 128);
+  EXPECT_EQ(gate.profile_cases("full").size(), gate.cases.size());
+  ASSERT_EQ(gate.bench.cases.size(), 1u);
+  EXPECT_EQ(gate.bench.cases[0].label, "regime=long-memory T=8192 shards=8");
+  ASSERT_EQ(gate.outputs.size(), 1u);
+  EXPECT_EQ(gate.outputs[0].reference_dtype, "float64");
+  try {
+    gate.profile_cases("nightly");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no profile 'nightly' (available: full, quick)"), std::string::npos) << e.what();
+  }
+}
+
+// Writes a copy of the densefeed schemas and a gate file into a temp root.
+class GateFiles : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::filesystem::create_directories(dir_ / "schemas");
+    std::filesystem::copy_file(kRoot / "schemas" / "gate.schema.json", dir_ / "schemas" / "gate.schema.json");
+    testing::write_file(dir_ / "frozen.txt", "frozen\n");
+  }
+  std::string error_of(const std::string& gate_text) {
+    testing::write_file(dir_ / "gates" / "g.yaml", gate_text);
+    try {
+      load_gate(dir_.path(), "g");
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  testing::TempDir dir_;
+};
+
+const char* kGate = R"(gate: g
+reference: {command: [ref, "{case.n}", "{out}"]}
+candidate: {command: [cand, "{case.n}", "{param.mode}", "{out}"]}
+params:
+  mode: {type: string, enum: [a, b], default: a}
+outputs:
+  y: {dtype: float32, tolerance: {rel_l2: 1.0e-5}}
+cases:
+  grid:
+    - {n: [1, 2, 4]}
+profiles: {quick: {n: [1]}, full: {}}
+freezes: [frozen.txt]
+bench:
+  cases: [{n: 4}]
+)";
+
+TEST_F(GateFiles, ValidGateLoads) { EXPECT_EQ(error_of(kGate), ""); }
+
+TEST_F(GateFiles, BenchShapeThatIsNotGatedIsRefused) {
+  std::string text = kGate;
+  text.replace(text.find("{n: 4}]"), 7, "{n: 8}]");
+  const auto e = error_of(text);
+  EXPECT_NE(e.find(":14:11: field 'bench.cases[0]': benchmark case {\"n\":8} is not one of the gate's correctness cases"),
+            std::string::npos) << e;
+}
+
+TEST_F(GateFiles, ReferenceMayNotUseParameters) {
+  std::string text = kGate;
+  text.replace(text.find("[ref, "), 6, "[ref, \"{param.mode}\", ");
+  const auto e = error_of(text);
+  EXPECT_NE(e.find("field 'reference.command': the reference command may not use '{param.mode}'"), std::string::npos) << e;
+}
+
+TEST_F(GateFiles, PlaceholderWithoutValueIsRefused) {
+  std::string text = kGate;
+  text.replace(text.find("\"{case.n}\", \"{param"), 10, "\"{case.m}\"");
+  const auto e = error_of(text);
+  EXPECT_NE(e.find("field 'candidate.command': placeholder '{case.m}' is not defined by case 'n=1'"), std::string::npos) << e;
+}
+
+TEST_F(GateFiles, MissingFrozenFileIsRefused) {
+  std::string text = kGate;
+  text.replace(text.find("[frozen.txt]"), 12, "[frozen.txt, nothere.cpp]");
+  EXPECT_NE(error_of(text).find("field 'freezes[1]': frozen file 'nothere.cpp' does not exist"), std::string::npos);
+}
+
+TEST_F(GateFiles, ToleranceMustBePositive) {
+  std::string text = kGate;
+  text.replace(text.find("rel_l2: 1.0e-5"), 14, "rel_l2: -1");
+  const auto e = error_of(text);
+  EXPECT_NE(e.find(":7:43: field 'outputs.y.tolerance.rel_l2'"), std::string::npos) << e;
+}
+
+}  // namespace
+}  // namespace densefeed

@@ -1,0 +1,131 @@
+// The ledger's invariants are the database's: each test tries to break one
+// through plain SQL, as anyone with sqlite3 could.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "error.h"
+#include "ledger.h"
+#include "manifest.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
+
+// Runs SQL on its own connection; returns SQLite's error message or "".
+std::string plain_sql(const std::filesystem::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open(db_path.c_str(), &db);
+  char* message = nullptr;
+  std::string error;
+  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) error = message ? message : "?";
+  sqlite3_free(message);
+  sqlite3_close(db);
+  return error;
+}
+
+class LedgerInvariants : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    manifest_ = load_manifest(kRoot / "experiments" / "cp-affine-chain-tf32.yaml", kRoot);
+    Ledger ledger(db_path());
+    experiment_ = ledger.record_experiment({&manifest_, {{"precision", "tf32"}}, {{"precision", "ieee"}}});
+    red_.verdict = Verdict::red;
+    red_.reason = "1 of 1 case(s) not green";
+    CaseResult c;
+    c.gate_case.label = "T=8192 shards=2";
+    c.gate_case.values = {{"T", 8192}, {"shards", 2}};
+    c.verdict = Verdict::red;
+    Comparison cmp;
+    cmp.checks.push_back({"rel_l2", 3.6e-2, 1e-5, false});
+    cmp.worst_index = {0, 0, 3, 7};
+    c.outputs.push_back({"final_state", cmp});
+    red_.cases.push_back(c);
+    gate_run_ = ledger.record_gate_run(experiment_, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 42, utc_now(), &red_});
+  }
+  std::filesystem::path db_path() const { return dir_ / "ledger.db"; }
+  std::string bench_insert(std::int64_t experiment, std::int64_t gate_run) const {
+    return "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, base_median, "
+           "base_relative_iqr, candidate_median, candidate_relative_iqr, speedup, speedup_min, speedup_max, rounds, "
+           "round_speedups) VALUES (" +
+           std::to_string(experiment) + ", " + std::to_string(gate_run) + ", 'c', '{}', 'ms', 2, 0, 1, 0, 2, 2, 2, 1, '[2]')";
+  }
+  testing::TempDir dir_;
+  Manifest manifest_;
+  GateResult red_;
+  std::int64_t experiment_ = 0;
+  std::int64_t gate_run_ = 0;
+};
+
+TEST_F(LedgerInvariants, NoSpeedupOnARedGateThroughPlainSql) {
+  const auto e = plain_sql(db_path(), bench_insert(experiment_, gate_run_));
+  EXPECT_EQ(e, "bench_cases: the experiment has no green gate run; a speedup is never recorded on a red gate");
+}
+
+TEST_F(LedgerInvariants, NoSpeedupOnARedGateThroughTheApi) {
+  Ledger ledger(db_path());
+  BenchResult bench;
+  bench.cases.push_back(BenchCaseResult{});
+  bench.cases[0].round_speedups = {1.0};
+  EXPECT_THROW(ledger.record_bench(experiment_, gate_run_, bench), InfraError);
+  EXPECT_EQ(ledger.show(experiment_)["bench_cases"].size(), 0u);
+}
+
+TEST_F(LedgerInvariants, SpeedupNeedsTheGreenRunOfTheSameExperiment) {
+  Ledger ledger(db_path());
+  const auto second = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "tf32"}}});
+  GateResult green;
+  const auto green_run = ledger.record_gate_run(second, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 1, utc_now(), &green});
+  // A green run of another experiment does not license a speedup here.
+  EXPECT_NE(plain_sql(db_path(), bench_insert(experiment_, green_run)), "");
+  EXPECT_EQ(plain_sql(db_path(), bench_insert(second, green_run)), "");
+}
+
+TEST_F(LedgerInvariants, ResultsAreAppendOnly) {
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE gate_runs SET verdict = 'green'"), "gate_runs is append-only");
+  EXPECT_EQ(plain_sql(db_path(), "DELETE FROM gate_runs"), "gate_runs is append-only");
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE gate_metrics SET value = 0"), "gate_metrics is append-only");
+  EXPECT_EQ(plain_sql(db_path(), "DELETE FROM gate_cases"), "gate_cases is append-only");
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE experiments SET hypothesis = 'x'"), "experiments is append-only");
+  EXPECT_EQ(plain_sql(db_path(), "DELETE FROM experiments"), "experiments is append-only");
+}
+
+TEST_F(LedgerInvariants, VerdictsAreConstrained) {
+  EXPECT_NE(plain_sql(db_path(),
+                      "INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, hypothesis, "
+                      "predicted_effect, gate, candidate_revision, candidate_params, base_revision, base_params, "
+                      "submitted_at) VALUES ('x','p','t','short','h','p','g','W','{}','W','{}','now')"),
+            "");
+  EXPECT_NE(plain_sql(db_path(),
+                      "INSERT INTO gate_runs(experiment_id, gate, gate_sha256, profile, seed, verdict, wall_s, "
+                      "harness_wall_s, started_at, finished_at) VALUES (" +
+                          std::to_string(experiment_) + ", 'g', 'h', 'quick', '1', 'greenish', 0, 0, 'a', 'b')"),
+            "");
+}
+
+TEST_F(LedgerInvariants, ShowReturnsWhatWasRecorded) {
+  Ledger ledger(db_path());
+  const auto e = ledger.show(experiment_);
+  EXPECT_EQ(e["name"], "cp-affine-chain-tf32");
+  EXPECT_EQ(e["manifest_sha256"], manifest_.sha256);
+  EXPECT_EQ(e["manifest_text"], manifest_.doc.text);
+  EXPECT_EQ(e["gate_run"]["verdict"], "red");
+  EXPECT_EQ(e["gate_run"]["seed"], "42");
+  ASSERT_EQ(e["gate_run"]["cases"].size(), 1u);
+  EXPECT_DOUBLE_EQ(e["gate_run"]["cases"][0]["metrics"][0]["value"].get<double>(), 3.6e-2);
+  EXPECT_EQ(e["gate_run"]["cases"][0]["metrics"][0]["worst_index"], nlohmann::json({0, 0, 3, 7}));
+  EXPECT_THROW(ledger.show(999), InputError);
+  const auto list = ledger.list();
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["verdict"], "red");
+}
+
+TEST_F(LedgerInvariants, ReopeningKeepsEverything) {
+  { Ledger again(db_path()); }
+  Ledger ledger(db_path());
+  EXPECT_EQ(ledger.list().size(), 1u);
+}
+
+}  // namespace
+}  // namespace densefeed

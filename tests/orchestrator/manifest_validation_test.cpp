@@ -1,0 +1,151 @@
+// Bad manifests: each gets one InputError naming the file, line, column, the
+// field and what was expected.
+#include <gtest/gtest.h>
+
+#include "error.h"
+#include "gate_spec.h"
+#include "manifest.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
+
+const char* kGood = R"(experiment: probe
+author: test
+hypothesis: tf32x3 fixes the drift
+predicted_effect: green
+gate: cp-affine-chain
+candidate:
+  revision: WORKTREE
+  params: {precision: tf32x3}
+base:
+  revision: WORKTREE
+  params:
+    precision: tf32
+)";
+
+class ManifestValidation : public ::testing::Test {
+ protected:
+  // Loads `text` as a manifest and, if it loads, resolves both arms against
+  // the gate; returns the error text ("" if none).
+  std::string error_of(const std::string& text) {
+    const auto path = dir_ / "m.yaml";
+    testing::write_file(path, text);
+    try {
+      Manifest m = load_manifest(path, kRoot);
+      GateSpec gate = load_gate(kRoot, m.gate);
+      resolve_params(m, "candidate", m.candidate, gate);
+      resolve_params(m, "base", m.base, gate);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  std::string prefix() const { return (dir_ / "m.yaml").string(); }
+  testing::TempDir dir_;
+};
+
+TEST_F(ManifestValidation, GoodManifestLoads) {
+  EXPECT_EQ(error_of(kGood), "");
+  const auto path = dir_ / "m.yaml";
+  Manifest m = load_manifest(path, kRoot);
+  EXPECT_EQ(m.name, "probe");
+  EXPECT_EQ(m.candidate.params["precision"], "tf32x3");
+  EXPECT_EQ(m.sha256.size(), 64u);
+}
+
+TEST_F(ManifestValidation, NotYaml) {
+  EXPECT_EQ(error_of("experiment: [unclosed\nhypothesis: x\n"),
+            prefix() + ":2:11: not valid YAML: end of sequence flow not found");
+}
+
+TEST_F(ManifestValidation, UnknownKey) {
+  std::string text = kGood;
+  text += "tolerance: 1.0\n";
+  EXPECT_EQ(error_of(text).rfind(prefix() + ":13:1: field 'tolerance': unknown key; expected", 0), 0u) << error_of(text);
+}
+
+TEST_F(ManifestValidation, UnknownKeyInsideArm) {
+  std::string text = kGood;
+  text.replace(text.find("  revision: WORKTREE\n  params: {precision: tf32x3}"), 19, "  revison: WORKTREE");
+  const auto e = error_of(text);
+  EXPECT_NE(e.find(prefix() + ":7:3: field 'candidate.revison': unknown key"), std::string::npos) << e;
+}
+
+TEST_F(ManifestValidation, WrongType) {
+  std::string text = kGood;
+  text.replace(text.find("hypothesis: tf32x3 fixes the drift"), 34, "hypothesis: [a, b]");
+  const auto e = error_of(text);
+  EXPECT_EQ(e.rfind(prefix() + ":3:13: field 'hypothesis': ", 0), 0u) << e;
+  EXPECT_NE(e.find("type string"), std::string::npos) << e;
+  EXPECT_NE(e.find("got array"), std::string::npos) << e;
+}
+
+TEST_F(ManifestValidation, MissingField) {
+  std::string text = kGood;
+  text.erase(text.find("gate: cp-affine-chain\n"), 22);
+  const auto e = error_of(text);
+  EXPECT_EQ(e.rfind(prefix() + ":1:1: field 'gate': missing required field; expected type string", 0), 0u) << e;
+}
+
+TEST_F(ManifestValidation, DuplicateKey) {
+  std::string text = kGood;
+  text += "hypothesis: again\n";
+  EXPECT_EQ(error_of(text), prefix() + ":13:1: field 'hypothesis': duplicate key 'hypothesis' (first defined at line 3)");
+}
+
+TEST_F(ManifestValidation, ParameterTheGateDoesNotDeclare) {
+  std::string text = kGood;
+  text.replace(text.find("{precision: tf32x3}"), 19, "{precision: tf32x3, rel_l2: 1.0}");
+  const auto e = error_of(text);
+  EXPECT_EQ(e.rfind(prefix() + ":8:31: field 'candidate.params.rel_l2': gate 'cp-affine-chain' declares no parameter "
+                               "'rel_l2' (declared: precision)", 0),
+            0u)
+      << e;
+}
+
+TEST_F(ManifestValidation, ParameterValueOutsideItsEnum) {
+  std::string text = kGood;
+  text.replace(text.find("    precision: tf32\n"), 20, "    precision: bf16\n");
+  const auto e = error_of(text);
+  EXPECT_EQ(e, prefix() + ":12:16: field 'base.params.precision': expected one of [\"ieee\",\"tf32\",\"tf32-rn\",\"tf32x3\"], "
+                          "got \"bf16\"");
+}
+
+TEST_F(ManifestValidation, ParameterOfWrongType) {
+  std::string text = kGood;
+  text.replace(text.find("    precision: tf32\n"), 20, "    precision: 32\n");
+  const auto e = error_of(text);
+  EXPECT_EQ(e.rfind(prefix() + ":12:16: field 'base.params.precision': expected string", 0), 0u) << e;
+}
+
+TEST_F(ManifestValidation, GateThatDoesNotExist) {
+  std::string text = kGood;
+  text.replace(text.find("gate: cp-affine-chain"), 21, "gate: cp-affine-chian");
+  const auto e = error_of(text);
+  EXPECT_EQ(e.rfind(prefix() + ":5:7: field 'gate': no gate named 'cp-affine-chian'", 0), 0u) << e;
+  EXPECT_NE(e.find("available: cp-affine-chain"), std::string::npos) << e;
+}
+
+TEST_F(ManifestValidation, RevisionOtherThanWorktree) {
+  std::string text = kGood;
+  text.replace(text.find("  revision: WORKTREE\n  params: {precision: tf32x3}"), 20, "  revision: HEAD~1\n");
+  const auto e = error_of(text);
+  EXPECT_EQ(e.rfind(prefix() + ":7:13: field 'candidate.revision': ", 0), 0u) << e;
+  EXPECT_NE(e.find("one of [\"WORKTREE\"]"), std::string::npos) << e;
+}
+
+TEST_F(ManifestValidation, EmptyFileAndMissingFile) {
+  EXPECT_EQ(error_of(""), prefix() + ": expected exactly one YAML document, found 0");
+  try {
+    load_manifest(dir_ / "absent.yaml", kRoot);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), (dir_ / "absent.yaml").string() + ": cannot open the file for reading");
+  }
+}
+
+}  // namespace
+}  // namespace densefeed
