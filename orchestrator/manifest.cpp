@@ -1,6 +1,7 @@
 #include "manifest.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,12 @@ bool has_type(const nlohmann::ordered_json& v, const std::string& type) {
   return false;
 }
 
+// Folded YAML scalars (">") end in a newline; the field is the text.
+std::string trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
+}
+
 Arm read_arm(const nlohmann::ordered_json& v) {
   return Arm{v["revision"].get<std::string>(), v.value("params", nlohmann::ordered_json::object())};
 }
@@ -34,8 +41,8 @@ Manifest load_manifest(const std::filesystem::path& path, const std::filesystem:
   m.sha256 = sha256_hex(m.doc.text);
   m.name = v["experiment"].get<std::string>();
   m.author = v.value("author", "");
-  m.hypothesis = v["hypothesis"].get<std::string>();
-  m.predicted_effect = v["predicted_effect"].get<std::string>();
+  m.hypothesis = trimmed(v["hypothesis"].get<std::string>());
+  m.predicted_effect = trimmed(v["predicted_effect"].get<std::string>());
   m.gate = v["gate"].get<std::string>();
   m.risk = v.value("risk", std::vector<std::string>{});
   m.candidate = read_arm(v["candidate"]);
