@@ -33,11 +33,13 @@ std::optional<double> log_log_slope(const std::vector<std::pair<double, double>>
   return sxy / sxx;
 }
 
-std::string describe_growth(double slope, const std::string& axis) {
+// "error ~ shards^0.16, grows x1.12 per 2x shards".
+std::string describe_growth(const std::string& metric, double slope, const std::string& axis) {
   const double factor = std::exp2(slope);
-  if (factor >= 1.1) return fmt::format("grows x{:.2f} per 2x {}", factor, axis);
-  if (factor <= 1 / 1.1) return fmt::format("shrinks x{:.2f} per 2x {}", 1 / factor, axis);
-  return fmt::format("flat (x{:.2f} per 2x {})", factor, axis);
+  const std::string law = fmt::format("{} ~ {}^{:.2f}", metric, axis, slope);
+  if (factor >= 1.1) return fmt::format("{}, grows x{:.2f} per 2x {}", law, factor, axis);
+  if (factor <= 1 / 1.1) return fmt::format("{}, shrinks x{:.2f} per 2x {}", law, 1 / factor, axis);
+  return fmt::format("{}, flat", law);
 }
 
 }  // namespace
@@ -120,7 +122,7 @@ std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::
         used.push_back(t.columns[c]);
       }
       if (auto s = log_log_slope(points)) {
-        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", row_key, t.rows[r], describe_growth(*s, column_key),
+        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", row_key, t.rows[r], describe_growth(t.metric, *s, column_key),
                                        column_key, used.front(), used.back()));
       }
     }
@@ -129,7 +131,7 @@ std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::
       std::vector<std::pair<double, double>> points;
       for (std::size_t r = 0; r < t.rows.size(); ++r) points.emplace_back(std::stod(t.rows[r]), t.cells[r][c]);
       if (auto s = log_log_slope(points)) {
-        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", column_key, t.columns[c], describe_growth(*s, row_key),
+        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", column_key, t.columns[c], describe_growth(t.metric, *s, row_key),
                                        row_key, t.rows.front(), t.rows.back()));
       }
     }

@@ -25,8 +25,9 @@ struct TrendTable {
   std::vector<std::vector<double>> cells;
   std::vector<std::vector<bool>> crossed;  // over the bound
   // One line per row and per column with at least 3 points, e.g.
-  // "T=8192: grows x1.41 per 2x shards (shards 2..64)"; growth is 2^slope of
-  // the least-squares fit of log2(value) on log2(axis value).
+  // "T=8192: rel_l2 ~ shards^0.50, grows x1.41 per 2x shards (shards 2..64)":
+  // the exponent is the slope of the least-squares fit of log2(value) on
+  // log2(axis value).
   std::vector<std::string> trends;
 };
 

@@ -7,10 +7,12 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
+#include "tensor_file.h"
 
 namespace densefeed {
 namespace {
@@ -67,6 +69,73 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
 
 std::string process_failure(const char* who, const Job& job) {
   return fmt::format("{} {}", who, job.result.describe());
+}
+
+// NAME.npy, or tensor NAME of the single .safetensors file in `dir`.
+TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, const std::string& declared_dtype) {
+  const auto npy = dir / (out.name + ".npy");
+  if (std::filesystem::exists(npy)) return TensorFile::open_npy(npy, declared_dtype);
+  std::vector<std::filesystem::path> safetensors;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() == ".safetensors") safetensors.push_back(e.path());
+  }
+  if (safetensors.size() == 1) return TensorFile::open_safetensors(safetensors[0], out.name);
+  throw std::runtime_error(fmt::format("{}: missing (the harness wrote neither {}.npy nor one .safetensors file{})",
+                                       npy.string(), out.name,
+                                       safetensors.size() > 1 ? fmt::format("; found {}", safetensors.size()) : ""));
+}
+
+// Checks a tensor's dtype and shape against the gate; returns what is wrong.
+std::string check_declared(const TensorFile& t, const std::string& dtype, const OutputSpec& out,
+                           const nlohmann::ordered_json& case_values) {
+  if (t.dtype() != dtype) {
+    return fmt::format("{}: dtype {} but the gate declares {}", t.path().string(), t.dtype(), dtype);
+  }
+  if (out.shape.empty()) return "";
+  const auto rule = render_command(out.shape, {case_values, nlohmann::ordered_json::object(), 0, ""});
+  bool ok = rule.size() == t.shape().size();
+  for (std::size_t d = 0; ok && d < rule.size(); ++d) ok = rule[d] == "*" || rule[d] == std::to_string(t.shape()[d]);
+  if (ok) return "";
+  return fmt::format("{}: shape {} but the gate declares [{}]", t.path().string(), shape_text(t.shape()), fmt::join(rule, ", "));
+}
+
+OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json& case_values,
+                            const std::filesystem::path& ref_dir, const std::filesystem::path& cand_dir) {
+  OutputResult o;
+  o.output = out.name;
+  std::optional<TensorFile> r, x;
+  try {
+    r = open_output(ref_dir, out, out.reference_dtype);
+    if (auto problem = check_declared(*r, out.reference_dtype, out, case_values); !problem.empty()) {
+      throw std::runtime_error(problem);
+    }
+  } catch (const std::runtime_error& e) {
+    o.comparison.verdict = Verdict::error;
+    o.comparison.reason = fmt::format("reference output: {}", e.what());
+    return o;
+  }
+  try {
+    x = open_output(cand_dir, out, out.dtype);
+    if (auto problem = check_declared(*x, out.dtype, out, case_values); !problem.empty()) {
+      throw std::runtime_error(problem);
+    }
+  } catch (const std::runtime_error& e) {
+    o.comparison.verdict = Verdict::red;
+    o.comparison.reason = fmt::format("candidate output: {}", e.what());
+    return o;
+  }
+  CompareOptions options;
+  options.candidate_dtype = out.dtype;
+  if (out.partition_axis) {
+    std::size_t parts = 0;
+    if (!out.partition_parts.empty()) {
+      parts = std::stoul(render_command({out.partition_parts}, {case_values, nlohmann::ordered_json::object(), 0, ""})[0]);
+    }
+    options.partition = Partition{*out.partition_axis, parts};
+  }
+  o.comparison = compare_tensor_files(*r, *x, out.tolerance, options);
+  return o;
 }
 
 }  // namespace
@@ -142,36 +211,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       cr.log_tail = file_tail(cand.dir / "stderr.log");
     } else {
       for (const auto& out : gate.outputs) {
-        OutputResult o;
-        o.output = out.name;
-        const auto file = out.name + ".npy";
-        Tensor r, x;
-        try {
-          r = read_npy(ref.dir / "out" / file);
-          if (r.dtype != out.reference_dtype) {
-            throw std::runtime_error(fmt::format("{}: dtype {} but the gate declares {}",
-                                                 (ref.dir / "out" / file).string(), r.dtype, out.reference_dtype));
-          }
-        } catch (const std::runtime_error& e) {
-          o.comparison.verdict = Verdict::error;
-          o.comparison.reason = fmt::format("reference output: {}", e.what());
-          cr.outputs.push_back(o);
-          continue;
-        }
-        try {
-          x = read_npy(cand.dir / "out" / file);
-          if (x.dtype != out.dtype) {
-            throw std::runtime_error(fmt::format("{}: dtype {} but the gate declares {}",
-                                                 (cand.dir / "out" / file).string(), x.dtype, out.dtype));
-          }
-        } catch (const std::runtime_error& e) {
-          o.comparison.verdict = Verdict::red;
-          o.comparison.reason = fmt::format("candidate output: {}", e.what());
-          cr.outputs.push_back(o);
-          continue;
-        }
-        o.comparison = compare_tensors(r, x, out.tolerance);
-        cr.outputs.push_back(std::move(o));
+        cr.outputs.push_back(compare_output(out, cr.gate_case.values, ref.dir / "out", cand.dir / "out"));
       }
       for (const auto& o : cr.outputs) {
         if (o.comparison.verdict == Verdict::green) continue;

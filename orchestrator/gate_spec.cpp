@@ -125,9 +125,29 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
     out.name = oname;
     out.dtype = o["dtype"].get<std::string>();
     out.reference_dtype = o.value("reference_dtype", out.dtype);
-    const auto& tol = o["tolerance"];
-    if (tol.contains("rel_l2")) out.tolerance.rel_l2 = tol["rel_l2"].get<double>();
-    if (tol.contains("max_abs")) out.tolerance.max_abs = tol["max_abs"].get<double>();
+    if (o.contains("tolerance")) {
+      out.tolerance = tolerance_from_json(o["tolerance"]);
+    } else {
+      out.tolerance = default_tolerance(out.dtype);
+      out.default_tolerance = true;
+    }
+    if (out.tolerance.max_ulp && !ulp_dtype(out.dtype)) {
+      doc.fail("/outputs/" + oname + "/tolerance/max_ulp",
+               fmt::format("max_ulp applies to float32, float16 and bfloat16 outputs, not {}", out.dtype));
+    }
+    if (out.tolerance.max_violation_fraction > 0 && !out.tolerance.atol && !out.tolerance.rtol) {
+      doc.fail("/outputs/" + oname + "/tolerance/max_violation_fraction",
+               "max_violation_fraction needs an elementwise bound (atol and/or rtol)");
+    }
+    for (const auto& d : o.value("shape", nlohmann::ordered_json::array())) out.shape.push_back(scalar_text(d));
+    if (o.contains("partition")) {
+      out.partition_axis = o["partition"]["axis"].get<std::size_t>();
+      if (o["partition"].contains("parts")) out.partition_parts = scalar_text(o["partition"]["parts"]);
+      if (!out.shape.empty() && *out.partition_axis >= out.shape.size()) {
+        doc.fail("/outputs/" + oname + "/partition/axis", fmt::format("axis {} but the shape rule has {} dimensions",
+                                                                      *out.partition_axis, out.shape.size()));
+      }
+    }
     gate.outputs.push_back(std::move(out));
   }
 
@@ -146,6 +166,11 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
 
   check_command(doc, "/reference/command", gate.reference_command, gate);
   check_command(doc, "/candidate/command", gate.candidate_command, gate);
+  for (const auto& out : gate.outputs) {
+    std::vector<std::string> templated = out.shape;
+    if (!out.partition_parts.empty()) templated.push_back(out.partition_parts);
+    check_command(doc, "/outputs/" + out.name, templated, gate);
+  }
 
   for (std::size_t i = 0; i < v["freezes"].size(); ++i) {
     const auto rel = v["freezes"][i].get<std::string>();

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case_grid.h"
+#include "tolerance.h"
 #include "yaml_document.h"
 
 namespace densefeed {
@@ -24,22 +25,22 @@ struct ParamSpec {
   std::string description;
 };
 
-// Bounds on the error of one output; an absent bound is not checked.
-// rel_l2 = ||cand - ref||_2 / ||ref||_2 (dimensionless); max_abs = max |cand - ref|
-// in the output's units.
-struct Tolerance {
-  std::optional<double> rel_l2;
-  std::optional<double> max_abs;
-};
-
-// A named output the harnesses write as NAME.npy. `dtype` is what the
-// candidate must write, `reference_dtype` what the reference must write
-// (NumPy names: float32, float64, ...).
+// A named output the harnesses write as NAME.npy (or as tensor NAME of one
+// .safetensors file). `dtype` is what the candidate must write,
+// `reference_dtype` what the reference must write (float32, bfloat16, ...).
 struct OutputSpec {
   std::string name;
   std::string dtype;
   std::string reference_dtype;
-  Tolerance tolerance;
+  Tolerance tolerance;           // as declared, or default_tolerance(dtype)
+  bool default_tolerance = false;
+  // Shape rule: one entry per dimension, each "*" (any), an integer, or a
+  // "{case.NAME}" placeholder; empty when the gate does not constrain it.
+  std::vector<std::string> shape;
+  // Partition axis for "first failing slice": the axis, and the number of
+  // equal parts as an integer or "{case.NAME}" ("" = one part per position).
+  std::optional<std::size_t> partition_axis;
+  std::string partition_parts;
 };
 
 // How the benchmark stage runs: `rounds` interleaved base/candidate rounds of

@@ -189,10 +189,12 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
     for (const auto& o : c.outputs) {
       for (const auto& m : o.comparison.checks) {
         Statement ms(db_,
-                     "INSERT INTO gate_metrics(gate_case_id, output, metric, value, bound, passed, worst_index) "
-                     "VALUES (?,?,?,?,?,?,?)");
+                     "INSERT INTO gate_metrics(gate_case_id, output, metric, value, bound, passed, violations, "
+                     "judged_relative, worst_index, first_failing_slice) VALUES (?,?,?,?,?,?,?,?,?,?)");
         ms.bind(1, case_id).bind(2, o.output).bind(3, m.metric).bind(4, m.value).bind(5, m.bound);
-        ms.bind(6, m.passed ? 1 : 0).bind(7, nlohmann::json(o.comparison.worst_index).dump());
+        ms.bind(6, m.passed ? 1 : 0).bind(7, m.violations).bind(8, o.comparison.judged_relative ? 1 : 0);
+        ms.bind(9, nlohmann::json(o.comparison.worst_index).dump());
+        if (o.comparison.first_failing_slice) ms.bind(10, *o.comparison.first_failing_slice);
         ms.run();
       }
     }
@@ -255,7 +257,7 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
       auto c = cs.row();
       c["case_json"] = parse_json_column(c["case_json"]);
       c["metrics"] = nlohmann::ordered_json::array();
-      Statement ms(db_, "SELECT output, metric, value, bound, passed, worst_index FROM gate_metrics WHERE gate_case_id = ? ORDER BY id");
+      Statement ms(db_, "SELECT output, metric, value, bound, passed, violations, judged_relative, worst_index, first_failing_slice FROM gate_metrics WHERE gate_case_id = ? ORDER BY id");
       ms.bind(1, c["id"].get<std::int64_t>());
       while (ms.step()) {
         auto m = ms.row();

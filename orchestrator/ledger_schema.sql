@@ -61,11 +61,14 @@ CREATE TABLE IF NOT EXISTS gate_metrics (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   gate_case_id INTEGER NOT NULL REFERENCES gate_cases(id),
   output TEXT NOT NULL,
-  metric TEXT NOT NULL CHECK (metric IN ('rel_l2', 'max_abs')),
-  value REAL,                                 -- NULL when NaN
+  metric TEXT NOT NULL CHECK (metric IN ('rel_l2', 'max_abs', 'elementwise', 'max_ulp')),
+  value REAL,                                 -- NULL when NaN; elementwise: fraction of elements violating
   bound REAL NOT NULL,
   passed INTEGER NOT NULL CHECK (passed IN (0, 1)),
-  worst_index TEXT NOT NULL DEFAULT '[]'      -- JSON multi-index of the largest |candidate - reference|
+  violations INTEGER NOT NULL DEFAULT 0,      -- elements beyond an elementwise bound (max_abs, elementwise, max_ulp)
+  judged_relative INTEGER NOT NULL DEFAULT 0, -- 1: the reference was below the absolute bound, judged by relative error
+  worst_index TEXT NOT NULL DEFAULT '[]',     -- JSON multi-index of the largest |candidate - reference|
+  first_failing_slice INTEGER                 -- along the output's partition axis, when declared and failing
 );
 
 -- Benchmark results: exist only for an experiment whose gate run is green.

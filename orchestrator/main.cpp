@@ -11,6 +11,8 @@
 #include "gate_lock.h"
 #include "ledger.h"
 #include "report.h"
+#include "tensor_compare.h"
+#include "tensor_file.h"
 
 namespace df = densefeed;
 
@@ -105,7 +107,7 @@ int main(int argc, char** argv) {
   bool no_bench = false;
   run->add_option("MANIFEST", manifest, "experiment manifest (YAML)")->required();
   run->add_option("--ledger", ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
-  run->add_option("--profile", options.profile, "gate profile")->check(CLI::IsMember({"quick", "full"}))->capture_default_str();
+  run->add_option("--profile", options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
   auto* seed_opt = run->add_option("--seed", seed, "input seed (default: drawn fresh and recorded)");
   run->add_option("--jobs", options.jobs, "harness processes at once")->check(CLI::Range(1, 256))->capture_default_str();
   run->add_flag("--no-bench", no_bench, "stop after the gate");
@@ -129,7 +131,30 @@ int main(int argc, char** argv) {
   gate_lock->add_option("NAME", lock_names, "gates to re-lock (default: all)");
   auto* gate_verify = gate_cmd->add_subcommand("verify", "check every gate against gates/gates.lock (for CI)");
   auto* gate_list = gate_cmd->add_subcommand("list", "list gates");
-  for (auto* sub : {gate_verify, gate_list}) sub->add_flag("--json", json, "print JSON");
+  auto* gate_show = gate_cmd->add_subcommand("show", "what a gate runs, accepts, checks and freezes");
+  std::string show_gate;
+  gate_show->add_option("NAME", show_gate, "gate name")->required();
+  for (auto* sub : {gate_verify, gate_list, gate_show}) sub->add_flag("--json", json, "print JSON");
+
+  auto* compare = app.add_subcommand("compare", "compare two tensor files (.npy or .safetensors) with the gate's engine");
+  std::string compare_ref, compare_cand, ref_tensor, cand_tensor, cand_dtype;
+  df::Tolerance compare_tol;
+  std::size_t partition_axis = 0, partition_parts = 0;
+  compare->add_option("REF", compare_ref, "reference tensor file")->required();
+  compare->add_option("CAND", compare_cand, "candidate tensor file")->required();
+  compare->add_option("--ref-tensor", ref_tensor, "tensor name in a .safetensors reference");
+  compare->add_option("--cand-tensor", cand_tensor, "tensor name in a .safetensors candidate");
+  compare->add_option("--dtype", cand_dtype, "declared candidate dtype (needed for bfloat16/fp8 stored as raw records in .npy)");
+  compare->add_option("--rel-l2", compare_tol.rel_l2, "bound on ||c - r|| / ||r||");
+  compare->add_option("--max-abs", compare_tol.max_abs, "bound on max |c - r|");
+  compare->add_option("--atol", compare_tol.atol, "elementwise |c - r| <= atol + rtol |r|");
+  compare->add_option("--rtol", compare_tol.rtol, "elementwise |c - r| <= atol + rtol |r|");
+  compare->add_option("--max-violation-fraction", compare_tol.max_violation_fraction, "elements allowed to break the elementwise bound")
+      ->check(CLI::Range(0.0, 1.0));
+  compare->add_option("--ulp", compare_tol.max_ulp, "bound on the ULP distance in the candidate's dtype");
+  auto* axis_opt = compare->add_option("--partition-axis", partition_axis, "report each slice along this axis");
+  compare->add_option("--partition-parts", partition_parts, "number of equal slices (default: one per position)");
+  compare->add_flag("--json", json, "print JSON");
 
   try {
     app.parse(argc, argv);
@@ -175,6 +200,48 @@ int main(int argc, char** argv) {
       if (json) std::cout << nlohmann::json(names).dump(2) << "\n";
       else for (const auto& n : names) std::cout << n << "\n";
       return 0;
+    }
+    if (gate_show->parsed()) {
+      const auto gate = df::load_gate(root, show_gate);
+      const auto lock = df::read_lock(root);
+      auto problems = df::check_locked_file(root, lock, "gates/" + show_gate + ".yaml");
+      const auto frozen = df::check_frozen_files(root, lock, gate);
+      problems.insert(problems.end(), frozen.begin(), frozen.end());
+      const auto doc = df::gate_json(gate, problems);
+      std::cout << (json ? doc.dump(2) + "\n" : df::render_gate_text(doc));
+      return 0;
+    }
+    if (compare->parsed()) {
+      std::optional<std::string> declared;
+      if (!cand_dtype.empty()) declared = cand_dtype;
+      const auto open = [&](const std::string& path, const std::string& tensor, std::optional<std::string> dtype) {
+        try {
+          return df::TensorFile::open(path, tensor, dtype);
+        } catch (const std::runtime_error& e) {
+          throw df::InputError(path, {}, "", e.what());
+        }
+      };
+      const auto ref = open(compare_ref, ref_tensor, std::nullopt);
+      const auto cand = open(compare_cand, cand_tensor, declared);
+      df::CompareOptions options;
+      options.candidate_dtype = cand.dtype();
+      if (axis_opt->count() > 0) options.partition = df::Partition{partition_axis, partition_parts};
+      df::Tolerance tol = compare_tol;
+      if (tol.empty()) tol = df::default_tolerance(cand.dtype());
+      if (tol.max_ulp && !df::ulp_dtype(cand.dtype())) {
+        throw df::InputError(compare_cand, {}, "", "--ulp applies to float32, float16 and bfloat16 candidates, not " + cand.dtype());
+      }
+      const auto result = df::compare_tensor_files(ref, cand, tol, options);
+      if (json) {
+        auto doc = df::comparison_json(result);
+        doc["reference"] = compare_ref;
+        doc["candidate"] = compare_cand;
+        doc["tolerance"] = df::tolerance_to_json(tol);
+        std::cout << doc.dump(2) << "\n";
+      } else {
+        std::cout << compare_cand << " against " << compare_ref << ": " << df::render_comparison_text(result);
+      }
+      return exit_code_for(result.verdict);
     }
     if (gate_verify->parsed()) {
       const auto lock = df::read_lock(root);

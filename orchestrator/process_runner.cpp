@@ -113,11 +113,17 @@ std::string file_tail(const std::filesystem::path& path, std::size_t max_lines, 
   std::string text(take, '\0');
   in.read(text.data(), static_cast<std::streamsize>(take));
   while (!text.empty() && (text.back() == '\n' || text.back() == '\r')) text.pop_back();
-  std::size_t pos = text.size();
-  for (std::size_t lines = 0; lines < max_lines && pos != std::string::npos && pos > 0; ++lines) {
-    pos = text.rfind('\n', pos - 1);
+  // Keep what follows the max_lines-th newline from the end.
+  std::size_t start = text.size();
+  for (std::size_t lines = 0; lines < max_lines; ++lines) {
+    const std::size_t nl = start == 0 ? std::string::npos : text.rfind('\n', start - 1);
+    if (nl == std::string::npos) {
+      start = 0;
+      break;
+    }
+    start = nl;
   }
-  return pos == std::string::npos ? text : text.substr(pos + 1);
+  return start == 0 ? text : text.substr(start + 1);
 }
 
 }  // namespace densefeed

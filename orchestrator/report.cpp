@@ -29,6 +29,108 @@ std::string worst_text(const Comparison& c) {
 
 }  // namespace
 
+nlohmann::ordered_json comparison_json(const Comparison& c) {
+  using J = nlohmann::ordered_json;
+  J checks = J::array();
+  for (const auto& chk : c.checks) {
+    checks.push_back({{"metric", chk.metric},
+                      {"value", number_or_null(chk.value)},
+                      {"bound", chk.bound},
+                      {"passed", chk.passed},
+                      {"violations", chk.violations}});
+  }
+  J slices = J::array();
+  for (const auto& sl : c.slices) {
+    slices.push_back({{"index", sl.index}, {"begin", sl.begin}, {"end", sl.end}, {"rel_l2", number_or_null(sl.rel_l2)},
+                      {"max_abs", number_or_null(sl.max_abs)}, {"passed", sl.passed}});
+  }
+  return {{"verdict", to_string(c.verdict)},
+          {"reason", c.reason},
+          {"metrics", checks},
+          {"elements", c.elements},
+          {"reference_max_abs", number_or_null(c.reference_max_abs)},
+          {"judged_relative", c.judged_relative},
+          {"note", c.note},
+          {"worst_index", c.worst_index},
+          {"worst_candidate", number_or_null(c.worst_candidate)},
+          {"worst_reference", number_or_null(c.worst_reference)},
+          {"candidate_nonfinite", c.candidate_nonfinite},
+          {"reference_nonfinite", c.reference_nonfinite},
+          {"first_failing_slice", c.first_failing_slice ? J(*c.first_failing_slice) : J(nullptr)},
+          {"slices", slices}};
+}
+
+std::string render_comparison_text(const Comparison& c) {
+  std::string s = fmt::format("{}{}\n", to_string(c.verdict), c.reason.empty() ? "" : " — " + c.reason);
+  for (const auto& m : c.checks) {
+    s += fmt::format("  {:<12} {:>10} bound {:.1e}  {}{}\n", m.metric, sci(m.value), m.bound, m.passed ? "ok" : "OVER",
+                     m.violations ? fmt::format(" ({} of {} element(s) beyond)", m.violations, c.elements) : "");
+  }
+  if (!c.worst_index.empty()) s += "  " + worst_text(c) + "\n";
+  if (!c.note.empty()) s += "  " + c.note + "\n";
+  return s;
+}
+
+nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::string>& lock_problems) {
+  using J = nlohmann::ordered_json;
+  J params = J::object();
+  for (const auto& p : g.params) {
+    params[p.name] = {{"type", p.type}, {"enum", p.enum_values}, {"default", p.default_value}, {"description", p.description}};
+  }
+  J outputs = J::object();
+  for (const auto& o : g.outputs) {
+    outputs[o.name] = {{"dtype", o.dtype},
+                       {"reference_dtype", o.reference_dtype},
+                       {"shape", o.shape},
+                       {"tolerance", tolerance_to_json(o.tolerance)},
+                       {"default_tolerance", o.default_tolerance},
+                       {"partition_axis", o.partition_axis ? J(*o.partition_axis) : J(nullptr)}};
+  }
+  J profiles = J::object();
+  for (const auto& [name, filter] : g.profiles) profiles[name] = select_cases(g.cases, filter).size();
+  J cases = J::array();
+  for (const auto& c : g.cases) cases.push_back(c.label);
+  J bench = J::array();
+  for (const auto& c : g.bench.cases) bench.push_back(c.label);
+  return {{"gate", g.name},
+          {"description", g.description},
+          {"file", g.file.string()},
+          {"lock", lock_problems.empty() ? "ok" : "NOT OK"},
+          {"lock_problems", lock_problems},
+          {"reference_command", g.reference_command},
+          {"candidate_command", g.candidate_command},
+          {"params", params},
+          {"outputs", outputs},
+          {"cases", cases},
+          {"profiles", profiles},
+          {"timeout_s", g.timeout_s},
+          {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"rounds", g.bench.rounds}, {"cases", bench}}},
+          {"freezes", g.freezes}};
+}
+
+std::string render_gate_text(const nlohmann::ordered_json& d) {
+  std::string s = fmt::format("gate {} ({})\n  {}\n", d["gate"].get<std::string>(), d["file"].get<std::string>(),
+                              d["description"].get<std::string>());
+  s += fmt::format("  lock: {}\n", d["lock"].get<std::string>());
+  for (const auto& p : d["lock_problems"]) s += "    " + p.get<std::string>() + "\n";
+  s += "  reference: " + fmt::format("{}", fmt::join(d["reference_command"].get<std::vector<std::string>>(), " ")) + "\n";
+  s += "  candidate: " + fmt::format("{}", fmt::join(d["candidate_command"].get<std::vector<std::string>>(), " ")) + "\n";
+  for (const auto& [name, p] : d["params"].items()) {
+    s += fmt::format("  param {}: {} {} default {} — {}\n", name, p["type"].get<std::string>(), p["enum"].dump(),
+                     p["default"].dump(), p["description"].get<std::string>());
+  }
+  for (const auto& [name, o] : d["outputs"].items()) {
+    s += fmt::format("  output {}: {} (reference {}), shape {}, tolerance {}{}\n", name, o["dtype"].get<std::string>(),
+                     o["reference_dtype"].get<std::string>(), o["shape"].dump(), o["tolerance"].dump(),
+                     o["default_tolerance"].get<bool>() ? " (dtype default)" : "");
+  }
+  for (const auto& [name, n] : d["profiles"].items()) s += fmt::format("  profile {}: {} case(s)\n", name, n.get<std::size_t>());
+  s += fmt::format("  timeout per process: {} s\n", d["timeout_s"].get<double>());
+  s += fmt::format("  bench cases: {}\n", d["bench"]["cases"].dump());
+  s += fmt::format("  freezes: {}\n", d["freezes"].dump());
+  return s;
+}
+
 std::string render_text_report(const ExperimentOutcome& o) {
   const Manifest& m = o.manifest;
   std::string s;
@@ -72,6 +174,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
         if (out.comparison.verdict != Verdict::green && !out.comparison.worst_index.empty()) {
           s += fmt::format("      {}: {}\n", out.output, worst_text(out.comparison));
         }
+        if (!out.comparison.note.empty()) s += fmt::format("      {}: {}\n", out.output, out.comparison.note);
       }
       if (!c.log_tail.empty()) s += "      stderr: " + c.log_tail + "\n";
     }
@@ -103,18 +206,9 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
   for (const auto& c : o.gate_result.cases) {
     J outputs = J::array();
     for (const auto& out : c.outputs) {
-      J checks = J::array();
-      for (const auto& chk : out.comparison.checks) {
-        checks.push_back({{"metric", chk.metric}, {"value", number_or_null(chk.value)}, {"bound", chk.bound}, {"passed", chk.passed}});
-      }
-      outputs.push_back({{"output", out.output},
-                         {"verdict", to_string(out.comparison.verdict)},
-                         {"reason", out.comparison.reason},
-                         {"metrics", checks},
-                         {"worst_index", out.comparison.worst_index},
-                         {"worst_candidate", number_or_null(out.comparison.worst_candidate)},
-                         {"worst_reference", number_or_null(out.comparison.worst_reference)},
-                         {"candidate_nonfinite", out.comparison.candidate_nonfinite}});
+      J o = {{"output", out.output}};
+      o.update(comparison_json(out.comparison));
+      outputs.push_back(o);
     }
     cases.push_back({{"case", c.gate_case.label},
                      {"values", c.gate_case.values},

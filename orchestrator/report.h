@@ -12,6 +12,15 @@ namespace densefeed {
 
 std::string render_text_report(const ExperimentOutcome& outcome);
 
+// One comparison (an output of a case, or `densefeed compare`), for people and as JSON.
+std::string render_comparison_text(const Comparison& comparison);
+nlohmann::ordered_json comparison_json(const Comparison& comparison);
+
+// `densefeed gate show`: what a gate runs, accepts, checks and freezes, and
+// whether it matches the lock.
+nlohmann::ordered_json gate_json(const GateSpec& gate, const std::vector<std::string>& lock_problems);
+std::string render_gate_text(const nlohmann::ordered_json& gate_doc);
+
 // Keys: experiment_id, experiment, gate, profile, seed, verdict, stages
 // {gate: {verdict, reason, lock_problems, cases[...], trend_tables[...]},
 // bench: {status, reason, cases[...]}}, ledger, work_dir.

@@ -132,6 +132,17 @@ SchemaValidator::SchemaValidator(const std::filesystem::path& schema_path) : imp
 
 SchemaValidator::~SchemaValidator() = default;
 
+std::vector<std::string> SchemaValidator::errors(const nlohmann::json& value) const {
+  valijson::Validator validator(valijson::Validator::kStrongTypes);
+  valijson::ValidationResults results;
+  valijson::adapters::NlohmannJsonAdapter target(value);
+  std::vector<std::string> out;
+  if (validator.validate(impl_->schema, target, &results)) return out;
+  valijson::ValidationResults::Error error;
+  while (results.popError(error)) out.push_back(context_to_pointer(error.context, value) + ": " + error.description);
+  return out;
+}
+
 void SchemaValidator::validate(const YamlDocument& doc) const {
   valijson::Validator validator(valijson::Validator::kStrongTypes);
   valijson::ValidationResults results;

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -24,6 +25,10 @@ class SchemaValidator {
   // Throws InputError naming the file, line, column and field of the deepest
   // violation, with what the schema expected there (type, enum, description).
   void validate(const YamlDocument& doc) const;
+
+  // For densefeed's own JSON output: every violation as "POINTER: message"
+  // (empty when valid).
+  std::vector<std::string> errors(const nlohmann::json& value) const;
 
  private:
   struct Impl;

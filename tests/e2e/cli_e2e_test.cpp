@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "schema_validator.h"
 #include "sha256.h"
 #include "test_support.h"
 
@@ -41,6 +42,8 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
                               ledger().string(), "--json", "--jobs", "2"});
   ASSERT_EQ(red.exit_code, 1) << red.out << red.err;
   const auto r = nlohmann::json::parse(red.out);
+  const SchemaValidator report_schema(kRoot / "schemas" / "run-report.schema.json");
+  EXPECT_EQ(report_schema.errors(r), std::vector<std::string>{});
   EXPECT_EQ(r["verdict"], "red");
   EXPECT_EQ(r["stages"]["gate"]["verdict"], "red");
   EXPECT_EQ(r["stages"]["bench"]["status"], "skipped");
@@ -65,7 +68,7 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
       ++red_cases;
     }
   }
-  EXPECT_EQ(red_cases, 5u + 2u);  // shards 2..64 at T=8192, and the varlen layout on 4 and 8 shards
+  EXPECT_EQ(red_cases, 5u + 5u + 2u);  // shards 2..64 at T=8000 and 8192, and the varlen layout on 4 and 8 shards
   bool long_memory_table = false;
   for (const auto& t : r["stages"]["gate"]["trend_tables"]) {
     if (t["metric"] == "rel_l2" && t["group"] == "regime=long-memory") {
@@ -80,6 +83,7 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
                                 ledger().string(), "--json", "--jobs", "2"});
   ASSERT_EQ(green.exit_code, 0) << green.out << green.err;
   const auto g = nlohmann::json::parse(green.out);
+  EXPECT_EQ(report_schema.errors(g), std::vector<std::string>{});
   EXPECT_EQ(g["verdict"], "green");
   for (const auto& c : g["stages"]["gate"]["cases"]) EXPECT_EQ(c["verdict"], "green") << c.dump();
   ASSERT_EQ(g["stages"]["bench"]["cases"].size(), 1u);
@@ -98,13 +102,13 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM bench_cases WHERE experiment_id = " + red_id), "0");
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM bench_cases WHERE experiment_id = " + green_id), "1");
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM gate_cases c JOIN gate_runs g ON c.gate_run_id = g.id WHERE g.experiment_id = " + red_id),
-            "17");
+            "29");
   EXPECT_EQ(query(ledger(), "SELECT manifest_sha256 FROM experiments WHERE id = " + red_id),
             sha256_file(kRoot / "experiments" / "cp-affine-chain-tf32.yaml"));
   EXPECT_EQ(query(ledger(), "SELECT seed FROM gate_runs WHERE experiment_id = " + red_id), r["seed"].get<std::string>());
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM gate_metrics m JOIN gate_cases c ON m.gate_case_id = c.id "
                             "JOIN gate_runs g ON c.gate_run_id = g.id WHERE g.experiment_id = " + red_id + " AND m.passed = 0"),
-            "14");  // rel_l2 and max_abs of the 7 red cases
+            "24");  // rel_l2 and max_abs of the 12 red cases
 
   const auto list = densefeed({"ledger", "list", "--ledger", ledger().string()});
   EXPECT_EQ(list.exit_code, 0);

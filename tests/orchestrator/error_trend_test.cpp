@@ -33,8 +33,8 @@ TEST(ErrorTrend, TableAndGrowthPerDoubling) {
   EXPECT_TRUE(t.crossed[2][3]);   // 1e-4 * 8 * 4 = 3.2e-3 > 1e-3
   EXPECT_FALSE(t.crossed[0][1]);  // 2e-4
   ASSERT_EQ(t.trends.size(), 3u + 3u);
-  EXPECT_EQ(t.trends[0], "T=1024: grows x2.00 per 2x shards (shards 2..8)");
-  EXPECT_EQ(t.trends[3], "shards=2: grows x1.41 per 2x T (T 1024..16384)");
+  EXPECT_EQ(t.trends[0], "T=1024: rel_l2 ~ shards^1.00, grows x2.00 per 2x shards (shards 2..8)");
+  EXPECT_EQ(t.trends[3], "shards=2: rel_l2 ~ T^0.50, grows x1.41 per 2x T (T 1024..16384)");
   const auto text = render_trend_table(t);
   EXPECT_NE(text.find("3.20e-03*"), std::string::npos) << text;
 }

@@ -11,10 +11,10 @@ const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 
 TEST(GateSpec, CpAffineChainGridAndProfiles) {
   const GateSpec gate = load_gate(kRoot, "cp-affine-chain");
-  EXPECT_EQ(gate.cases.size(), 2u * 3u * 6u + 5u);
+  EXPECT_EQ(gate.cases.size(), 2u * 4u * 6u + 5u);
   const auto quick = gate.profile_cases("quick");
-  EXPECT_EQ(quick.size(), 2u * 6u + 5u);
-  EXPECT_EQ(quick.front().label, "regime=long-memory T=8192 shards=1");
+  EXPECT_EQ(quick.size(), 2u * 2u * 6u + 5u);
+  EXPECT_EQ(quick.front().label, "regime=long-memory T=8000 shards=1");
   EXPECT_EQ(quick.front().values["K"], 128);
   EXPECT_EQ(gate.profile_cases("full").size(), gate.cases.size());
   ASSERT_EQ(gate.bench.cases.size(), 1u);

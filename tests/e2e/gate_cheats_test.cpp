@@ -1,0 +1,180 @@
+// Each known way around a gate, tried by a harness written to cheat
+// (tests/support/cheat_harness.cpp) through the real CLI: every one must end
+// red (error for a broken reference) with a reason that names what was wrong.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "schema_validator.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
+const std::string kExe = DENSEFEED_EXE;
+
+const char* kGate = R"(gate: cheat
+description: y_i = scale * sin(seed / 1000 + i), float32 against a float64 reference.
+reference:
+  command: [cheat_harness, --role, reference, --n, "{case.n}", --scale, "{case.scale}",
+            --ref-fault, "{case.ref_fault}", --seed, "{seed}", --out, "{out}"]
+candidate:
+  command: [cheat_harness, --role, candidate, --mode, "{param.mode}", --n, "{case.n}",
+            --scale, "{case.scale}", --seed, "{seed}", --out, "{out}"]
+params:
+  mode:
+    type: string
+    enum: [honest, nan, zeros, few-wrong, fixed-seed, pow2-only, wrong-dtype, wrong-shape,
+           truncated, crash, hang, exit-nonzero, no-output]
+    default: honest
+outputs:
+  y:
+    dtype: float32
+    reference_dtype: float64
+    shape: ["{case.n}"]
+    tolerance: {rel_l2: 1.0e-5, max_abs: 1.0e-5, atol: 1.0e-6, rtol: 1.0e-5}
+cases:
+  defaults: {scale: 1, ref_fault: none}
+  grid:
+    - {n: [64, 1000]}
+  extra:
+    - {n: 256, scale: 1.0e-7}
+    - {n: 64, ref_fault: nan}
+profiles:
+  quick: {ref_fault: [none]}
+  full: {ref_fault: [none]}
+  reference-faults: {ref_fault: [nan]}
+timeout_s: 2
+freezes: []
+)";
+
+class GateCheats : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = dir_ / "root";
+    std::filesystem::create_directories(root_ / "schemas");
+    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
+      std::filesystem::copy_file(kRoot / "schemas" / schema, root_ / "schemas" / schema);
+    }
+    testing::write_file(root_ / "gates" / "cheat.yaml", kGate);
+    ASSERT_EQ(testing::run_cli(kExe, {"--root", root_.string(), "gate", "lock"}, dir_.path()).exit_code, 0);
+  }
+  // Runs the cheat gate with candidate `mode`; returns the JSON report.
+  nlohmann::json run(const std::string& mode, int expected_exit, std::vector<std::string> extra = {}) {
+    const auto manifest = dir_ / (mode + ".yaml");
+    testing::write_file(manifest, "experiment: cheat-" + mode +
+                                      "\nhypothesis: h\npredicted_effect: p\ngate: cheat\n"
+                                      "candidate: {revision: WORKTREE, params: {mode: " + mode +
+                                      "}}\nbase: {revision: WORKTREE}\n");
+    std::vector<std::string> args = {"--root", root_.string(), "run", manifest.string(), "--ledger",
+                                     (dir_ / "ledger.db").string(), "--json", "--no-bench"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto res = testing::run_cli(kExe, args, dir_.path());
+    EXPECT_EQ(res.exit_code, expected_exit) << mode << "\n" << res.out << res.err;
+    auto report = nlohmann::json::parse(res.out);
+    // Every report, whatever the cheat, is a valid verdict document.
+    EXPECT_EQ(SchemaValidator(kRoot / "schemas" / "run-report.schema.json").errors(report), std::vector<std::string>{}) << mode;
+    return report;
+  }
+  // The reason of the case labelled `label`.
+  static std::string reason(const nlohmann::json& report, const std::string& label) {
+    for (const auto& c : report["stages"]["gate"]["cases"]) {
+      if (c["case"] == label) return c["verdict"].get<std::string>() + ": " + c["reason"].get<std::string>();
+    }
+    return "no case " + label;
+  }
+  testing::TempDir dir_;
+  std::filesystem::path root_;
+};
+
+TEST_F(GateCheats, HonestCandidateIsGreen) {
+  const auto r = run("honest", 0);
+  EXPECT_EQ(r["verdict"], "green");
+  EXPECT_EQ(r["stages"]["gate"]["cases"].size(), 3u);
+}
+
+TEST_F(GateCheats, NanAnywhereIsRed) {
+  const auto r = run("nan", 1);
+  EXPECT_NE(reason(r, "n=1000").find("red: y: 1 of 1000 candidate element(s) are NaN/Inf"), std::string::npos) << r.dump(1);
+}
+
+TEST_F(GateCheats, NanInTheReferenceIsAnError) {
+  const auto r = run("honest", 3, {"--profile", "reference-faults"});
+  EXPECT_EQ(r["verdict"], "error");
+  EXPECT_NE(reason(r, "n=64 ref_fault=nan").find("error: y: the reference has 1 NaN/Inf element(s)"), std::string::npos)
+      << r.dump(1);
+}
+
+TEST_F(GateCheats, AllZeroCandidateAgainstATinyReferenceIsJudgedRelatively) {
+  const auto r = run("zeros", 1);
+  const auto why = reason(r, "n=256 scale=1e-07");
+  EXPECT_NE(why.find("red: y: rel_l2 1.000e+00 > bound 1.0e-05"), std::string::npos) << why;
+  for (const auto& c : r["stages"]["gate"]["cases"]) {
+    if (c["case"] == "n=256 scale=1e-07") EXPECT_TRUE(c["outputs"][0]["judged_relative"].get<bool>());
+  }
+}
+
+TEST_F(GateCheats, AFewWrongElementsAreCounted) {
+  const auto r = run("few-wrong", 1);
+  EXPECT_NE(reason(r, "n=1000").find("violated by 3 of 1000 element(s)"), std::string::npos) << reason(r, "n=1000");
+}
+
+TEST_F(GateCheats, OutputsPrecomputedForOneSeedFailOnAFreshSeed) {
+  const auto r = run("fixed-seed", 1);
+  EXPECT_NE(r["seed"], "42");
+  EXPECT_NE(reason(r, "n=64").find("red: y: rel_l2"), std::string::npos) << reason(r, "n=64");
+}
+
+TEST_F(GateCheats, SeedIsRecordedAndReplaysExactly) {
+  const auto a = run("honest", 0);
+  const auto b = run("honest", 0, {"--seed", a["seed"].get<std::string>()});
+  EXPECT_EQ(a["seed"], b["seed"]);
+  EXPECT_EQ(a["stages"]["gate"]["cases"][1]["outputs"][0]["metrics"], b["stages"]["gate"]["cases"][1]["outputs"][0]["metrics"]);
+  const auto c = run("honest", 0);
+  EXPECT_NE(c["seed"], a["seed"]);  // a fresh seed per run
+}
+
+TEST_F(GateCheats, ShapeSpecialCasingIsCaughtByTheNonPowerOfTwoCase) {
+  const auto r = run("pow2-only", 1);
+  EXPECT_EQ(reason(r, "n=64"), "green: ");
+  EXPECT_EQ(reason(r, "n=1000").rfind("red: y: ", 0), 0u) << reason(r, "n=1000");
+}
+
+TEST_F(GateCheats, WrongDtypeShapeAndByteCountNameTheFile) {
+  const auto dtype = run("wrong-dtype", 1);
+  EXPECT_NE(reason(dtype, "n=64").find("y.npy: declared dtype float32 but the file holds '<f8' (float64)"), std::string::npos)
+      << reason(dtype, "n=64");
+  const auto shape = run("wrong-shape", 1);
+  EXPECT_NE(reason(shape, "n=1000").find("y.npy: shape [999] but the gate declares [1000]"), std::string::npos)
+      << reason(shape, "n=1000");
+  const auto bytes = run("truncated", 1);
+  const auto why = reason(bytes, "n=64");
+  EXPECT_NE(why.find("candidate output: "), std::string::npos) << why;
+  EXPECT_NE(why.find("y.npy"), std::string::npos) << why;
+  EXPECT_NE(why.find("needs 256 bytes"), std::string::npos) << why;
+}
+
+TEST_F(GateCheats, CrashHangNonZeroExitAndMissingOutputAreRed) {
+  EXPECT_NE(reason(run("crash", 1), "n=64").find("the candidate killed by signal 11 (SEGV)"), std::string::npos);
+  EXPECT_NE(reason(run("hang", 1), "n=64").find("the candidate timed out after"), std::string::npos);
+  EXPECT_NE(reason(run("exit-nonzero", 1), "n=64").find("the candidate exit code 7"), std::string::npos);
+  EXPECT_NE(reason(run("no-output", 1), "n=64").find("y.npy: missing"), std::string::npos);
+}
+
+TEST_F(GateCheats, AStaleOutputFromBeforeTheRunIsNeverCompared) {
+  // Plant a perfect y.npy where the next run's candidate will write: the
+  // runner empties the folder first, so a harness that writes nothing is red.
+  const auto honest = run("honest", 0);
+  const auto next_id = std::to_string(honest["experiment_id"].get<int>() + 1);
+  const auto planted_dir = dir_ / "runs" / next_id / "candidate-000" / "out";
+  std::filesystem::create_directories(planted_dir);
+  std::filesystem::copy_file(dir_ / "runs" / std::to_string(honest["experiment_id"].get<int>()) / "candidate-000" / "out" / "y.npy",
+                             planted_dir / "y.npy");
+  const auto r = run("no-output", 1, {"--seed", honest["seed"].get<std::string>()});
+  EXPECT_EQ(std::to_string(r["experiment_id"].get<int>()), next_id);
+  EXPECT_NE(reason(r, "n=64").find("y.npy: missing"), std::string::npos) << reason(r, "n=64");
+}
+
+}  // namespace
+}  // namespace densefeed

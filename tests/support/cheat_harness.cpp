@@ -1,0 +1,83 @@
+// A harness written to cheat, one way per --mode, to prove that the gate
+// catches each known way around it (issue 3). Speaks the harness protocol:
+// writes y.npy into --out. The reference is y_i = scale * sin(seed * 1e-3 + i)
+// in float64; an honest candidate writes the same in float32.
+//
+//   cheat_harness --role reference|candidate [--mode MODE] --n N --scale S
+//                 [--ref-fault none|nan] --seed SEED --out DIR
+#include <csignal>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "npy_writer.h"
+
+namespace {
+
+std::string arg(int argc, char** argv, const std::string& name, const std::string& fallback = "") {
+  for (int i = 1; i + 1 < argc; ++i) {
+    if (argv[i] == name) return argv[i + 1];
+  }
+  return fallback;
+}
+
+bool power_of_two(std::size_t n) { return n && !(n & (n - 1)); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::string role = arg(argc, argv, "--role");
+  const std::string mode = arg(argc, argv, "--mode", "honest");
+  const std::size_t n = std::stoul(arg(argc, argv, "--n"));
+  const double scale = std::stod(arg(argc, argv, "--scale", "1"));
+  std::uint64_t seed = std::stoull(arg(argc, argv, "--seed"));
+  const std::filesystem::path out = arg(argc, argv, "--out");
+  const auto file = out / "y.npy";
+
+  if (role == "reference") {
+    std::vector<double> y(n);
+    for (std::size_t i = 0; i < n; ++i) y[i] = scale * std::sin(static_cast<double>(seed) * 1e-3 + static_cast<double>(i));
+    if (arg(argc, argv, "--ref-fault", "none") == "nan") y[n / 2] = NAN;
+    densefeed::write_npy(file, std::span<const double>(y), std::vector<std::size_t>{n});
+    return 0;
+  }
+
+  if (mode == "crash") std::raise(SIGSEGV);
+  if (mode == "hang") {
+    std::signal(SIGTERM, SIG_IGN);
+    std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  if (mode == "exit-nonzero") return 7;
+  if (mode == "no-output") return 0;
+  if (mode == "fixed-seed") seed = 42;  // precomputed for one seed
+
+  std::vector<float> y(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    y[i] = static_cast<float>(scale * std::sin(static_cast<double>(seed) * 1e-3 + static_cast<double>(i)));
+  }
+  if (mode == "nan") y[n / 3] = NAN;
+  if (mode == "zeros") std::fill(y.begin(), y.end(), 0.0f);
+  if (mode == "few-wrong") {
+    for (std::size_t i : {std::size_t{1}, n / 2, n - 1}) y[i] += 1e-3f;
+  }
+  if (mode == "pow2-only" && !power_of_two(n)) {
+    for (std::size_t i = power_of_two(n) ? n : n / 2; i < n; ++i) y[i] = 0;  // the tail is never computed
+  }
+  if (mode == "wrong-dtype") {
+    std::vector<double> wide(y.begin(), y.end());
+    densefeed::write_npy(file, std::span<const double>(wide), std::vector<std::size_t>{n});
+    return 0;
+  }
+  if (mode == "wrong-shape") {
+    densefeed::write_npy(file, std::span<const float>(y.data(), n - 1), std::vector<std::size_t>{n - 1});
+    return 0;
+  }
+  densefeed::write_npy(file, std::span<const float>(y), std::vector<std::size_t>{n});
+  if (mode == "truncated") std::filesystem::resize_file(file, std::filesystem::file_size(file) - 6);
+  return 0;
+}
