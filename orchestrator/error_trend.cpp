@@ -10,8 +10,13 @@
 namespace densefeed {
 namespace {
 
-// Least-squares slope of log2(y) on log2(x) over finite positive points.
-std::optional<double> log_log_slope(const std::vector<std::pair<double, double>>& points) {
+struct Fit {
+  double slope = 0;
+  double r2 = 0;  // coefficient of determination of the log-log fit
+};
+
+// Least-squares fit of log2(y) on log2(x) over finite positive points.
+std::optional<Fit> log_log_fit(const std::vector<std::pair<double, double>>& points) {
   std::vector<std::pair<double, double>> p;
   for (auto [x, y] : points) {
     if (x > 0 && y > 0 && std::isfinite(y)) p.emplace_back(std::log2(x), std::log2(y));
@@ -24,22 +29,46 @@ std::optional<double> log_log_slope(const std::vector<std::pair<double, double>>
   }
   mx /= p.size();
   my /= p.size();
-  double sxy = 0, sxx = 0;
+  double sxy = 0, sxx = 0, syy = 0;
   for (auto [x, y] : p) {
     sxy += (x - mx) * (y - my);
     sxx += (x - mx) * (x - mx);
+    syy += (y - my) * (y - my);
   }
   if (sxx == 0) return std::nullopt;
-  return sxy / sxx;
+  return Fit{sxy / sxx, syy == 0 ? 1.0 : (sxy * sxy) / (sxx * syy)};
 }
 
-// "error ~ shards^0.16, grows x1.12 per 2x shards".
-std::string describe_growth(const std::string& metric, double slope, const std::string& axis) {
-  const double factor = std::exp2(slope);
-  const std::string law = fmt::format("{} ~ {}^{:.2f}", metric, axis, slope);
-  if (factor >= 1.1) return fmt::format("{}, grows x{:.2f} per 2x {}", law, factor, axis);
-  if (factor <= 1 / 1.1) return fmt::format("{}, shrinks x{:.2f} per 2x {}", law, 1 / factor, axis);
-  return fmt::format("{}, flat", law);
+// "rel_l2 ~ shards^0.16 (R^2 0.98), grows x1.12 per 2x shards (shards 2..64)",
+// or, where no power law fits, the largest step between neighbours, which is
+// then the finding ("x19900 from shards=1 to 2").
+std::string describe_trend(const std::string& metric, const std::string& axis,
+                           const std::vector<std::pair<double, double>>& points) {
+  const auto fit = log_log_fit(points);
+  if (!fit) return "";
+  std::vector<std::pair<double, double>> p;
+  for (auto pt : points) {
+    if (pt.second > 0 && std::isfinite(pt.second)) p.push_back(pt);
+  }
+  const std::string range = fmt::format("({} {}..{})", axis, p.front().first, p.back().first);
+  if (fit->r2 < 0.9) {
+    std::size_t at = 1;
+    double step = 0;
+    for (std::size_t i = 1; i < p.size(); ++i) {
+      const double r = std::max(p[i].second / p[i - 1].second, p[i - 1].second / p[i].second);
+      if (r > step) {
+        step = r;
+        at = i;
+      }
+    }
+    return fmt::format("no power law in {} (R^2 {:.2f}); largest step x{:.3g} ({}) from {}={} to {} {}", axis, fit->r2, step,
+                       p[at].second > p[at - 1].second ? "up" : "down", axis, p[at - 1].first, p[at].first, range);
+  }
+  const double factor = std::exp2(fit->slope);
+  const std::string law = fmt::format("{} ~ {}^{:.2f} (R^2 {:.2f})", metric, axis, fit->slope, fit->r2);
+  if (factor >= 1.1) return fmt::format("{}, grows x{:.2f} per 2x {} {}", law, factor, axis, range);
+  if (factor <= 1 / 1.1) return fmt::format("{}, shrinks x{:.2f} per 2x {} {}", law, 1 / factor, axis, range);
+  return fmt::format("{}, flat {}", law, range);
 }
 
 }  // namespace
@@ -111,28 +140,19 @@ std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::
       t.cells[r][c] = p.value;
       t.crossed[r][c] = p.crossed;
     }
-    // Along columns (e.g. shards): the first column is left out when it is 1,
-    // since one shard is the unpartitioned computation itself.
-    for (std::size_t r = 0; r < t.rows.size(); ++r) {
-      std::vector<std::pair<double, double>> points;
-      std::vector<std::string> used;
-      for (std::size_t c = 0; c < t.columns.size(); ++c) {
-        if (std::stod(t.columns[c]) == 1) continue;
-        points.emplace_back(std::stod(t.columns[c]), t.cells[r][c]);
-        used.push_back(t.columns[c]);
-      }
-      if (auto s = log_log_slope(points)) {
-        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", row_key, t.rows[r], describe_growth(t.metric, *s, column_key),
-                                       column_key, used.front(), used.back()));
+    // Along each row (e.g. error against shards at fixed T), then each column.
+    for (std::size_t r = 0; r < rows.size(); ++r) {
+      std::vector<std::pair<double, double>> line;
+      for (std::size_t c = 0; c < columns.size(); ++c) line.emplace_back(columns[c], t.cells[r][c]);
+      if (auto text = describe_trend(t.metric, column_key, line); !text.empty()) {
+        t.trends.push_back(fmt::format("{}={}: {}", row_key, t.rows[r], text));
       }
     }
-    for (std::size_t c = 0; c < t.columns.size(); ++c) {
-      if (std::stod(t.columns[c]) == 1) continue;
-      std::vector<std::pair<double, double>> points;
-      for (std::size_t r = 0; r < t.rows.size(); ++r) points.emplace_back(std::stod(t.rows[r]), t.cells[r][c]);
-      if (auto s = log_log_slope(points)) {
-        t.trends.push_back(fmt::format("{}={}: {} ({} {}..{})", column_key, t.columns[c], describe_growth(t.metric, *s, row_key),
-                                       row_key, t.rows.front(), t.rows.back()));
+    for (std::size_t c = 0; c < columns.size(); ++c) {
+      std::vector<std::pair<double, double>> line;
+      for (std::size_t r = 0; r < rows.size(); ++r) line.emplace_back(rows[r], t.cells[r][c]);
+      if (auto text = describe_trend(t.metric, row_key, line); !text.empty()) {
+        t.trends.push_back(fmt::format("{}={}: {}", column_key, t.columns[c], text));
       }
     }
     out.push_back(std::move(t));
@@ -160,6 +180,11 @@ std::string render_trend_table(const TrendTable& t) {
 }
 
 nlohmann::ordered_json trend_table_json(const TrendTable& t) {
+  const auto numbers = [](const std::vector<std::string>& axis) {
+    std::vector<double> out;
+    for (const auto& v : axis) out.push_back(std::stod(v));
+    return out;
+  };
   nlohmann::ordered_json cells = nlohmann::ordered_json::array();
   for (std::size_t r = 0; r < t.rows.size(); ++r) {
     nlohmann::ordered_json row = nlohmann::ordered_json::array();
@@ -169,7 +194,7 @@ nlohmann::ordered_json trend_table_json(const TrendTable& t) {
     cells.push_back(row);
   }
   return {{"output", t.output}, {"metric", t.metric}, {"bound", t.bound}, {"group", t.group},
-          {"rows_key", t.row_key}, {"columns_key", t.column_key}, {"rows", t.rows}, {"columns", t.columns},
+          {"rows_key", t.row_key}, {"columns_key", t.column_key}, {"rows", numbers(t.rows)}, {"columns", numbers(t.columns)},
           {"values", cells}, {"crossed", t.crossed}, {"trends", t.trends}};
 }
 

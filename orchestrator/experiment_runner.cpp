@@ -34,7 +34,11 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
     out.candidate_params = resolve_params(m, "candidate", m.candidate, *out.gate);
     out.base_params = resolve_params(m, "base", m.base, *out.gate);
     cases = out.gate->profile_cases(options.profile);
+    out.provenance = read_provenance(options.root, *out.gate);
   } else {
+    GateSpec unparsed;  // the edited gate is not parsed: record what git says of its file
+    unparsed.name = m.gate;
+    out.provenance = read_provenance(options.root, unparsed);
     out.candidate_params = m.candidate.params;
     out.base_params = m.base.params;
   }
@@ -42,7 +46,9 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
 
   Ledger ledger(options.ledger_path);
   out.experiment_id = ledger.record_experiment({&m, out.candidate_params, out.base_params});
-  out.work_dir = options.ledger_path.parent_path() / "runs" / std::to_string(out.experiment_id);
+  // Keyed on the ledger file, so two ledgers in one folder never share runs.
+  out.work_dir = options.ledger_path.parent_path() / (options.ledger_path.stem().string() + "-runs") /
+                 std::to_string(out.experiment_id);
   const std::string started_at = utc_now();
 
   if (!out.lock_problems.empty()) {
@@ -54,7 +60,8 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
     out.gate_result = run_gate(*out.gate, cases, out.candidate_params, gate_options);
   }
   const std::int64_t gate_run_id = ledger.record_gate_run(
-      out.experiment_id, {m.gate, out.gate_sha256, out.lock_problems, options.profile, out.seed, started_at, &out.gate_result});
+      out.experiment_id, {m.gate, out.gate_sha256, out.lock_problems, options.profile, out.seed, started_at, &out.gate_result,
+                          provenance_json(out.provenance).dump()});
   out.verdict = out.gate_result.verdict;
 
   if (out.verdict != Verdict::green) {

@@ -15,6 +15,7 @@
 #include "gate_runner.h"
 #include "gate_spec.h"
 #include "manifest.h"
+#include "provenance.h"
 
 namespace densefeed {
 
@@ -35,6 +36,7 @@ struct ExperimentOutcome {
   nlohmann::ordered_json base_params;
   std::string gate_sha256;
   std::vector<std::string> lock_problems;  // non-empty: red before any case ran
+  Provenance provenance;
   std::string profile;
   std::uint64_t seed = 0;
   GateResult gate_result;

@@ -72,7 +72,12 @@ std::vector<std::string> write_lock(const std::filesystem::path& root, const std
     const std::string gate_rel = "gates/" + name + ".yaml";
     owned.insert(gate_rel);
     next[gate_rel] = sha256_file(root / gate_rel);
-    for (const auto& rel : gate.freezes) {
+    for (std::size_t i = 0; i < gate.freezes.size(); ++i) {
+      const auto& rel = gate.freezes[i];
+      if (!std::filesystem::is_regular_file(root / rel)) {
+        throw InputError(gate.file.string(), {}, fmt::format("freezes[{}]", i),
+                         fmt::format("frozen file '{}' does not exist: nothing to lock", rel));
+      }
       owned.insert(rel);
       next[rel] = sha256_file(root / rel);
     }

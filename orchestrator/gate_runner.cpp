@@ -74,13 +74,22 @@ std::string process_failure(const char* who, const Job& job) {
 // NAME.npy, or tensor NAME of the single .safetensors file in `dir`.
 TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, const std::string& declared_dtype) {
   const auto npy = dir / (out.name + ".npy");
+  // A link could point at the reference's own output.
+  if (std::filesystem::is_symlink(npy)) {
+    throw std::runtime_error(fmt::format("{}: a symbolic link; outputs must be files the harness wrote", npy.string()));
+  }
   if (std::filesystem::exists(npy)) return TensorFile::open_npy(npy, declared_dtype);
   std::vector<std::filesystem::path> safetensors;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     if (e.path().extension() == ".safetensors") safetensors.push_back(e.path());
   }
-  if (safetensors.size() == 1) return TensorFile::open_safetensors(safetensors[0], out.name);
+  if (safetensors.size() == 1) {
+    if (std::filesystem::is_symlink(safetensors[0])) {
+      throw std::runtime_error(fmt::format("{}: a symbolic link; outputs must be files the harness wrote", safetensors[0].string()));
+    }
+    return TensorFile::open_safetensors(safetensors[0], out.name);
+  }
   throw std::runtime_error(fmt::format("{}: missing (the harness wrote neither {}.npy nor one .safetensors file{})",
                                        npy.string(), out.name,
                                        safetensors.size() > 1 ? fmt::format("; found {}", safetensors.size()) : ""));

@@ -1,6 +1,7 @@
 #include "gate_spec.h"
 
 #include <algorithm>
+#include <cctype>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -11,6 +12,12 @@
 
 namespace densefeed {
 namespace {
+
+// Folded YAML scalars (">") end in a newline.
+std::string trimmed(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
+}
 
 std::string json_type_of(const nlohmann::ordered_json& v) {
   if (v.is_string()) return "string";
@@ -95,7 +102,7 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
     doc.fail("/gate", fmt::format("the gate in {} must be named '{}' after its file", path.string(), name));
   }
   gate.file = std::filesystem::absolute(path);
-  gate.description = v.value("description", "");
+  gate.description = trimmed(v.value("description", ""));
   gate.reference_command = v["reference"]["command"].get<std::vector<std::string>>();
   gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
   gate.timeout_s = v.value("timeout_s", 600.0);
@@ -103,7 +110,7 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
   if (v.contains("params")) {
     for (const auto& [pname, p] : v["params"].items()) {
       ParamSpec spec{pname, p["type"].get<std::string>(), p.value("enum", nlohmann::ordered_json()),
-                     p.value("default", nlohmann::ordered_json()), p.value("description", "")};
+                     p.value("default", nlohmann::ordered_json()), trimmed(p.value("description", ""))};
       const std::string ptr = "/params/" + pname;
       if (!spec.default_value.is_null()) {
         const std::string t = json_type_of(spec.default_value);
@@ -178,9 +185,8 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
     if (p.is_absolute() || rel.find("..") != std::string::npos) {
       doc.fail(fmt::format("/freezes/{}", i), "a frozen file must be a path inside the densefeed checkout");
     }
-    if (!std::filesystem::is_regular_file(root / p)) {
-      doc.fail(fmt::format("/freezes/{}", i), fmt::format("frozen file '{}' does not exist", rel));
-    }
+    // A missing frozen file is the lock check's to report (red), not a
+    // defect of the gate file.
     gate.freezes.push_back(rel);
   }
 

@@ -20,7 +20,7 @@ class Statement {
  public:
   Statement(sqlite3* db, const char* sql) : db_(db) {
     if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK) {
-      throw InfraError(fmt::format("ledger: cannot prepare SQL: {}", sqlite3_errmsg(db)));
+      throw InfraError(fmt::format("{}: cannot prepare SQL: {}", sqlite3_db_filename(db, "main"), sqlite3_errmsg(db)));
     }
   }
   ~Statement() { sqlite3_finalize(stmt_); }
@@ -48,7 +48,7 @@ class Statement {
     const int rc = sqlite3_step(stmt_);
     if (rc == SQLITE_ROW) return true;
     if (rc == SQLITE_DONE) return false;
-    throw InfraError(fmt::format("ledger: {}", sqlite3_errmsg(db_)));
+    throw InfraError(fmt::format("{}: {}", sqlite3_db_filename(db_, "main"), sqlite3_errmsg(db_)));
   }
   void run() {
     while (step()) {
@@ -59,7 +59,10 @@ class Statement {
       case SQLITE_INTEGER: return sqlite3_column_int64(stmt_, i);
       case SQLITE_FLOAT: return sqlite3_column_double(stmt_, i);
       case SQLITE_NULL: return nullptr;
-      default: return std::string(reinterpret_cast<const char*>(sqlite3_column_text(stmt_, i)));
+      default: {
+        const auto* text = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, i));
+        return std::string(text, static_cast<std::size_t>(sqlite3_column_bytes(stmt_, i)));
+      }
     }
   }
   nlohmann::ordered_json row() const {
@@ -78,7 +81,7 @@ void exec(sqlite3* db, const char* sql) {
   if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
     std::string text = message ? message : "unknown error";
     sqlite3_free(message);
-    throw InfraError(fmt::format("ledger: {}", text));
+    throw InfraError(fmt::format("{}: {}", sqlite3_db_filename(db, "main"), text));
   }
 }
 
@@ -114,10 +117,15 @@ std::string utc_now() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
 }
 
-Ledger::Ledger(const std::filesystem::path& path) : path_(path) {
+Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
+  const bool read_only = mode == Mode::read_only;
   std::error_code ec;
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
-  if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+  if (read_only && !std::filesystem::is_regular_file(path, ec)) {
+    throw InputError(path.string(), {}, "", "no ledger here (it is created by the first 'densefeed run')");
+  }
+  if (!read_only && path.has_parent_path()) std::filesystem::create_directories(path.parent_path(), ec);
+  const int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
     std::string message = db_ ? sqlite3_errmsg(db_) : "out of memory";
     sqlite3_close(db_);
     db_ = nullptr;
@@ -125,6 +133,29 @@ Ledger::Ledger(const std::filesystem::path& path) : path_(path) {
   }
   sqlite3_busy_timeout(db_, 10'000);
   try {
+    // A file that is not SQLite fails its first read.
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db_, "SELECT COUNT(*) FROM sqlite_schema", nullptr, nullptr, &message);
+    sqlite3_free(message);
+    if (rc == SQLITE_NOTADB) throw InputError(path.string(), {}, "", "not an SQLite database, so not a densefeed ledger");
+    Statement has_schema(db_, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_info'");
+    has_schema.step();
+    const bool is_ledger = has_schema.column(0).get<std::int64_t>() == 1;
+    Statement any_table(db_, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table'");
+    any_table.step();
+    if (!is_ledger && (read_only || any_table.column(0).get<std::int64_t>() > 0)) {
+      throw InputError(path.string(), {}, "", "an SQLite database but not a densefeed ledger (no schema_info table); "
+                                              "densefeed will not add its tables to it");
+    }
+    if (read_only) {
+      Statement version(db_, "SELECT MAX(version) FROM schema_info");
+      version.step();
+      if (version.column(0).get<std::int64_t>() > kSchemaVersion) {
+        throw InfraError(fmt::format("{}: ledger schema version {} is newer than this densefeed ({})", path.string(),
+                                     version.column(0).get<std::int64_t>(), kSchemaVersion));
+      }
+      return;
+    }
     exec(db_, "PRAGMA foreign_keys = ON");
     Transaction t(db_);
     exec(db_, kLedgerSchemaSql);
@@ -170,11 +201,11 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
   Transaction t(db_);
   Statement s(db_,
               "INSERT INTO gate_runs(experiment_id, gate, gate_sha256, lock_problems, profile, seed, verdict, reason, "
-              "wall_s, harness_wall_s, started_at, finished_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)");
+              "wall_s, harness_wall_s, started_at, finished_at, provenance) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, experiment_id).bind(2, record.gate).bind(3, record.gate_sha256);
   s.bind(4, nlohmann::json(record.lock_problems).dump()).bind(5, record.profile).bind(6, std::to_string(record.seed));
   s.bind(7, to_string(r.verdict)).bind(8, r.reason).bind(9, r.wall_s).bind(10, r.harness_wall_s);
-  s.bind(11, record.started_at).bind(12, utc_now());
+  s.bind(11, record.started_at).bind(12, utc_now()).bind(13, record.provenance_json);
   s.run();
   const std::int64_t gate_run_id = sqlite3_last_insert_rowid(db_);
   for (std::size_t i = 0; i < r.cases.size(); ++i) {
@@ -250,6 +281,7 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
   if (g.step()) {
     auto run = g.row();
     run["lock_problems"] = parse_json_column(run["lock_problems"]);
+    run["provenance"] = parse_json_column(run["provenance"]);
     run["cases"] = nlohmann::ordered_json::array();
     Statement cs(db_, "SELECT * FROM gate_cases WHERE gate_run_id = ? ORDER BY case_index");
     cs.bind(1, run["id"].get<std::int64_t>());

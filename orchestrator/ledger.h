@@ -32,13 +32,17 @@ struct GateRunRecord {
   std::uint64_t seed = 0;
   std::string started_at;  // ISO 8601 UTC
   const GateResult* result = nullptr;  // the verdict lives here (lock problems: red, no cases)
+  std::string provenance_json = "{}";  // Provenance as JSON
 };
 
 class Ledger {
  public:
-  // Opens (creating the file, its folder and the schema on first use).
-  // Throws InfraError when SQLite fails.
-  explicit Ledger(const std::filesystem::path& path);
+  enum class Mode { read_write, read_only };
+  // read_write opens or creates the file, its folder and the schema;
+  // read_only (ledger list/show) never writes and refuses a file that is not
+  // a densefeed ledger. Throws InputError for a file that is not a densefeed
+  // ledger (or, read-only, does not exist), InfraError when SQLite fails.
+  explicit Ledger(const std::filesystem::path& path, Mode mode = Mode::read_write);
   ~Ledger();
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;

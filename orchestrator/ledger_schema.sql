@@ -40,7 +40,11 @@ CREATE TABLE IF NOT EXISTS gate_runs (
   wall_s REAL NOT NULL,                       -- the whole stage
   harness_wall_s REAL NOT NULL,               -- sum over harness processes
   started_at TEXT NOT NULL,
-  finished_at TEXT NOT NULL
+  finished_at TEXT NOT NULL,
+  -- JSON: {root, commit, clean, uncommitted[], harness_sha256{}}: whether the
+  -- gate, lock and frozen files were densefeed's committed ones, and which
+  -- harness binaries ran. clean = false deserves a reviewer's look.
+  provenance TEXT NOT NULL DEFAULT '{}'
 );
 
 CREATE TABLE IF NOT EXISTS gate_cases (
@@ -97,6 +101,34 @@ WHEN NOT EXISTS (SELECT 1 FROM gate_runs g
 BEGIN
   SELECT RAISE(ABORT, 'bench_cases: the experiment has no green gate run; a speedup is never recorded on a red gate');
 END;
+
+-- INSERT OR REPLACE would delete a conflicting row without firing the delete
+-- triggers below (SQLite fires them only with recursive_triggers on), so an
+-- insert that conflicts with a recorded row is refused before it can replace it.
+CREATE TRIGGER IF NOT EXISTS experiments_no_replace BEFORE INSERT ON experiments
+WHEN EXISTS (SELECT 1 FROM experiments WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'experiments is append-only: a row with this id exists'); END;
+CREATE TRIGGER IF NOT EXISTS gate_runs_no_replace BEFORE INSERT ON gate_runs
+WHEN EXISTS (SELECT 1 FROM gate_runs WHERE id = NEW.id OR experiment_id = NEW.experiment_id)
+BEGIN SELECT RAISE(ABORT, 'gate_runs is append-only: this experiment already has a gate run'); END;
+CREATE TRIGGER IF NOT EXISTS gate_cases_no_replace BEFORE INSERT ON gate_cases
+WHEN EXISTS (SELECT 1 FROM gate_cases WHERE id = NEW.id OR (gate_run_id = NEW.gate_run_id AND case_index = NEW.case_index))
+BEGIN SELECT RAISE(ABORT, 'gate_cases is append-only: this case is recorded'); END;
+CREATE TRIGGER IF NOT EXISTS gate_cases_need_their_run BEFORE INSERT ON gate_cases
+WHEN NOT EXISTS (SELECT 1 FROM gate_runs WHERE id = NEW.gate_run_id)
+BEGIN SELECT RAISE(ABORT, 'gate_cases: no such gate run'); END;
+CREATE TRIGGER IF NOT EXISTS gate_metrics_no_replace BEFORE INSERT ON gate_metrics
+WHEN EXISTS (SELECT 1 FROM gate_metrics WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'gate_metrics is append-only: a row with this id exists'); END;
+CREATE TRIGGER IF NOT EXISTS gate_metrics_need_their_case BEFORE INSERT ON gate_metrics
+WHEN NOT EXISTS (SELECT 1 FROM gate_cases WHERE id = NEW.gate_case_id)
+BEGIN SELECT RAISE(ABORT, 'gate_metrics: no such gate case'); END;
+CREATE TRIGGER IF NOT EXISTS gate_runs_need_their_experiment BEFORE INSERT ON gate_runs
+WHEN NOT EXISTS (SELECT 1 FROM experiments WHERE id = NEW.experiment_id)
+BEGIN SELECT RAISE(ABORT, 'gate_runs: no such experiment'); END;
+CREATE TRIGGER IF NOT EXISTS bench_cases_no_replace BEFORE INSERT ON bench_cases
+WHEN EXISTS (SELECT 1 FROM bench_cases WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'bench_cases is append-only: a row with this id exists'); END;
 
 CREATE TRIGGER IF NOT EXISTS experiments_no_update BEFORE UPDATE ON experiments
 BEGIN SELECT RAISE(ABORT, 'experiments is append-only'); END;

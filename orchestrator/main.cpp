@@ -1,7 +1,10 @@
 // densefeed CLI. Exit codes (STYLE.md): 0 green, 1 red, 2 bad input,
 // 3 infrastructure error (or an `error` verdict: the reference failed).
+#include <charconv>
+#include <cstdint>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -9,6 +12,7 @@
 #include "error.h"
 #include "experiment_runner.h"
 #include "gate_lock.h"
+#include "process_runner.h"
 #include "ledger.h"
 #include "report.h"
 #include "tensor_compare.h"
@@ -27,6 +31,17 @@ int exit_code_for(df::Verdict v) {
   return 3;
 }
 
+// Decimal digits only, no sign, no wrap-around: "-1" or 2^64 are refused.
+std::uint64_t parse_unsigned(const std::string& what, const std::string& text, std::uint64_t max) {
+  std::uint64_t value = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || text[0] == '+' || ec != std::errc() || ptr != end || value > max) {
+    throw df::InputError("command line", {}, what, fmt::format("expected an integer from 0 to {}, got '{}'", max, text));
+  }
+  return value;
+}
+
 std::filesystem::path default_root() {
   if (const char* env = std::getenv("DENSEFEED_ROOT"); env && *env) return env;
   return DENSEFEED_SOURCE_DIR;
@@ -42,7 +57,8 @@ void print_error(bool json, const char* kind, const std::string& message, const 
 }
 
 void print_ledger_list(const nlohmann::ordered_json& rows) {
-  std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<8} {:<21} {}\n", "id", "experiment", "gate", "verdict", "submitted", "speedups / reason");
+  std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<8} {:<7} {:<21} {}\n", "id", "experiment", "gate", "verdict", "profile",
+                           "submitted", "speedups / reason");
   for (const auto& r : rows) {
     std::string tail;
     for (const auto& s : r["speedups"]) {
@@ -50,8 +66,9 @@ void print_ledger_list(const nlohmann::ordered_json& rows) {
                           s["speedup"].get<double>(), s["speedup_min"].get<double>(), s["speedup_max"].get<double>());
     }
     if (tail.empty()) tail = r["reason"].get<std::string>();
-    std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<8} {:<21} {}\n", r["id"].get<std::int64_t>(), r["name"].get<std::string>(),
-                             r["gate"].get<std::string>(), r["verdict"].get<std::string>(), r["submitted_at"].get<std::string>(), tail);
+    std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<8} {:<7} {:<21} {}\n", r["id"].get<std::int64_t>(), r["name"].get<std::string>(),
+                             r["gate"].get<std::string>(), r["verdict"].get<std::string>(),
+                             r["profile"].is_string() ? r["profile"].get<std::string>() : "-", r["submitted_at"].get<std::string>(), tail);
   }
 }
 
@@ -93,6 +110,7 @@ void print_ledger_show(const nlohmann::ordered_json& e) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  df::kill_children_on_termination();
   CLI::App app{"densefeed: dense-feedback experiments for agent-driven kernel optimisation"};
   app.require_subcommand(1);
   std::string root_text = default_root().string();
@@ -103,13 +121,16 @@ int main(int argc, char** argv) {
   auto* run = app.add_subcommand("run", "validate a manifest, run its gate, then (green only) its benchmark; record all in the ledger");
   std::string manifest;
   df::RunOptions options;
-  std::uint64_t seed = 0;
+  std::string seed_text;
   bool no_bench = false;
   run->add_option("MANIFEST", manifest, "experiment manifest (YAML)")->required();
   run->add_option("--ledger", ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
   run->add_option("--profile", options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
-  auto* seed_opt = run->add_option("--seed", seed, "input seed (default: drawn fresh and recorded)");
-  run->add_option("--jobs", options.jobs, "harness processes at once")->check(CLI::Range(1, 256))->capture_default_str();
+  auto* seed_opt = run->add_option("--seed", seed_text, "input seed, 0..2^64-1 (default: drawn fresh and recorded)");
+  options.jobs = static_cast<int>(std::max(1u, std::min(256u, std::thread::hardware_concurrency())));
+  run->add_option("--jobs", options.jobs, "harness processes at once (default: the machine's cores)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
   run->add_flag("--no-bench", no_bench, "stop after the gate");
   run->add_flag("--json", json, "print one JSON document");
 
@@ -117,7 +138,7 @@ int main(int argc, char** argv) {
   ledger_cmd->require_subcommand(1);
   auto* ledger_list = ledger_cmd->add_subcommand("list", "every recorded experiment with its verdict");
   auto* ledger_show = ledger_cmd->add_subcommand("show", "everything recorded for one experiment");
-  std::int64_t show_id = 0;
+  std::string show_id;
   ledger_show->add_option("ID", show_id, "experiment id")->required();
   for (auto* sub : {ledger_list, ledger_show}) {
     sub->add_option("--ledger", ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
@@ -161,6 +182,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
+    // Agents asked for JSON get JSON even when the command line is wrong.
+    bool wants_json = false;
+    for (int i = 1; i < argc; ++i) wants_json = wants_json || std::string(argv[i]) == "--json";
+    if (wants_json) {
+      print_error(true, "bad-input", e.what(), {{"field", "command line"}, {"message", e.what()}});
+      return 2;
+    }
     app.exit(e);
     return 2;
   }
@@ -171,7 +199,7 @@ int main(int argc, char** argv) {
     if (run->parsed()) {
       options.root = root;
       options.ledger_path = std::filesystem::absolute(ledger_path);
-      if (seed_opt->count() > 0) options.seed = seed;
+      if (seed_opt->count() > 0) options.seed = parse_unsigned("--seed", seed_text, UINT64_MAX);
       options.bench = !no_bench;
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.ledger_path.string()).dump(2) << "\n";
@@ -179,11 +207,8 @@ int main(int argc, char** argv) {
       return exit_code_for(outcome.verdict);
     }
     if (ledger_list->parsed() || ledger_show->parsed()) {
-      if (!std::filesystem::exists(ledger_path)) {
-        throw df::InputError(ledger_path.string(), {}, "", "no ledger here yet (it is created by the first 'densefeed run')");
-      }
-      df::Ledger ledger(ledger_path);
-      const auto doc = ledger_list->parsed() ? ledger.list() : ledger.show(show_id);
+      const df::Ledger ledger(ledger_path, df::Ledger::Mode::read_only);
+      const auto doc = ledger_list->parsed() ? ledger.list() : ledger.show(static_cast<std::int64_t>(parse_unsigned("ID", show_id, INT64_MAX)));
       if (json) std::cout << doc.dump(2) << "\n";
       else if (ledger_list->parsed()) print_ledger_list(doc);
       else print_ledger_show(doc);
@@ -247,7 +272,11 @@ int main(int argc, char** argv) {
       const auto lock = df::read_lock(root);
       nlohmann::ordered_json report = nlohmann::ordered_json::object();
       bool ok = true;
-      for (const auto& name : df::list_gates(root)) {
+      const auto names = df::list_gates(root);
+      if (names.empty()) {
+        throw df::InputError((root / "gates").string(), {}, "", "no gates (*.yaml) here: is --root the densefeed checkout?");
+      }
+      for (const auto& name : names) {
         auto problems = df::check_locked_file(root, lock, "gates/" + name + ".yaml");
         if (problems.empty()) {
           auto frozen = df::check_frozen_files(root, lock, df::load_gate(root, name));

@@ -59,7 +59,7 @@ nlohmann::ordered_json resolve_params(const Manifest& manifest, const std::strin
                                       const GateSpec& gate) {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   for (const auto& [name, value] : arm.params.items()) {
-    const std::string ptr = "/" + arm_field + "/params/" + name;
+    const std::string ptr = "/" + arm_field + "/params/" + pointer_token(name);
     const ParamSpec* spec = gate.find_param(name);
     if (spec == nullptr) {
       std::vector<std::string> declared;
@@ -69,8 +69,8 @@ nlohmann::ordered_json resolve_params(const Manifest& manifest, const std::strin
                                                 gate.name, name, fmt::join(declared, ", ")));
     }
     if (!has_type(value, spec->type)) {
-      manifest.doc.fail(ptr, fmt::format("expected {} ({}), got {} {}", spec->type, spec->description,
-                                         value.type_name(), value.dump()));
+      manifest.doc.fail(ptr, fmt::format("expected {} ({}), got {}", spec->type, trimmed(spec->description),
+                                         value.is_null() ? "null" : std::string(value.type_name()) + " " + value.dump()));
     }
     if (spec->enum_values.is_array() &&
         std::find(spec->enum_values.begin(), spec->enum_values.end(), value) == spec->enum_values.end()) {
@@ -83,7 +83,7 @@ nlohmann::ordered_json resolve_params(const Manifest& manifest, const std::strin
     if (p.default_value.is_null()) {
       manifest.doc.fail("/" + arm_field + "/params",
                         fmt::format("missing parameter '{}' ({}), which gate '{}' requires", p.name,
-                                    p.description, gate.name));
+                                    trimmed(p.description), gate.name));
     }
     out[p.name] = p.default_value;
   }

@@ -4,6 +4,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <array>
+#include <atomic>
 #include <cstring>
 #include <fstream>
 #include <thread>
@@ -19,7 +21,43 @@ namespace bp = boost::process;
 namespace densefeed {
 namespace {
 
-std::filesystem::path resolve_exe(const std::string& name) {
+// Process groups now running, for the termination handler. Slots hold a
+// pgid or 0; lock-free atomics are async-signal-safe.
+std::array<std::atomic<pid_t>, 512> g_groups{};
+
+class GroupRegistration {
+ public:
+  explicit GroupRegistration(pid_t pgid) {
+    for (auto& slot : g_groups) {
+      pid_t expected = 0;
+      if (slot.compare_exchange_strong(expected, pgid)) {
+        slot_ = &slot;
+        return;
+      }
+    }
+  }
+  ~GroupRegistration() {
+    if (slot_) slot_->store(0);
+  }
+  GroupRegistration(const GroupRegistration&) = delete;
+  GroupRegistration& operator=(const GroupRegistration&) = delete;
+
+ private:
+  std::atomic<pid_t>* slot_ = nullptr;
+};
+
+extern "C" void on_termination(int sig) {
+  for (auto& slot : g_groups) {
+    const pid_t pgid = slot.load();
+    if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
+  ::signal(sig, SIG_DFL);
+  ::raise(sig);
+}
+
+}  // namespace
+
+std::filesystem::path resolve_executable(const std::string& name) {
   if (name.find('/') != std::string::npos) return name;
   auto local = self_dir() / name;
   if (std::filesystem::is_regular_file(local)) return local;
@@ -27,7 +65,12 @@ std::filesystem::path resolve_exe(const std::string& name) {
   return found.empty() ? std::filesystem::path() : std::filesystem::path(found.string());
 }
 
-}  // namespace
+void kill_children_on_termination() {
+  struct sigaction action {};
+  action.sa_handler = on_termination;
+  sigemptyset(&action.sa_mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP}) sigaction(sig, &action, nullptr);
+}
 
 std::filesystem::path self_dir() {
   std::error_code ec;
@@ -48,7 +91,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
     result.start_error = "empty command";
     return result;
   }
-  const auto exe = resolve_exe(spec.argv[0]);
+  const auto exe = resolve_executable(spec.argv[0]);
   if (exe.empty() || access(exe.c_str(), X_OK) != 0) {
     result.start_error = fmt::format("'{}' not found or not executable (looked next to densefeed in {} and in PATH)",
                                      spec.argv[0], self_dir().string());
@@ -76,6 +119,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
     return result;
   }
   result.started = true;
+  const GroupRegistration registration(static_cast<pid_t>(group.native_handle()));
 
   // Poll rather than wait_for: Boost.Process 1.74's wait_for is unreliable
   // with several children at once.
@@ -102,6 +146,26 @@ ProcessResult run_process(const ProcessSpec& spec) {
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   else if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   return result;
+}
+
+std::optional<std::string> capture_output(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                                          std::chrono::milliseconds timeout) {
+  char name[] = "/tmp/densefeed-capture-XXXXXX";
+  const int fd = ::mkstemp(name);
+  if (fd < 0) return std::nullopt;
+  ::close(fd);
+  ProcessSpec spec;
+  spec.argv = argv;
+  spec.cwd = cwd;
+  spec.stdout_path = name;
+  spec.stderr_path = "/dev/null";
+  spec.timeout = timeout;
+  const ProcessResult r = run_process(spec);
+  std::ifstream in(name, std::ios::binary);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  std::filesystem::remove(name);
+  if (!r.ok()) return std::nullopt;
+  return text;
 }
 
 std::string file_tail(const std::filesystem::path& path, std::size_t max_lines, std::size_t max_bytes) {

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,21 @@ ProcessResult run_process(const ProcessSpec& spec);
 
 // The last `max_lines` lines (at most `max_bytes`) of a text file, for messages.
 std::string file_tail(const std::filesystem::path& path, std::size_t max_lines = 12, std::size_t max_bytes = 4096);
+
+// On SIGINT, SIGTERM or SIGHUP, kill every process group run_process has
+// running, then end densefeed by the same signal: a killed densefeed leaves
+// no harness behind. Call once, early in main.
+void kill_children_on_termination();
+
+// Where argv[0] = `name` would run from: a name with '/' as is, else next to
+// densefeed, else in PATH; empty when not found.
+std::filesystem::path resolve_executable(const std::string& name);
+
+// Runs argv to completion (timeout `timeout`) and returns its stdout, or
+// nullopt if it could not start or did not exit 0. For small helper commands
+// (git); stderr is discarded.
+std::optional<std::string> capture_output(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                                          std::chrono::milliseconds timeout = std::chrono::seconds(30));
 
 // Directory of the running densefeed executable (where harnesses are built).
 std::filesystem::path self_dir();

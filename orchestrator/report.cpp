@@ -10,6 +10,18 @@
 namespace densefeed {
 namespace {
 
+// Untrusted text (a manifest's hypothesis) on a terminal: control characters
+// are shown escaped so they cannot fake or hide report lines.
+std::string printable(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
 std::string sci(double v) { return std::isnan(v) ? "nan" : fmt::format("{:.2e}", v); }
 
 nlohmann::ordered_json number_or_null(double v) {
@@ -135,7 +147,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
   const Manifest& m = o.manifest;
   std::string s;
   s += fmt::format("experiment {} '{}' — gate {} (profile {}, seed {})\n", o.experiment_id, m.name, m.gate, o.profile, o.seed);
-  s += fmt::format("  hypothesis: {}\n  predicted:  {}\n", m.hypothesis, m.predicted_effect);
+  s += fmt::format("  hypothesis: {}\n  predicted:  {}\n", printable(m.hypothesis), printable(m.predicted_effect));
   s += fmt::format("  candidate: {} {}   base: {} {}\n", m.candidate.revision, o.candidate_params.dump(), m.base.revision,
                    o.base_params.dump());
   const GateResult& g = o.gate_result;
@@ -146,12 +158,21 @@ std::string render_text_report(const ExperimentOutcome& o) {
   } else {
     s += fmt::format("  lock: ok (gate sha256 {})\n", o.gate_sha256);
   }
+  const Provenance& p = o.provenance;
+  if (p.clean()) {
+    s += fmt::format("  provenance: {} at commit {} (gate, lock and frozen files committed)\n", p.root, p.commit.substr(0, 12));
+  } else {
+    s += fmt::format("  provenance: WARNING, not densefeed's committed gate: {} {}\n", p.root,
+                     fmt::join(p.uncommitted, "; "));
+  }
+  std::size_t width = 4;
+  for (const auto& c : g.cases) width = std::max(width, c.gate_case.label.size());
   if (!g.cases.empty()) {
-    s += fmt::format("  {:<52} {:<7} {:<12} {:>9} {:>9} {:>9} {:>9}\n", "case", "verdict", "output", "rel_l2", "bound",
+    s += fmt::format("  {:<{}} {:<7} {:<12} {:>9} {:>9} {:>9} {:>9}\n", "case", width, "verdict", "output", "rel_l2", "bound",
                      "max_abs", "bound");
     for (const auto& c : g.cases) {
       if (c.outputs.empty()) {
-        s += fmt::format("  {:<52} {:<7} {}\n", c.gate_case.label, to_string(c.verdict), c.reason);
+        s += fmt::format("  {:<{}} {:<7} {}\n", c.gate_case.label, width, to_string(c.verdict), c.reason);
         continue;
       }
       for (const auto& out : c.outputs) {
@@ -160,7 +181,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
           if (chk.metric == "rel_l2") rel = chk.value, rel_bound = chk.bound;
           if (chk.metric == "max_abs") abs = chk.value, abs_bound = chk.bound;
         }
-        s += fmt::format("  {:<52} {:<7} {:<12} {:>9} {:>9} {:>9} {:>9}\n", c.gate_case.label,
+        s += fmt::format("  {:<{}} {:<7} {:<12} {:>9} {:>9} {:>9} {:>9}\n", c.gate_case.label, width,
                          to_string(out.comparison.verdict), out.output, sci(rel), sci(rel_bound), sci(abs), sci(abs_bound));
       }
     }
@@ -189,14 +210,17 @@ std::string render_text_report(const ExperimentOutcome& o) {
   } else {
     s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)\n";
     for (const auto& c : o.bench->cases) {
-      s += fmt::format("  {}: speedup {:.3f}x (rounds {:.3f}..{:.3f}, n={}); base median {:.3f} {} (IQR/median {:.1f}%), "
+      s += fmt::format("  {}: speedup {:.3f}x ({}; rounds {:.3f}..{:.3f}, n={}); base median {:.3f} {} (IQR/median {:.1f}%), "
                        "candidate median {:.3f} {} (IQR/median {:.1f}%)\n",
-                       c.bench_case.label, c.speedup, c.speedup_min, c.speedup_max, c.round_speedups.size(), c.base.median,
+                       c.bench_case.label, c.speedup, c.speedup >= 1 ? "the median favours the candidate" : "the median favours the base", c.speedup_min,
+                       c.speedup_max, c.round_speedups.size(), c.base.median,
                        c.unit, 100 * c.base.relative_iqr, c.candidate.median, c.unit, 100 * c.candidate.relative_iqr);
     }
   }
-  s += fmt::format("\nverdict: {}   (experiment {}, {:.1f} s, harness logs in {})\n", to_string(o.verdict), o.experiment_id,
-                   o.wall_s, o.work_dir.string());
+  std::error_code ec;
+  const bool have_logs = std::filesystem::exists(o.work_dir, ec);
+  s += fmt::format("\nverdict: {}   (experiment {}, {:.1f} s{})\n", to_string(o.verdict), o.experiment_id, o.wall_s,
+                   have_logs ? ", harness logs in " + o.work_dir.string() : "");
   return s;
 }
 
@@ -253,6 +277,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
               {"reason", o.gate_result.reason},
               {"gate_sha256", o.gate_sha256},
               {"lock_problems", o.lock_problems},
+              {"provenance", provenance_json(o.provenance)},
               {"wall_s", o.gate_result.wall_s},
               {"harness_wall_s", o.gate_result.harness_wall_s},
               {"cases", cases},

@@ -186,7 +186,7 @@ void SchemaValidator::validate(const YamlDocument& doc) const {
           return nullptr;
         }
       }()) {
-    got = fmt::format("; got {} {}", v->type_name(), v->dump().substr(0, 80));
+    got = v->is_null() ? "; got null (an empty value)" : fmt::format("; got {} {}", v->type_name(), v->dump().substr(0, 80));
   }
   throw InputError(doc.path, doc.mark_of(pointer), pointer_to_field(pointer),
                    text + (expected.empty() ? "" : "; expected " + expected) + got);

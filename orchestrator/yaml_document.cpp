@@ -16,7 +16,9 @@ SourceMark to_mark(const YAML::Mark& m) {
   return {m.line + 1, m.column + 1};
 }
 
-std::string escape_pointer_token(const std::string& token) {
+}  // namespace
+
+std::string pointer_token(const std::string& token) {
   std::string out;
   for (char c : token) {
     if (c == '~') out += "~0";
@@ -25,6 +27,8 @@ std::string escape_pointer_token(const std::string& token) {
   }
   return out;
 }
+
+namespace {
 
 // YAML 1.2 core schema resolution of a plain scalar
 // (https://yaml.org/spec/1.2.2/#1023-core-schema).
@@ -59,11 +63,19 @@ nlohmann::ordered_json resolve_plain_scalar(const std::string& s) {
   return s;
 }
 
+// Aliases share nodes, so nine nested anchors can stand for a billion values
+// ("billion laughs"); stop well before memory does.
+constexpr std::size_t kMaxValues = 100'000;
+
 class Converter {
  public:
   explicit Converter(YamlDocument& doc) : doc_(doc) {}
 
   nlohmann::ordered_json convert(const YAML::Node& node, const std::string& pointer) {
+    if (++values_ > kMaxValues) {
+      throw InputError(doc_.path, to_mark(node.Mark()), pointer_to_field(pointer),
+                       fmt::format("more than {} values (do aliases expand without bound?)", kMaxValues));
+    }
     doc_.value_marks[pointer] = to_mark(node.Mark());
     switch (node.Type()) {
       case YAML::NodeType::Null:
@@ -91,7 +103,11 @@ class Converter {
                              "a mapping key must be a plain string");
           }
           const std::string name = key.Scalar();
-          const std::string child = pointer + "/" + escape_pointer_token(name);
+          const std::string child = pointer + "/" + pointer_token(name);
+          if (name == "<<" && key.Tag() == "?") {
+            throw InputError(doc_.path, to_mark(key.Mark()), pointer_to_field(pointer),
+                             "YAML merge keys (<<) are not supported: write the keys out");
+          }
           if (auto it = seen.find(name); it != seen.end()) {
             throw InputError(doc_.path, to_mark(key.Mark()), pointer_to_field(child),
                              fmt::format("duplicate key '{}' (first defined at line {})", name,
@@ -109,7 +125,45 @@ class Converter {
 
  private:
   YamlDocument& doc_;
+  std::size_t values_ = 0;
 };
+
+// Line and column (1-based) of byte `offset` in `text`.
+SourceMark mark_at(const std::string& text, std::size_t offset) {
+  SourceMark m{1, 1};
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++m.line;
+      m.column = 1;
+    } else {
+      ++m.column;
+    }
+  }
+  return m;
+}
+
+// Offset of the first byte that breaks UTF-8 (RFC 3629), or npos.
+std::size_t invalid_utf8_at(const std::string& text) {
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    std::size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    if (len == 0 || c == 0xC0 || c == 0xC1 || c > 0xF4 || i + len > text.size()) return i;
+    std::uint32_t cp = len == 1 ? c : c & (0x3F >> (len - 1));
+    for (std::size_t k = 1; k < len; ++k) {
+      const auto cc = static_cast<unsigned char>(text[i + k]);
+      if ((cc >> 6) != 0x2) return i;
+      cp = (cp << 6) | (cc & 0x3F);
+    }
+    // Overlong forms, surrogates and code points past U+10FFFF.
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && cp < 0x10000) || cp > 0x10FFFF ||
+        (cp >= 0xD800 && cp <= 0xDFFF)) {
+      return i;
+    }
+    i += len;
+  }
+  return std::string::npos;
+}
 
 std::string parent_pointer(const std::string& pointer) {
   auto slash = pointer.rfind('/');
@@ -151,6 +205,8 @@ SourceMark YamlDocument::mark_of(const std::string& pointer) const {
     if (auto it = value_marks.find(p); it != value_marks.end() && it->second.line > 0) {
       return it->second;
     }
+    // An empty value (null) has no mark of its own: its key is where it is.
+    if (auto it = key_marks.find(p); it != key_marks.end() && it->second.line > 0) return it->second;
     if (p.empty()) return {};
     p = parent_pointer(p);
   }
@@ -173,11 +229,30 @@ YamlDocument parse_yaml(const std::string& text, const std::string& path) {
   YamlDocument doc;
   doc.path = path;
   doc.text = text;
+  if (const auto bad = invalid_utf8_at(text); bad != std::string::npos) {
+    throw InputError(path, mark_at(text, bad), "", fmt::format("byte 0x{:02X} is not valid UTF-8 (YAML text must be UTF-8)",
+                                                               static_cast<unsigned char>(text[bad])));
+  }
+  if (const auto nul = text.find('\0'); nul != std::string::npos) {
+    throw InputError(path, mark_at(text, nul), "", "a NUL byte: YAML text may not contain one");
+  }
   std::vector<YAML::Node> documents;
   try {
     documents = YAML::LoadAll(text);
   } catch (const YAML::ParserException& e) {
-    throw InputError(path, to_mark(e.mark), "", "not valid YAML: " + e.msg);
+    std::string hint;
+    const SourceMark m = to_mark(e.mark);
+    // yaml-cpp says "illegal map value" for tab indentation; say why.
+    std::size_t line_start = 0;
+    for (int l = 1; l < m.line && line_start != std::string::npos; ++l) {
+      line_start = text.find('\n', line_start);
+      if (line_start != std::string::npos) ++line_start;
+    }
+    if (line_start != std::string::npos) {
+      const std::string line = text.substr(line_start, text.find('\n', line_start) - line_start);
+      if (line.find('\t') != std::string::npos) hint = " (this line has a tab: YAML indents with spaces only)";
+    }
+    throw InputError(path, m, "", "not valid YAML: " + e.msg + hint);
   } catch (const YAML::Exception& e) {
     throw InputError(path, to_mark(e.mark), "", "not valid YAML: " + e.msg);
   }
@@ -190,12 +265,27 @@ YamlDocument parse_yaml(const std::string& text, const std::string& path) {
   return doc;
 }
 
-YamlDocument load_yaml_file(const std::filesystem::path& path) {
+YamlDocument load_yaml_file(const std::filesystem::path& path, std::size_t max_bytes) {
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (ec || !std::filesystem::exists(status)) throw InputError(path.string(), {}, "", "no such file");
+  if (std::filesystem::is_directory(status)) throw InputError(path.string(), {}, "", "is a directory, expected a YAML file");
+  if (!std::filesystem::is_regular_file(status)) {
+    throw InputError(path.string(), {}, "", "not a regular file (a device, FIFO or socket); expected a YAML file");
+  }
+  const auto size = std::filesystem::file_size(path, ec);
+  if (!ec && size > max_bytes) {
+    throw InputError(path.string(), {}, "", fmt::format("{} bytes, more than the {} a YAML file here may have", size, max_bytes));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path.string(), {}, "", "cannot open the file for reading");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return parse_yaml(buffer.str(), path.string());
+  std::string text(max_bytes + 1, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  text.resize(static_cast<std::size_t>(in.gcount()));
+  if (text.size() > max_bytes) {
+    throw InputError(path.string(), {}, "", fmt::format("more than the {} bytes a YAML file here may have", max_bytes));
+  }
+  return parse_yaml(text, path.string());
 }
 
 }  // namespace densefeed

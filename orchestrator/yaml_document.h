@@ -39,7 +39,11 @@ std::string pointer_to_field(const std::string& pointer);
 // Throws InputError for a syntax error, a duplicate key, or a non-scalar key.
 YamlDocument parse_yaml(const std::string& text, const std::string& path);
 
-// Reads and parses a file. Throws InputError when it cannot be read.
-YamlDocument load_yaml_file(const std::filesystem::path& path);
+// Reads and parses a regular file of at most `max_bytes`. Throws InputError
+// when it is missing, not a regular file, too large, or cannot be read.
+YamlDocument load_yaml_file(const std::filesystem::path& path, std::size_t max_bytes = 1 << 20);
+
+// A mapping key as a JSON pointer token ('~' -> "~0", '/' -> "~1").
+std::string pointer_token(const std::string& key);
 
 }  // namespace densefeed

@@ -1,13 +1,13 @@
 #include "affine_chain.h"
 
 #include <algorithm>
-#include <numeric>
 #include <span>
 #include <type_traits>
 #include <vector>
 
 #include <fmt/format.h>
 
+#include "chunk_pairs.h"
 #include "tf32.h"
 
 namespace densefeed::affine_chain {
@@ -17,23 +17,23 @@ namespace {
 // sum in ascending k and lets the compiler vectorise the j loop without
 // reassociating anything (no -ffast-math, no FMA contraction), so the result is
 // the same at any vector width: the AVX2 / AVX-512 clones, picked at load time
-// for the machine, produce the same bits as the baseline SSE2 code.
-template <typename T>
+// for the machine, produce the same bits as the baseline SSE2 code. (The fp64
+// counterpart is matmul_fp64 in reference.cpp.)
 __attribute__((target_clones("avx512f", "avx2", "default"))) void matmul_accumulate(
-    const T* a, const T* b, T* c, std::size_t n, std::size_t k, std::size_t m) {
+    const float* a, const float* b, float* c, std::size_t n, std::size_t k, std::size_t m) {
   for (std::size_t i = 0; i < n; ++i) {
-    T* __restrict crow = c + i * m;
+    float* __restrict crow = c + i * m;
     for (std::size_t p = 0; p < k; ++p) {
-      const T aip = a[i * k + p];
-      const T* __restrict brow = b + p * m;
+      const float aip = a[i * k + p];
+      const float* __restrict brow = b + p * m;
       for (std::size_t j = 0; j < m; ++j) crow[j] += aip * brow[j];
     }
   }
 }
 
-template <typename T>
-void matmul(const T* a, const T* b, T* c, std::size_t n, std::size_t k, std::size_t m) {
-  std::fill(c, c + n * m, T(0));
+void matmul(const float* a, const float* b, float* c, std::size_t n, std::size_t k,
+            std::size_t m) {
+  std::fill(c, c + n * m, 0.0f);
   matmul_accumulate(a, b, c, n, k, m);
 }
 
@@ -79,7 +79,9 @@ void product_into(Precision precision, const float* a, const float* b, float* c,
 }
 
 // One head's CP state passing with state and pairs in T: float for the fp32
-// precisions (products through `precision`), double for fp64 (all plain).
+// precisions (products through `precision`), double for fp64 (all plain, and
+// every product and sequential walk through the reference's matmul_fp64 and
+// walk_fp64, so that fp64 has one implementation).
 template <typename T>
 class ChainRunner {
  public:
@@ -168,28 +170,35 @@ class ChainRunner {
   // C = A B in the precision under test.
   void product(const T* a, const T* b, T* c, std::size_t n, std::size_t k, std::size_t m) {
     if constexpr (std::is_same_v<T, double>) {
-      matmul(a, b, c, n, k, m);
+      matmul_fp64(a, b, c, n, k, m);
     } else {
       product_into(precision_, a, b, c, n, k, m, operands_);
     }
   }
 
   // The sequential path over chunks [begin, end): S <- M_c S + H_c, the product
-  // always IEEE (fp32, or fp64 for the reference), resetting to S0 at sequence
+  // always IEEE (fp32, or fp64 through walk_fp64), resetting to S0 at sequence
   // starts (at chunk `begin` only if `reset_first`) and recording S at sequence
   // ends into `finals` (if not null).
   void walk(std::size_t begin, std::size_t end, std::span<T> state, T* finals,
             bool reset_first = true) {
-    for (std::size_t c = begin; c < end; ++c) {
-      const Chunk& chunk = chunks_[c];
-      if (chunk.begins_sequence && (c != begin || reset_first)) {
-        load_initial_state(chunk.sequence, state);
-      }
-      matmul(pairs_.transition(c), state.data(), scratch_.data(), k_, k_, v_);
-      const T* h = pairs_.contribution(c);
-      for (std::size_t i = 0; i < k_ * v_; ++i) state[i] = scratch_[i] + h[i];
-      if (finals != nullptr && chunk.ends_sequence) {
-        std::copy(state.begin(), state.end(), finals + chunk.sequence * k_ * v_);
+    if constexpr (std::is_same_v<T, double>) {
+      const std::span<double> all_finals =
+          finals == nullptr ? std::span<double>()
+                            : std::span<double>(finals, num_sequences_ * k_ * v_);
+      walk_fp64(chunks_, pairs_, initial_states_, begin, end, state, all_finals, reset_first);
+    } else {
+      for (std::size_t c = begin; c < end; ++c) {
+        const Chunk& chunk = chunks_[c];
+        if (chunk.begins_sequence && (c != begin || reset_first)) {
+          load_initial_state(chunk.sequence, state);
+        }
+        matmul(pairs_.transition(c), state.data(), scratch_.data(), k_, k_, v_);
+        const T* h = pairs_.contribution(c);
+        for (std::size_t i = 0; i < k_ * v_; ++i) state[i] = scratch_[i] + h[i];
+        if (finals != nullptr && chunk.ends_sequence) {
+          std::copy(state.begin(), state.end(), finals + chunk.sequence * k_ * v_);
+        }
       }
     }
   }
@@ -259,65 +268,6 @@ std::optional<Precision> parse_precision(std::string_view text) {
   return std::nullopt;
 }
 
-std::size_t Layout::total_tokens() const {
-  return std::accumulate(seq_lens.begin(), seq_lens.end(), std::size_t{0});
-}
-
-std::vector<Chunk> plan_chunks(const Layout& layout) {
-  if (layout.seq_lens.empty()) throw LayoutError("seq_lens: expected at least one sequence");
-  for (std::size_t s = 0; s < layout.seq_lens.size(); ++s) {
-    if (layout.seq_lens[s] == 0) throw LayoutError(fmt::format("seq_lens[{}]: expected > 0", s));
-  }
-  if (layout.chunk == 0) throw LayoutError("chunk: expected > 0");
-  if (layout.shards == 0) throw LayoutError("shards: expected > 0");
-  const std::size_t total = layout.total_tokens();
-  if (total % layout.shards != 0) {
-    throw LayoutError(
-        fmt::format("shards: T = {} is not divisible by {} shards", total, layout.shards));
-  }
-  const std::size_t shard_len = total / layout.shards;
-  std::vector<Chunk> chunks;
-  std::size_t seq_start = 0;
-  for (std::size_t s = 0; s < layout.seq_lens.size(); ++s) {
-    const std::size_t seq_end = seq_start + layout.seq_lens[s];
-    // Segments: this sequence cut at shard boundaries.
-    for (std::size_t seg = seq_start; seg < seq_end;) {
-      const std::size_t shard = seg / shard_len;
-      const std::size_t seg_end = std::min(seq_end, (shard + 1) * shard_len);
-      for (std::size_t t = seg; t < seg_end; t += layout.chunk) {
-        Chunk c;
-        c.t0 = t;
-        c.count = std::min(layout.chunk, seg_end - t);
-        c.sequence = s;
-        c.shard = shard;
-        c.begins_sequence = (t == seq_start);
-        c.ends_sequence = (t + c.count == seq_end);
-        chunks.push_back(c);
-      }
-      seg = seg_end;
-    }
-    seq_start = seq_end;
-  }
-  return chunks;
-}
-
-ChunkPairs<double> reduce_chunks(const HeadInputs& inputs, std::span<const Chunk> chunks) {
-  ChunkPairs<double> pairs;
-  pairs.dim_k = inputs.spec().dim_k;
-  pairs.dim_v = inputs.spec().dim_v;
-  const std::size_t kk = pairs.dim_k * pairs.dim_k;
-  const std::size_t kv = pairs.dim_k * pairs.dim_v;
-  pairs.transitions.resize(chunks.size() * kk);
-  pairs.contributions.resize(chunks.size() * kv);
-  for (std::size_t c = 0; c < chunks.size(); ++c) {
-    const AffinePair64 pair = reduce_tokens(inputs.tokens(chunks[c].t0, chunks[c].count));
-    std::copy(pair.transition.begin(), pair.transition.end(), pairs.transitions.begin() + c * kk);
-    std::copy(pair.contribution.begin(), pair.contribution.end(),
-              pairs.contributions.begin() + c * kv);
-  }
-  return pairs;
-}
-
 ChunkPairs<float> round_to_fp32(const ChunkPairs<double>& pairs) {
   ChunkPairs<float> out;
   out.dim_k = pairs.dim_k;
@@ -350,8 +300,9 @@ std::vector<float> run_cp(CpPath path, Precision precision, std::span<const Chun
 std::vector<double> run_cp_fp64(CpPath path, std::span<const Chunk> chunks,
                                 const ChunkPairs<double>& pairs,
                                 std::span<const double> initial_states) {
+  if (path == CpPath::unpartitioned) return run_unpartitioned_fp64(chunks, pairs, initial_states);
   ChainRunner<double> runner(Precision::fp64, chunks, pairs, initial_states);
-  return path == CpPath::unpartitioned ? runner.unpartitioned() : runner.partitioned();
+  return runner.partitioned();
 }
 
 PreparedHead prepare_head(const InputSpec& spec, const Layout& layout, CpPath path,
@@ -366,11 +317,7 @@ PreparedHead prepare_head(const InputSpec& spec, const Layout& layout, CpPath pa
   prepared.chunks = plan_chunks(layout);
   prepared.num_sequences = layout.seq_lens.size();
   const HeadInputs inputs(spec, head);
-  prepared.initial_states.reserve(prepared.num_sequences * spec.dim_k * spec.dim_v);
-  for (std::size_t s = 0; s < prepared.num_sequences; ++s) {
-    const std::vector<double> s0 = inputs.initial_state(s);
-    prepared.initial_states.insert(prepared.initial_states.end(), s0.begin(), s0.end());
-  }
+  prepared.initial_states = draw_initial_states(inputs, prepared.num_sequences);
   if (precision == Precision::fp64) {
     prepared.pairs64 = reduce_chunks(inputs, prepared.chunks);
   } else {

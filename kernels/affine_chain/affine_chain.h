@@ -22,22 +22,20 @@
 // sequence into S_in(1) -- which is where a long-memory state meets the chain
 // precision even with two shards.
 //
-// Token layout: T tokens = the concatenation of sequences of lengths seq_lens;
-// `shards` contiguous ranges of T / shards tokens; a segment is one sequence
-// intersected with one shard; each segment is cut into chunks of `chunk` tokens
-// from its start (the last may be shorter). At a sequence start the state is set
-// to that sequence's initial state S0; at its end the state is its final state.
+// The token layout, its chunk plan and chunk pairs are in chunk_plan.h; the fp64
+// unpartitioned path, the gate's reference, is in reference.h (its own
+// executable, affine_chain_reference); this file is the candidate side.
 #pragma once
 
 #include <cstddef>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string_view>
 #include <vector>
 
-#include "chunk_pairs.h"
+#include "chunk_plan.h"
 #include "inputs.h"
+#include "reference.h"
 
 namespace densefeed::affine_chain {
 
@@ -59,52 +57,6 @@ std::string_view to_string(Precision precision);
 std::optional<CpPath> parse_path(std::string_view text);
 std::optional<Precision> parse_precision(std::string_view text);
 
-// Thrown for an impossible layout (T not divisible by shards, empty sequence,
-// chunk 0, ...) or a path/precision/plan combination that makes no sense.
-class LayoutError : public std::invalid_argument {
- public:
-  using std::invalid_argument::invalid_argument;
-};
-
-struct Layout {
-  std::vector<std::size_t> seq_lens;  // tokens per sequence, each > 0; T = their sum
-  std::size_t shards = 1;             // CP shards, T % shards == 0
-  std::size_t chunk = 64;             // tokens per chunk, > 0
-
-  std::size_t total_tokens() const;
-};
-
-// One chunk of the plan: tokens [t0, t0 + count) of `sequence`, inside `shard`.
-struct Chunk {
-  std::size_t t0 = 0;
-  std::size_t count = 0;
-  std::size_t sequence = 0;
-  std::size_t shard = 0;
-  bool begins_sequence = false;  // t0 is the first token of `sequence`
-  bool ends_sequence = false;    // t0 + count is one past the last token of `sequence`
-};
-
-// Chunks of `layout` in token order (shards are contiguous runs of it).
-// Throws LayoutError naming the offending field.
-std::vector<Chunk> plan_chunks(const Layout& layout);
-
-// Chunk pairs of one head, in T (fp64 as reduced, or rounded to fp32).
-template <typename T>
-struct ChunkPairs {
-  std::size_t dim_k = 0;
-  std::size_t dim_v = 0;
-  std::vector<T> transitions;    // [chunks, K, K] row-major
-  std::vector<T> contributions;  // [chunks, K, V] row-major
-
-  std::size_t size() const { return dim_k == 0 ? 0 : transitions.size() / (dim_k * dim_k); }
-  const T* transition(std::size_t c) const { return transitions.data() + c * dim_k * dim_k; }
-  const T* contribution(std::size_t c) const { return contributions.data() + c * dim_k * dim_v; }
-};
-
-// Reduces every chunk of `chunks` to its affine pair in fp64 (reduce_tokens).
-// Cost O(T K (K + V)); memory chunks * (K^2 + K V) * 8 bytes.
-ChunkPairs<double> reduce_chunks(const HeadInputs& inputs, std::span<const Chunk> chunks);
-
 // Each pair rounded to nearest fp32 (what a kernel holding fp32 pairs sees).
 ChunkPairs<float> round_to_fp32(const ChunkPairs<double>& pairs);
 
@@ -123,7 +75,9 @@ void precision_product(Precision precision, std::span<const float> a, std::span<
 std::vector<float> run_cp(CpPath path, Precision precision, std::span<const Chunk> chunks,
                           const ChunkPairs<float>& pairs, std::span<const double> initial_states);
 
-// The same with every operation in fp64 (the reference).
+// The same with every operation in fp64: unpartitioned is the reference itself
+// (run_unpartitioned_fp64); partitioned runs its sequential parts and products
+// through walk_fp64 and matmul_fp64.
 std::vector<double> run_cp_fp64(CpPath path, std::span<const Chunk> chunks,
                                 const ChunkPairs<double>& pairs,
                                 std::span<const double> initial_states);

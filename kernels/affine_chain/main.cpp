@@ -25,6 +25,7 @@
 #include <CLI/CLI.hpp>
 
 #include "affine_chain.h"
+#include "harness_args.h"
 #include "harness_env.h"
 #include "npy_writer.h"
 #include "samples_writer.h"
@@ -70,40 +71,6 @@ struct Config {
   densefeed::HarnessEnv env;
 };
 
-std::size_t parse_positive(const std::string& flag, const std::string& text) {
-  const std::optional<std::uint64_t> v = densefeed::parse_u64(text);
-  if (!v || *v == 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
-    throw UsageError(fmt::format("{}: expected a positive integer, got '{}'", flag, text));
-  }
-  return static_cast<std::size_t>(*v);
-}
-
-// "3000,4000,3240" -> {3000, 4000, 3240}; empty -> {T}.
-std::vector<std::size_t> parse_seq_lens(const std::string& text, std::size_t total) {
-  if (text.empty()) return {total};
-  std::vector<std::size_t> lens;
-  std::size_t sum = 0;
-  std::size_t begin = 0;
-  while (true) {
-    const std::size_t comma = text.find(',', begin);
-    const std::string item =
-        text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
-    const std::optional<std::uint64_t> v = densefeed::parse_u64(item);
-    if (!v || *v == 0 || *v > std::numeric_limits<std::uint32_t>::max()) {
-      throw UsageError(fmt::format(
-          "--seq-lens: expected comma-separated positive integers, got '{}' in '{}'", item, text));
-    }
-    lens.push_back(static_cast<std::size_t>(*v));
-    sum += lens.back();
-    if (comma == std::string::npos) break;
-    begin = comma + 1;
-  }
-  if (sum != total) {
-    throw UsageError(fmt::format("--seq-lens: lengths sum to {}, expected --T = {}", sum, total));
-  }
-  return lens;
-}
-
 Config resolve(const RawArgs& raw, const densefeed::HarnessEnv& env) {
   Config c;
   c.env = env;
@@ -128,11 +95,11 @@ Config resolve(const RawArgs& raw, const densefeed::HarnessEnv& env) {
     throw UsageError(
         fmt::format("--regime: expected long-memory or fast-decay, got '{}'", raw.regime));
   }
-  const std::size_t total = parse_positive("--T", raw.tokens);
-  c.layout.seq_lens = parse_seq_lens(raw.seq_lens, total);
-  c.layout.shards = parse_positive("--shards", raw.shards);
-  c.layout.chunk = parse_positive("--chunk", raw.chunk);
-  c.heads = parse_positive("--heads", raw.heads);
+  const std::size_t total = densefeed::parse_positive_arg("--T", raw.tokens);
+  c.layout.seq_lens = densefeed::parse_seq_lens_arg(raw.seq_lens, total);
+  c.layout.shards = densefeed::parse_positive_arg("--shards", raw.shards);
+  c.layout.chunk = densefeed::parse_positive_arg("--chunk", raw.chunk);
+  c.heads = densefeed::parse_positive_arg("--heads", raw.heads);
   if (c.path == ac::CpPath::unpartitioned && c.layout.shards != 1) {
     throw UsageError(fmt::format(
         "--shards: the unpartitioned path runs on 1 shard, got {} (use --path partitioned)",
@@ -143,27 +110,10 @@ Config resolve(const RawArgs& raw, const densefeed::HarnessEnv& env) {
         fmt::format("--shards: expected a divisor of --T = {}, got {}", total, c.layout.shards));
   }
   c.inputs.regime = *regime;
-  c.inputs.dim_k = parse_positive("--dim-k", raw.dim_k);
-  c.inputs.dim_v = parse_positive("--dim-v", raw.dim_v);
-  if (!raw.seed.empty()) {
-    const auto seed = densefeed::parse_u64(raw.seed);
-    if (!seed) {
-      throw UsageError(
-          fmt::format("--seed: expected a decimal unsigned 64-bit integer, got '{}'", raw.seed));
-    }
-    c.inputs.seed = *seed;
-  } else if (env.seed) {
-    c.inputs.seed = *env.seed;
-  } else {
-    throw UsageError("--seed: expected a seed (or DENSEFEED_SEED in the environment)");
-  }
-  if (!raw.out.empty()) {
-    c.out = raw.out;
-  } else if (env.out) {
-    c.out = *env.out;
-  } else {
-    throw UsageError("--out: expected an output directory (or DENSEFEED_OUT in the environment)");
-  }
+  c.inputs.dim_k = densefeed::parse_positive_arg("--dim-k", raw.dim_k);
+  c.inputs.dim_v = densefeed::parse_positive_arg("--dim-v", raw.dim_v);
+  c.inputs.seed = densefeed::seed_arg(raw.seed, env);
+  c.out = densefeed::out_arg(raw.out, env);
   if (env.mode != densefeed::HarnessMode::gate && env.mode != densefeed::HarnessMode::bench) {
     throw UsageError(fmt::format("DENSEFEED_MODE={}: affine_chain supports gate and bench",
                                  densefeed::to_string(env.mode)));
@@ -243,20 +193,9 @@ int run(int argc, char** argv) {
   app.add_option("--seed", raw.seed, "u64 input seed (default: DENSEFEED_SEED)");
   app.add_option("--out", raw.out, "output directory (default: DENSEFEED_OUT)");
   app.add_option("--device", raw.device, "cpu | cuda");
-  // A gate templating "--seq-lens={case.seq_lens}" with an empty value gives
-  // "--seq-lens=", which CLI11 reads as a missing value; it means one sequence,
-  // like "--seq-lens ''".
-  std::vector<std::string> args;
-  for (int i = argc - 1; i > 0; --i) {
-    if (std::string(argv[i]) == "--seq-lens=") {
-      args.emplace_back("");
-      args.emplace_back("--seq-lens");
-    } else {
-      args.emplace_back(argv[i]);
-    }
-  }
+  std::vector<std::string> args = densefeed::cli11_args(argc, argv);
   try {
-    app.parse(args);  // CLI11 takes the arguments in reverse order.
+    app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
@@ -266,6 +205,8 @@ int run(int argc, char** argv) {
   try {
     config = resolve(raw, densefeed::read_harness_env());
   } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
+  } catch (const densefeed::HarnessArgError& e) {
     throw UsageError(e.what());
   }
   std::filesystem::create_directories(config.out);

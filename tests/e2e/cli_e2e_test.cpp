@@ -73,7 +73,7 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
   for (const auto& t : r["stages"]["gate"]["trend_tables"]) {
     if (t["metric"] == "rel_l2" && t["group"] == "regime=long-memory") {
       long_memory_table = true;
-      EXPECT_EQ(t["columns"], nlohmann::json({"1", "2", "4", "8", "16", "64"}));
+      EXPECT_EQ(t["columns"], nlohmann::json({1, 2, 4, 8, 16, 64}));
       EXPECT_FALSE(t["trends"].empty());
     }
   }
@@ -125,7 +125,7 @@ TEST_F(CliEndToEnd, TextReportIsAttributable) {
   ASSERT_EQ(red.exit_code, 1) << red.err;
   for (const char* needle : {"gate: red", "seed 7", "regime=long-memory T=8192 shards=2", "final_state", "rel_l2",
                              "> bound 1.0e-05", "worst element [", "by T (rows) and shards (columns), regime=long-memory",
-                             "trend: T=8192:", "bench: not run (the gate is not green"}) {
+                             "trend: T=8192: no power law in shards", "largest step x", "bench: not run (the gate is not green"}) {
     EXPECT_NE(red.out.find(needle), std::string::npos) << needle << "\n" << red.out;
   }
 }
@@ -191,7 +191,7 @@ class TamperedRoot : public CliEndToEnd {
  protected:
   void SetUp() override {
     root_ = dir_ / "root";
-    for (const char* sub : {"gates", "schemas", "experiments", "kernels/affine_chain"}) {
+    for (const char* sub : {"gates", "schemas", "experiments", "kernels"}) {
       std::filesystem::create_directories(root_ / sub);
       std::filesystem::copy(kRoot / sub, root_ / sub, std::filesystem::copy_options::recursive);
     }
@@ -226,6 +226,32 @@ TEST_F(TamperedRoot, ModifiedFrozenFileIsRedAndNamed) {
   const auto r = run_json(1);
   EXPECT_TRUE(r["stages"]["gate"]["cases"].empty());
   EXPECT_EQ(r["stages"]["gate"]["lock_problems"][0].get<std::string>().rfind("kernels/affine_chain/inputs.cpp: modified since the lock", 0), 0u);
+}
+
+TEST_F(TamperedRoot, DeletedFrozenFileIsRedAndNamed) {
+  std::filesystem::remove(root_ / "kernels" / "affine_chain" / "reference.cpp");
+  const auto r = run_json(1);
+  EXPECT_TRUE(r["stages"]["gate"]["cases"].empty());
+  EXPECT_EQ(r["stages"]["gate"]["lock_problems"][0], "kernels/affine_chain/reference.cpp: locked but missing");
+}
+
+TEST_F(TamperedRoot, ACopyThatIsNotTheCommittedCheckoutIsFlagged) {
+  // Re-locking an edited copy passes the lock check: provenance is what tells
+  // a reviewer that the gate was not densefeed's committed one.
+  auto gate = root_ / "gates" / "cp-affine-chain.yaml";
+  std::string text = testing::read_file(gate);
+  text.replace(text.find("rel_l2: 1.0e-5"), 14, "rel_l2: 1.0e+0");
+  testing::write_file(gate, text);
+  ASSERT_EQ(densefeed({"--root", root_.string(), "gate", "lock"}).exit_code, 0);
+  const auto res = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string(),
+                              "--ledger", ledger().string(), "--json", "--no-bench"});
+  const auto r = nlohmann::json::parse(res.out);
+  EXPECT_FALSE(r["stages"]["gate"]["provenance"]["clean"].get<bool>());
+  EXPECT_EQ(r["stages"]["gate"]["provenance"]["uncommitted"][0], "not a git checkout");
+  EXPECT_NE(query(ledger(), "SELECT provenance FROM gate_runs").find("\"clean\":false"), std::string::npos);
+  const auto text_run = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string(),
+                                   "--ledger", ledger().string(), "--no-bench"});
+  EXPECT_NE(text_run.out.find("provenance: WARNING, not densefeed's committed gate"), std::string::npos) << text_run.out;
 }
 
 TEST_F(TamperedRoot, GateVerifyForCi) {

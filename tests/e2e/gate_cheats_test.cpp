@@ -167,9 +167,9 @@ TEST_F(GateCheats, AStaleOutputFromBeforeTheRunIsNeverCompared) {
   // runner empties the folder first, so a harness that writes nothing is red.
   const auto honest = run("honest", 0);
   const auto next_id = std::to_string(honest["experiment_id"].get<int>() + 1);
-  const auto planted_dir = dir_ / "runs" / next_id / "candidate-000" / "out";
+  const auto planted_dir = dir_ / "ledger-runs" / next_id / "candidate-000" / "out";
   std::filesystem::create_directories(planted_dir);
-  std::filesystem::copy_file(dir_ / "runs" / std::to_string(honest["experiment_id"].get<int>()) / "candidate-000" / "out" / "y.npy",
+  std::filesystem::copy_file(dir_ / "ledger-runs" / std::to_string(honest["experiment_id"].get<int>()) / "candidate-000" / "out" / "y.npy",
                              planted_dir / "y.npy");
   const auto r = run("no-output", 1, {"--seed", honest["seed"].get<std::string>()});
   EXPECT_EQ(std::to_string(r["experiment_id"].get<int>()), next_id);

@@ -1,5 +1,6 @@
-// The affine_chain harness as densefeed runs it: a real process, the protocol's
-// environment, a temporary output directory, and the files it leaves there.
+// The affine_chain harness and the gate's reference, affine_chain_reference, as
+// densefeed runs them: real processes, the protocol's environment, a temporary
+// output directory, and the files they leave there.
 #include <stdlib.h>
 
 #include <algorithm>
@@ -82,10 +83,12 @@ class AffineChainHarness : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  // Runs the harness with `args` and the protocol variables `vars` on top of
-  // this process's environment (from which any DENSEFEED_* is removed first).
+  // Runs `exe` (the harness by default) with `args` and the protocol variables
+  // `vars` on top of this process's environment (from which any DENSEFEED_* is
+  // removed first).
   Result run(const std::vector<std::string>& args,
-             const std::map<std::string, std::string>& vars = {}) {
+             const std::map<std::string, std::string>& vars = {},
+             const std::string& exe = AFFINE_CHAIN_EXE) {
     bp::environment env = boost::this_process::environment();
     for (const char* name : {"DENSEFEED_MODE", "DENSEFEED_SEED", "DENSEFEED_OUT",
                              "DENSEFEED_WARMUP", "DENSEFEED_ITERS", "DENSEFEED_CASE"}) {
@@ -93,7 +96,7 @@ class AffineChainHarness : public ::testing::Test {
     }
     for (const auto& [name, value] : vars) env[name] = value;
     bp::ipstream err;
-    bp::child child(bp::exe = AFFINE_CHAIN_EXE, bp::args = args, env, bp::std_out > bp::null,
+    bp::child child(bp::exe = exe, bp::args = args, env, bp::std_out > bp::null,
                     bp::std_err > err, bp::std_in < bp::null);
     Result r;
     for (std::string line; std::getline(err, line);) r.stderr_text += line + "\n";
@@ -242,6 +245,101 @@ TEST_F(AffineChainHarness, UnwritableOutputExitsThree) {
   EXPECT_EQ(r.exit_code, 3) << r.stderr_text;
   EXPECT_NE(r.stderr_text.find("affine_chain: internal failure"), std::string::npos)
       << r.stderr_text;
+}
+
+// The gate's reference lives in its own executable built only from frozen
+// files; it must write exactly the bytes of the harness's own fp64 path.
+TEST_F(AffineChainHarness, ReferenceExecutableWritesTheHarnessFp64BytesExactly) {
+  const std::vector<std::vector<std::string>> layouts = {
+      // The upstream CP test layout at full size.
+      {"--T", "10240", "--seq-lens", "3000,4000,3240", "--regime", "long-memory"},
+      {"--T", "1024", "--seq-lens", "300,724", "--heads", "2", "--dim-k", "32", "--dim-v", "16",
+       "--regime", "long-memory"},
+      // "--seq-lens=" (an empty templated value), a chunk that does not divide T.
+      {"--T", "1000", "--seq-lens=", "--chunk", "48", "--dim-k", "24", "--dim-v", "40", "--heads",
+       "3", "--regime", "fast-decay"},
+      {"--T", "777", "--seq-lens", "1,700,76", "--dim-k", "16", "--dim-v", "8", "--regime",
+       "long-memory"},
+  };
+  for (std::size_t i = 0; i < layouts.size(); ++i) {
+    const std::string seed = std::to_string(1000 + i);
+    const fs::path ref = dir_ / ("reference" + std::to_string(i));
+    const fs::path harness = dir_ / ("harness" + std::to_string(i));
+    // The reference takes seed and output from the environment, the harness from flags.
+    const Result r = run(layouts[i], {{"DENSEFEED_SEED", seed}, {"DENSEFEED_OUT", ref.string()}},
+                         AFFINE_CHAIN_REFERENCE_EXE);
+    ASSERT_EQ(r.exit_code, 0) << r.stderr_text;
+    std::vector<std::string> args = {"--path", "unpartitioned", "--precision", "fp64"};
+    args.insert(args.end(), layouts[i].begin(), layouts[i].end());
+    args.insert(args.end(), {"--seed", seed, "--out", harness.string()});
+    const Result h = run(args);
+    ASSERT_EQ(h.exit_code, 0) << h.stderr_text;
+
+    EXPECT_EQ(std::distance(fs::directory_iterator(ref), fs::directory_iterator()), 1);
+    const Npy a = read_npy(ref / "final_state.npy");
+    const Npy b = read_npy(harness / "final_state.npy");
+    EXPECT_EQ(a.descr, "<f8");
+    EXPECT_EQ(a.shape, b.shape) << i;
+    ASSERT_FALSE(a.data.empty());
+    // Byte for byte, header included.
+    std::ifstream fa(ref / "final_state.npy", std::ios::binary);
+    std::ifstream fb(harness / "final_state.npy", std::ios::binary);
+    const std::string bytes_a((std::istreambuf_iterator<char>(fa)), {});
+    const std::string bytes_b((std::istreambuf_iterator<char>(fb)), {});
+    EXPECT_TRUE(bytes_a == bytes_b) << "layout " << i << ": final_state.npy differs";
+  }
+}
+
+TEST_F(AffineChainHarness, ReferenceRejectsBadInputWithExitTwoNamingIt) {
+  struct Bad {
+    std::vector<std::string> args;  // added to the small case
+    std::map<std::string, std::string> vars;
+    std::string expected;  // substring of the message
+  };
+  const std::vector<Bad> cases = {
+      {{"--bogus", "1"}, {}, "--bogus"},
+      // The reference has no paths, precisions or shards to choose.
+      {{"--path", "partitioned"}, {}, "--path"},
+      {{"--precision", "tf32"}, {}, "--precision"},
+      {{"--shards", "2"}, {}, "--shards"},
+      {{"--T", "-5"}, {}, "--T: expected a positive integer, got '-5'"},
+      {{"--seq-lens", "300,700"}, {}, "--seq-lens: lengths sum to 1000, expected --T = 1024"},
+      {{"--regime", "slow"}, {}, "--regime: expected long-memory or fast-decay, got 'slow'"},
+      {{"--seed", "x"}, {}, "--seed: expected a decimal unsigned 64-bit integer, got 'x'"},
+      {{}, {{"DENSEFEED_SEED", ""}}, "--seed: expected a seed (or DENSEFEED_SEED"},
+      {{},
+       {{"DENSEFEED_MODE", "bench"}},
+       "DENSEFEED_MODE=bench: affine_chain_reference supports gate only"},
+      {{},
+       {{"DENSEFEED_MODE", "trace"}},
+       "DENSEFEED_MODE=trace: affine_chain_reference supports gate only"},
+  };
+  for (const Bad& bad : cases) {
+    std::vector<std::string> args = {"--T",     "1024", "--seq-lens", "300,724",
+                                     "--dim-k", "32",   "--dim-v",    "16",
+                                     "--regime", "long-memory"};
+    for (std::size_t i = 0; i < bad.args.size(); i += 2) {
+      bool replaced = false;
+      for (std::size_t j = 0; j + 1 < args.size(); j += 2) {
+        if (args[j] == bad.args[i]) {
+          args[j + 1] = bad.args[i + 1];
+          replaced = true;
+        }
+      }
+      if (!replaced) args.insert(args.end(), {bad.args[i], bad.args[i + 1]});
+    }
+    const fs::path out = dir_ / "bad";
+    std::map<std::string, std::string> vars = {{"DENSEFEED_SEED", "1"},
+                                               {"DENSEFEED_OUT", out.string()}};
+    for (const auto& [k, v] : bad.vars) vars[k] = v;
+    const Result r = run(args, vars, AFFINE_CHAIN_REFERENCE_EXE);
+    EXPECT_EQ(r.exit_code, 2) << bad.expected << "\n" << r.stderr_text;
+    EXPECT_EQ(r.stderr_text.rfind("affine_chain_reference: ", 0), 0u) << r.stderr_text;
+    EXPECT_NE(r.stderr_text.find(bad.expected), std::string::npos)
+        << "expected '" << bad.expected << "' in: " << r.stderr_text;
+    EXPECT_EQ(std::count(r.stderr_text.begin(), r.stderr_text.end(), '\n'), 1) << r.stderr_text;
+    EXPECT_FALSE(fs::exists(out / "final_state.npy")) << bad.expected;
+  }
 }
 
 }  // namespace

@@ -293,6 +293,26 @@ TEST(RunCp, RejectsMismatchedInputs) {
   EXPECT_THROW(prepare_head(small_spec(Regime::fast_decay), layout({256}, 2), CpPath::unpartitioned,
                             Precision::ieee, 0),
                LayoutError);
+  // The reference's own entry points refuse the same.
+  EXPECT_THROW(run_unpartitioned_fp64(sharded, pairs64, s0), LayoutError);
+  EXPECT_THROW(run_unpartitioned_fp64(other, pairs64, s0), LayoutError);
+  EXPECT_THROW(prepare_reference_head(small_spec(Regime::fast_decay), layout({256}, 2), 0),
+               LayoutError);
+  std::vector<double> state(16);  // not K x V
+  EXPECT_THROW(walk_fp64(sharded, pairs64, s0, 0, sharded.size(), state, {}), LayoutError);
+}
+
+// The reference's prepared head is the candidate's fp64 one, and runs to the same bits.
+TEST(RunCp, ReferenceHeadMatchesTheCandidatesFp64Head) {
+  const InputSpec spec = small_spec(Regime::long_memory);
+  const Layout l = layout({100, 412}, 1);
+  const ReferenceHead ref = prepare_reference_head(spec, l, 1);
+  const PreparedHead cand = prepare_head(spec, l, CpPath::unpartitioned, Precision::fp64, 1);
+  EXPECT_EQ(ref.num_sequences, 2u);
+  EXPECT_EQ(ref.initial_states, cand.initial_states);
+  EXPECT_EQ(ref.pairs.transitions, cand.pairs64.transitions);
+  EXPECT_EQ(ref.pairs.contributions, cand.pairs64.contributions);
+  EXPECT_EQ(run_reference(ref), run_prepared(cand));
 }
 
 TEST(RunCp, ParseNames) {

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "error.h"
+#include "gate_lock.h"
 #include "gate_spec.h"
 #include "test_support.h"
 
@@ -89,10 +90,17 @@ TEST_F(GateFiles, PlaceholderWithoutValueIsRefused) {
   EXPECT_NE(e.find("field 'candidate.command': placeholder '{case.m}' is not defined by case 'n=1'"), std::string::npos) << e;
 }
 
-TEST_F(GateFiles, MissingFrozenFileIsRefused) {
+TEST_F(GateFiles, MissingFrozenFileLoadsButCannotBeLocked) {
   std::string text = kGate;
   text.replace(text.find("[frozen.txt]"), 12, "[frozen.txt, nothere.cpp]");
-  EXPECT_NE(error_of(text).find("field 'freezes[1]': frozen file 'nothere.cpp' does not exist"), std::string::npos);
+  EXPECT_EQ(error_of(text), "");  // the run's lock check makes it red
+  try {
+    write_lock(dir_.path(), {"g"});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("field 'freezes[1]': frozen file 'nothere.cpp' does not exist"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST_F(GateFiles, ToleranceMustBePositive) {

@@ -91,6 +91,35 @@ TEST_F(LedgerInvariants, ResultsAreAppendOnly) {
   EXPECT_EQ(plain_sql(db_path(), "DELETE FROM experiments"), "experiments is append-only");
 }
 
+TEST_F(LedgerInvariants, InsertOrReplaceCannotRewriteARecordedResult) {
+  // REPLACE deletes the conflicting row without firing delete triggers.
+  EXPECT_EQ(plain_sql(db_path(), "INSERT OR REPLACE INTO gate_runs(id, experiment_id, gate, gate_sha256, profile, seed, "
+                                 "verdict, wall_s, harness_wall_s, started_at, finished_at) VALUES (" +
+                                     std::to_string(gate_run_) + ", " + std::to_string(experiment_) +
+                                     ", 'g', 'h', 'quick', '1', 'green', 0, 0, 'a', 'b')"),
+            "gate_runs is append-only: this experiment already has a gate run");
+  EXPECT_EQ(plain_sql(db_path(), "REPLACE INTO gate_cases(gate_run_id, case_index, case_label, case_json, verdict, "
+                                 "reference_wall_s, candidate_wall_s) VALUES (" +
+                                     std::to_string(gate_run_) + ", 0, 'x', '{}', 'green', 0, 0)"),
+            "gate_cases is append-only: this case is recorded");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT OR REPLACE INTO gate_metrics(id, gate_case_id, output, metric, value, bound, passed) "
+                                 "SELECT id, gate_case_id, output, metric, 0, bound, 1 FROM gate_metrics"),
+            "gate_metrics is append-only: a row with this id exists");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT OR REPLACE INTO experiments SELECT * FROM experiments"),
+            "experiments is append-only: a row with this id exists");
+  Ledger ledger(db_path());
+  EXPECT_EQ(ledger.show(experiment_)["gate_run"]["verdict"], "red");
+}
+
+TEST_F(LedgerInvariants, EveryRowIsLinkedToAnExperiment) {
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO gate_runs(experiment_id, gate, gate_sha256, profile, seed, verdict, wall_s, "
+                                 "harness_wall_s, started_at, finished_at) VALUES (999, 'g', 'h', 'q', '1', 'green', 0, 0, 'a', 'b')"),
+            "gate_runs: no such experiment");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO gate_metrics(gate_case_id, output, metric, value, bound, passed) "
+                                 "VALUES (999, 'y', 'rel_l2', 0, 1, 1)"),
+            "gate_metrics: no such gate case");
+}
+
 TEST_F(LedgerInvariants, VerdictsAreConstrained) {
   EXPECT_NE(plain_sql(db_path(),
                       "INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, hypothesis, "
