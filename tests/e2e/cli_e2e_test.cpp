@@ -164,6 +164,16 @@ TEST_F(CliEndToEnd, BadManifestExits2AndLeavesTheLedgerAsItWas) {
          return t;
        }(),
        "no gate named 'fast-and-wrong'"},
+      {"alias-bomb",
+       "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+       "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+       "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
+       "g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
+       "more than 100000 values"},
+      {"not-utf8", "experiment: ok\nhypothesis: \xff\xfe\n", ":2:13: byte 0xFF is not valid UTF-8"},
+      {"merge-key", "base: &b {revision: WORKTREE}\ncandidate:\n  <<: *b\n", "YAML merge keys (<<) are not supported"},
+      {"tabs", "experiment: x\ncandidate:\n\trevision: WORKTREE\n", "YAML indents with spaces only"},
+      {"too-big", good + "# " + std::string(2 << 20, 'x') + "\n", "more than the 1048576 a YAML file here may have"},
   };
   for (const auto& b : bad) {
     const auto path = dir_ / (b.name + ".yaml");
@@ -174,6 +184,42 @@ TEST_F(CliEndToEnd, BadManifestExits2AndLeavesTheLedgerAsItWas) {
     EXPECT_NE(res.err.find(b.expect), std::string::npos) << b.name << ": " << res.err;
     EXPECT_EQ(sha256_file(ledger()), before) << b.name;
   }
+  // Not a regular file: a device would never end.
+  std::filesystem::create_symlink("/dev/zero", dir_ / "zero.yaml");
+  const auto zero = densefeed({"run", (dir_ / "zero.yaml").string(), "--ledger", ledger().string()});
+  EXPECT_EQ(zero.exit_code, 2);
+  EXPECT_NE(zero.err.find("not a regular file"), std::string::npos) << zero.err;
+  const auto dir = densefeed({"run", dir_.path().string(), "--ledger", ledger().string()});
+  EXPECT_NE(dir.err.find("is a directory, expected a YAML file"), std::string::npos) << dir.err;
+  // Seeds and ids are parsed strictly: no sign, no wrap-around.
+  const auto manifest = (kRoot / "experiments" / "cp-affine-chain-tf32x3.yaml").string();
+  for (const char* seed : {"-1", "18446744073709551616", "12abc", "+5"}) {
+    const auto res = densefeed({"run", manifest, "--ledger", ledger().string(), "--seed", seed});
+    EXPECT_EQ(res.exit_code, 2) << seed;
+    EXPECT_NE(res.err.find("field '--seed': expected an integer from 0 to 18446744073709551615"), std::string::npos) << res.err;
+  }
+  EXPECT_EQ(densefeed({"ledger", "show", "99999999999999999999", "--ledger", ledger().string()}).exit_code, 2);
+  EXPECT_EQ(sha256_file(ledger()), before);
+  // A database that is not a ledger is neither read nor written.
+  const auto foreign = dir_ / "other.sqlite";
+  {
+    sqlite3* db = nullptr;
+    sqlite3_open(foreign.c_str(), &db);
+    sqlite3_exec(db, "CREATE TABLE t(x); INSERT INTO t VALUES (1);", nullptr, nullptr, nullptr);
+    sqlite3_close(db);
+  }
+  const std::string foreign_before = sha256_file(foreign);
+  const auto list_foreign = densefeed({"ledger", "list", "--ledger", foreign.string()});
+  EXPECT_EQ(list_foreign.exit_code, 2);
+  EXPECT_NE(list_foreign.err.find(foreign.string() + ": an SQLite database but not a densefeed ledger"), std::string::npos)
+      << list_foreign.err;
+  EXPECT_EQ(densefeed({"run", manifest, "--ledger", foreign.string()}).exit_code, 2);
+  EXPECT_EQ(sha256_file(foreign), foreign_before);
+  testing::write_file(dir_ / "junk.db", "this is not sqlite at all, just text that is long enough........\n");
+  const auto junk = densefeed({"ledger", "list", "--ledger", (dir_ / "junk.db").string()});
+  EXPECT_EQ(junk.exit_code, 2);
+  EXPECT_NE(junk.err.find("junk.db: not an SQLite database"), std::string::npos) << junk.err;
+
   // With --json the error is a document an agent can read.
   const auto res = densefeed({"run", (dir_ / "duplicate.yaml").string(), "--ledger", ledger().string(), "--json"});
   const auto doc = nlohmann::json::parse(res.out);
@@ -252,6 +298,12 @@ TEST_F(TamperedRoot, ACopyThatIsNotTheCommittedCheckoutIsFlagged) {
   const auto text_run = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string(),
                                    "--ledger", ledger().string(), "--no-bench"});
   EXPECT_NE(text_run.out.find("provenance: WARNING, not densefeed's committed gate"), std::string::npos) << text_run.out;
+}
+
+TEST_F(CliEndToEnd, GateVerifyRefusesARootWithoutGates) {
+  const auto res = densefeed({"--root", dir_.path().string(), "gate", "verify"});
+  EXPECT_EQ(res.exit_code, 2);
+  EXPECT_NE(res.err.find("no gates (*.yaml) here: is --root the densefeed checkout?"), std::string::npos) << res.err;
 }
 
 TEST_F(TamperedRoot, GateVerifyForCi) {

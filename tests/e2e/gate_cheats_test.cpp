@@ -3,8 +3,13 @@
 // red (error for a broken reference) with a reason that names what was wrong.
 #include <gtest/gtest.h>
 
+#include <signal.h>
+
+#include <fstream>
+
 #include <nlohmann/json.hpp>
 
+#include "process_runner.h"
 #include "schema_validator.h"
 #include "test_support.h"
 
@@ -160,6 +165,30 @@ TEST_F(GateCheats, CrashHangNonZeroExitAndMissingOutputAreRed) {
   EXPECT_NE(reason(run("hang", 1), "n=64").find("the candidate timed out after"), std::string::npos);
   EXPECT_NE(reason(run("exit-nonzero", 1), "n=64").find("the candidate exit code 7"), std::string::npos);
   EXPECT_NE(reason(run("no-output", 1), "n=64").find("y.npy: missing"), std::string::npos);
+}
+
+TEST_F(GateCheats, KillingDensefeedKillsItsHarnesses) {
+  const auto manifest = dir_ / "hang.yaml";
+  testing::write_file(manifest, "experiment: hang\nhypothesis: h\npredicted_effect: p\ngate: cheat\n"
+                                "candidate: {revision: WORKTREE, params: {mode: hang}}\nbase: {revision: WORKTREE}\n");
+  // densefeed itself is stopped (SIGTERM) before the hanging candidate's own timeout.
+  ProcessSpec spec;
+  spec.argv = {kExe, "--root", root_.string(), "run", manifest.string(), "--ledger", (dir_ / "ledger.db").string(), "--jobs", "1"};
+  spec.cwd = dir_.path();
+  spec.stdout_path = dir_ / "out.log";
+  spec.stderr_path = dir_ / "err.log";
+  spec.timeout = std::chrono::milliseconds(1200);
+  spec.kill_grace = std::chrono::seconds(5);
+  const auto r = run_process(spec);
+  EXPECT_TRUE(r.timed_out);
+  EXPECT_EQ(r.signal, SIGTERM);  // it ended by the signal it was sent, after cleaning up
+  const auto pid_file = dir_ / "ledger-runs" / "1" / "candidate-000" / "hang.pid";
+  ASSERT_TRUE(std::filesystem::exists(pid_file));
+  const int pid = std::stoi(testing::read_file(pid_file));
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string skip, state;
+  if (stat) stat >> skip >> skip >> state;
+  EXPECT_TRUE(!stat || state == "Z") << "harness " << pid << " still running (state " << state << ")";
 }
 
 TEST_F(GateCheats, AStaleOutputFromBeforeTheRunIsNeverCompared) {

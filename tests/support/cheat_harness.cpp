@@ -13,6 +13,8 @@
 #include <iostream>
 #include <string>
 #include <thread>
+
+#include <unistd.h>
 #include <vector>
 
 #include "npy_writer.h"
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
 
   if (mode == "crash") std::raise(SIGSEGV);
   if (mode == "hang") {
+    std::ofstream(out.parent_path() / "hang.pid") << ::getpid() << "\n";
     std::signal(SIGTERM, SIG_IGN);
     std::this_thread::sleep_for(std::chrono::hours(1));
   }
