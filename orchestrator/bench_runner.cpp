@@ -69,6 +69,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         ProcessSpec spec;
         spec.argv = render_command(gate.candidate_command,
                                    {c.values, is_base ? base_params : candidate_params, options.seed, (dir / "out").string()});
+        spec.exe_dir = is_base ? options.base_exe_dir : options.candidate_exe_dir;
         spec.env = {{"DENSEFEED_MODE", "bench"},
                     {"DENSEFEED_CASE", c.values.dump()},
                     {"DENSEFEED_SEED", std::to_string(options.seed)},

@@ -43,6 +43,8 @@ struct BenchResult {
 struct BenchOptions {
   std::filesystem::path work_dir;
   std::uint64_t seed = 0;
+  std::filesystem::path base_exe_dir;  // a revision's build; empty: densefeed's own
+  std::filesystem::path candidate_exe_dir;
 };
 
 // Runs the gate's candidate command in bench mode (DENSEFEED_MODE=bench,

@@ -31,12 +31,12 @@ std::string substitute(const std::string& text, F&& on_placeholder) {
 }
 
 void check_name(const std::string& name) {
-  if (name == "seed" || name == "out") return;
+  if (name == "seed" || name == "out" || name == "src" || name == "build") return;
   if ((name.rfind("case.", 0) == 0 && name.size() > 5) || (name.rfind("param.", 0) == 0 && name.size() > 6)) {
     return;
   }
   throw std::invalid_argument("unknown placeholder '{" + name +
-                              "}' (expected {case.NAME}, {param.NAME}, {seed} or {out})");
+                              "}' (expected {case.NAME}, {param.NAME}, {seed}, {out}, or in build commands {src} and {build})");
 }
 
 }  // namespace
@@ -60,6 +60,11 @@ std::vector<std::string> render_command(const std::vector<std::string>& argv, co
       check_name(name);
       if (name == "seed") return std::to_string(values.seed);
       if (name == "out") return values.out;
+      if (name == "src" || name == "build") {
+        const std::string& v = name == "src" ? values.src : values.build;
+        if (v.empty()) throw std::invalid_argument("placeholder '{" + name + "}' is for build commands only");
+        return v;
+      }
       const bool is_case = name.rfind("case.", 0) == 0;
       const std::string key = name.substr(is_case ? 5 : 6);
       const auto& source = is_case ? values.case_values : values.params;

@@ -1,5 +1,6 @@
 // Harness command templates: argv elements with {case.NAME}, {param.NAME},
-// {seed} and {out} placeholders (DESIGN.md, harness protocol).
+// {seed} and {out} placeholders (DESIGN.md, harness protocol), and build
+// command templates with {src} and {build}.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +17,8 @@ struct TemplateValues {
   nlohmann::ordered_json params;       // object
   std::uint64_t seed = 0;
   std::string out;
+  std::string src;    // build commands only: the revision's source folder
+  std::string build;  // build commands only: its build folder
 };
 
 // The placeholders ("case.T", "param.precision", "seed", "out") used by `argv`.

@@ -4,13 +4,23 @@
 #include <random>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "error.h"
 #include "gate_lock.h"
 #include "ledger.h"
+#include "revision.h"
+#include "revision_build.h"
 #include "sha256.h"
 
 namespace densefeed {
+namespace {
+
+std::filesystem::path builds_dir(const std::filesystem::path& ledger_path) {
+  return ledger_path.parent_path() / (ledger_path.stem().string() + "-builds");
+}
+
+}  // namespace
 
 ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -44,8 +54,32 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   }
   out.seed = options.seed ? *options.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
 
+  // Revisions: resolved to commits now, so that a bad one is bad input.
+  out.worktree_dirty = worktree_dirty(options.root);
+  const std::string head = head_commit(options.root);
+  auto resolve_arm = [&](const char* field, const Arm& arm) {
+    if (arm.revision == kWorktree) return head;
+    if (out.gate && !out.gate->build) {
+      m.doc.fail(std::string("/") + field + "/revision",
+                 fmt::format("gate '{}' has no build commands, so its arms must be WORKTREE", m.gate));
+    }
+    try {
+      return resolve_revision(options.root, arm.revision);
+    } catch (const std::runtime_error& e) {
+      m.doc.fail(std::string("/") + field + "/revision", e.what());
+    }
+  };
+  out.candidate_sha = resolve_arm("candidate", m.candidate);
+  out.base_sha = resolve_arm("base", m.base);
+  if (out.gate && m.candidate.revision == m.base.revision && out.candidate_sha == out.base_sha &&
+      out.candidate_params == out.base_params) {
+    m.doc.fail("/base", "the base is the candidate (same revision and parameters): that only measures noise; "
+                        "give the base another revision or parameters");
+  }
+
   Ledger ledger(options.ledger_path);
-  out.experiment_id = ledger.record_experiment({&m, out.candidate_params, out.base_params});
+  out.experiment_id = ledger.record_experiment(
+      {&m, out.candidate_params, out.base_params, out.candidate_sha, out.base_sha, out.worktree_dirty});
   // Keyed on the ledger file, so two ledgers in one folder never share runs.
   out.work_dir = options.ledger_path.parent_path() / (options.ledger_path.stem().string() + "-runs") /
                  std::to_string(out.experiment_id);
@@ -56,8 +90,32 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
     out.gate_result.reason = fmt::format("gate '{}' does not match gates/gates.lock ({}); no case ran", m.gate,
                                          out.lock_problems.front());
   } else {
-    GateRunOptions gate_options{out.work_dir, options.profile, out.seed, options.jobs};
-    out.gate_result = run_gate(*out.gate, cases, out.candidate_params, gate_options);
+    GateRunOptions gate_options{out.work_dir, options.profile, out.seed, options.jobs, {}};
+    bool runnable = true;
+    if (m.candidate.revision != kWorktree) {
+      // Gates and frozen files come from densefeed's checkout; a candidate
+      // commit whose copies of them differ is red before it is even built.
+      std::vector<std::string> trusted = out.gate->freezes;
+      trusted.push_back("gates/" + m.gate + ".yaml");
+      trusted.push_back("gates/gates.lock");
+      const auto changed = changed_at_revision(options.root, out.candidate_sha, trusted);
+      if (!changed.empty()) {
+        runnable = false;
+        out.gate_result.verdict = Verdict::red;
+        out.gate_result.reason = fmt::format("the candidate revision {} changes frozen files: {}; no case ran",
+                                             out.candidate_sha.substr(0, 12), fmt::join(changed, ", "));
+      } else {
+        const RevisionBuild b = build_revision(*out.gate, options.root, out.candidate_sha, builds_dir(options.ledger_path));
+        if (!b.ok) {
+          runnable = false;
+          out.gate_result.verdict = Verdict::red;
+          out.gate_result.reason = fmt::format("the candidate's build at {} failed: {}", out.candidate_sha.substr(0, 12), b.failure);
+        }
+        gate_options.candidate_exe_dir = b.bin;
+        out.candidate_bin = b.bin;
+      }
+    }
+    if (runnable) out.gate_result = run_gate(*out.gate, cases, out.candidate_params, gate_options);
   }
   const std::int64_t gate_run_id = ledger.record_gate_run(
       out.experiment_id, {m.gate, out.gate_sha256, out.lock_problems, options.profile, out.seed, started_at, &out.gate_result,
@@ -71,7 +129,17 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   } else if (out.gate->bench.cases.empty()) {
     out.bench_skipped = "the gate declares no bench cases";
   } else {
-    out.bench = run_bench(*out.gate, out.base_params, out.candidate_params, {out.work_dir, out.seed});
+    BenchOptions bench_options{out.work_dir, out.seed, {}, out.candidate_bin};
+    if (m.base.revision != kWorktree) {
+      const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path));
+      bench_options.base_exe_dir = b.bin;
+      if (!b.ok) {
+        // Never measure something else in the base's place.
+        out.bench = BenchResult{Verdict::error, fmt::format("the base's build at {} failed, so nothing was measured: {}",
+                                                            out.base_sha.substr(0, 12), b.failure), {}, 0};
+      }
+    }
+    if (!out.bench) out.bench = run_bench(*out.gate, out.base_params, out.candidate_params, bench_options);
     if (out.bench->verdict == Verdict::green) ledger.record_bench(out.experiment_id, gate_run_id, *out.bench);
     out.verdict = worst(out.verdict, out.bench->verdict);
   }

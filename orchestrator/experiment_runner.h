@@ -39,6 +39,10 @@ struct ExperimentOutcome {
   Provenance provenance;
   std::string profile;
   std::uint64_t seed = 0;
+  std::string candidate_sha;  // the commit (for WORKTREE: HEAD, see worktree_dirty)
+  std::string base_sha;
+  bool worktree_dirty = false;
+  std::filesystem::path candidate_bin;  // a revision's harness folder; empty for WORKTREE
   GateResult gate_result;
   std::optional<BenchResult> bench;  // set only when the gate was green
   std::string bench_skipped;          // why the bench did not run

@@ -19,6 +19,7 @@ namespace {
 
 struct Job {
   std::vector<std::string> argv;
+  std::filesystem::path exe_dir;
   nlohmann::ordered_json case_json;
   std::filesystem::path dir;
   ProcessResult result;
@@ -34,6 +35,7 @@ void fresh_dir(const std::filesystem::path& dir) {
 void run_job(Job& job, const GateSpec& gate, std::uint64_t seed) {
   ProcessSpec spec;
   spec.argv = job.argv;
+  spec.exe_dir = job.exe_dir;
   spec.env = {{"DENSEFEED_MODE", "gate"},
               {"DENSEFEED_CASE", job.case_json.dump()},
               {"DENSEFEED_SEED", std::to_string(seed)},
@@ -186,6 +188,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cand.dir = options.work_dir / fmt::format("candidate-{:03}", i);
     cand.argv = render_command(gate.candidate_command, {c.values, candidate_params, options.seed, (cand.dir / "out").string()});
     cand.case_json = c.values;
+    cand.exe_dir = options.candidate_exe_dir;
   }
 
   std::vector<Job*> jobs;

@@ -37,6 +37,7 @@ struct GateRunOptions {
   std::string profile = "quick";
   std::uint64_t seed = 0;
   int jobs = 1;  // processes at once
+  std::filesystem::path candidate_exe_dir;  // a revision's build; empty: densefeed's own
 };
 
 struct GateResult {

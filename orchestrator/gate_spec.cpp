@@ -35,7 +35,12 @@ void check_command(const YamlDocument& doc, const std::string& pointer, const st
   } catch (const std::invalid_argument& e) {
     doc.fail(pointer, e.what());
   }
+  const bool is_build = pointer.rfind("/build", 0) == 0;
   for (const auto& name : names) {
+    if ((name == "src" || name == "build") != is_build) {
+      doc.fail(pointer, is_build ? fmt::format("a build command may use only {{src}} and {{build}}, not '{{{}}}'", name)
+                                 : fmt::format("'{{{}}}' is for build commands only", name));
+    }
     if (name.rfind("param.", 0) == 0 && pointer.rfind("/reference", 0) == 0) {
       doc.fail(pointer, fmt::format("the reference command may not use '{{{}}}': a manifest can never change "
                                     "the reference", name));
@@ -188,6 +193,19 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
     // A missing frozen file is the lock check's to report (red), not a
     // defect of the gate file.
     gate.freezes.push_back(rel);
+  }
+
+  if (v.contains("build")) {
+    BuildSpec b;
+    const auto& bj = v["build"];
+    for (std::size_t i = 0; i < bj["commands"].size(); ++i) {
+      b.commands.push_back(bj["commands"][i].get<std::vector<std::string>>());
+      check_command(doc, fmt::format("/build/commands/{}", i), b.commands.back(), gate);
+    }
+    b.bin = bj.value("bin", b.bin);
+    check_command(doc, "/build/bin", {b.bin}, gate);
+    b.timeout_s = bj.value("timeout_s", b.timeout_s);
+    gate.build = b;
   }
 
   if (v.contains("report")) {

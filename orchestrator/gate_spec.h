@@ -53,6 +53,15 @@ struct BenchSpec {
   std::vector<Case> cases;
 };
 
+// How a candidate or base at a git revision is built: commands run in order
+// in the revision's clean source tree ({src}) with its own build folder
+// ({build}); harnesses are then looked up in `bin` first.
+struct BuildSpec {
+  std::vector<std::vector<std::string>> commands;
+  std::string bin = "{build}/bin";
+  double timeout_s = 1800;  // per command, seconds
+};
+
 struct GateSpec {
   std::string name;
   std::string description;
@@ -66,6 +75,7 @@ struct GateSpec {
   double timeout_s = 600;  // per harness process, seconds
   std::vector<std::string> freezes;  // paths relative to the densefeed root
   BenchSpec bench;
+  std::optional<BuildSpec> build;  // absent: the gate accepts WORKTREE arms only
   // Case keys the report tabulates errors by (rows x columns), e.g. T x shards;
   // empty when the gate asks for no table.
   std::string trend_rows;

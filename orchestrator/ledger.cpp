@@ -187,11 +187,12 @@ std::int64_t Ledger::record_experiment(const ExperimentRecord& record) {
   Statement s(db_,
               "INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, author, hypothesis, "
               "predicted_effect, gate, risk, candidate_revision, candidate_params, base_revision, base_params, "
-              "submitted_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+              "submitted_at, candidate_sha, base_sha, worktree_dirty) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, m.name).bind(2, m.doc.path).bind(3, m.doc.text).bind(4, m.sha256).bind(5, m.author);
   s.bind(6, m.hypothesis).bind(7, m.predicted_effect).bind(8, m.gate).bind(9, nlohmann::json(m.risk).dump());
   s.bind(10, m.candidate.revision).bind(11, record.candidate_params.dump());
   s.bind(12, m.base.revision).bind(13, record.base_params.dump()).bind(14, utc_now());
+  s.bind(15, record.candidate_sha).bind(16, record.base_sha).bind(17, record.worktree_dirty ? 1 : 0);
   s.run();
   return sqlite3_last_insert_rowid(db_);
 }

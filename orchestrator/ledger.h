@@ -22,6 +22,9 @@ struct ExperimentRecord {
   const Manifest* manifest = nullptr;
   nlohmann::ordered_json candidate_params;  // completed with gate defaults
   nlohmann::ordered_json base_params;
+  std::string candidate_sha;  // resolved commit ("" when not a git checkout)
+  std::string base_sha;
+  bool worktree_dirty = false;  // densefeed's checkout had uncommitted changes
 };
 
 struct GateRunRecord {

@@ -23,7 +23,10 @@ CREATE TABLE IF NOT EXISTS experiments (
   candidate_params TEXT NOT NULL,             -- JSON object, completed with the gate's defaults
   base_revision TEXT NOT NULL,
   base_params TEXT NOT NULL,
-  submitted_at TEXT NOT NULL
+  submitted_at TEXT NOT NULL,
+  candidate_sha TEXT NOT NULL DEFAULT '',     -- the commit run (WORKTREE: HEAD, see worktree_dirty); '' outside git
+  base_sha TEXT NOT NULL DEFAULT '',
+  worktree_dirty INTEGER NOT NULL DEFAULT 0   -- 1: densefeed's checkout had uncommitted changes to tracked files
 );
 
 -- The gate stage of an experiment (one per experiment).

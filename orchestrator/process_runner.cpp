@@ -57,8 +57,9 @@ extern "C" void on_termination(int sig) {
 
 }  // namespace
 
-std::filesystem::path resolve_executable(const std::string& name) {
+std::filesystem::path resolve_executable(const std::string& name, const std::filesystem::path& exe_dir) {
   if (name.find('/') != std::string::npos) return name;
+  if (!exe_dir.empty() && std::filesystem::is_regular_file(exe_dir / name)) return exe_dir / name;
   auto local = self_dir() / name;
   if (std::filesystem::is_regular_file(local)) return local;
   auto found = bp::search_path(name);
@@ -91,10 +92,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
     result.start_error = "empty command";
     return result;
   }
-  const auto exe = resolve_executable(spec.argv[0]);
+  const auto exe = resolve_executable(spec.argv[0], spec.exe_dir);
   if (exe.empty() || access(exe.c_str(), X_OK) != 0) {
-    result.start_error = fmt::format("'{}' not found or not executable (looked next to densefeed in {} and in PATH)",
-                                     spec.argv[0], self_dir().string());
+    result.start_error = fmt::format("'{}' not found or not executable (looked in {}next to densefeed in {} and in PATH)",
+                                     spec.argv[0], spec.exe_dir.empty() ? "" : spec.exe_dir.string() + ", ",
+                                     self_dir().string());
     return result;
   }
   result.resolved_exe = exe.string();

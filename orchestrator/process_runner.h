@@ -14,7 +14,10 @@
 namespace densefeed {
 
 struct ProcessSpec {
-  std::vector<std::string> argv;  // argv[0] without '/' is looked up next to the densefeed binary, then in PATH
+  // argv[0] without '/' is looked up in exe_dir (when set: a revision's
+  // build), then next to the densefeed binary, then in PATH.
+  std::vector<std::string> argv;
+  std::filesystem::path exe_dir;
   std::map<std::string, std::string> env;  // added to (and overriding) densefeed's own environment
   std::filesystem::path cwd;
   std::filesystem::path stdout_path;
@@ -49,9 +52,9 @@ std::string file_tail(const std::filesystem::path& path, std::size_t max_lines =
 // no harness behind. Call once, early in main.
 void kill_children_on_termination();
 
-// Where argv[0] = `name` would run from: a name with '/' as is, else next to
-// densefeed, else in PATH; empty when not found.
-std::filesystem::path resolve_executable(const std::string& name);
+// Where argv[0] = `name` would run from: a name with '/' as is, else in
+// exe_dir (if given), else next to densefeed, else in PATH; empty when not found.
+std::filesystem::path resolve_executable(const std::string& name, const std::filesystem::path& exe_dir = {});
 
 // Runs argv to completion (timeout `timeout`) and returns its stdout, or
 // nullopt if it could not start or did not exit 0. For small helper commands

@@ -71,7 +71,7 @@ class GateCheats : public ::testing::Test {
     testing::write_file(manifest, "experiment: cheat-" + mode +
                                       "\nhypothesis: h\npredicted_effect: p\ngate: cheat\n"
                                       "candidate: {revision: WORKTREE, params: {mode: " + mode +
-                                      "}}\nbase: {revision: WORKTREE}\n");
+                                      "}}\nbase: {revision: WORKTREE, params: {mode: " + (mode == "zeros" ? "nan" : "zeros") + "}}\n");
     std::vector<std::string> args = {"--root", root_.string(), "run", manifest.string(), "--ledger",
                                      (dir_ / "ledger.db").string(), "--json", "--no-bench"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -170,7 +170,7 @@ TEST_F(GateCheats, CrashHangNonZeroExitAndMissingOutputAreRed) {
 TEST_F(GateCheats, KillingDensefeedKillsItsHarnesses) {
   const auto manifest = dir_ / "hang.yaml";
   testing::write_file(manifest, "experiment: hang\nhypothesis: h\npredicted_effect: p\ngate: cheat\n"
-                                "candidate: {revision: WORKTREE, params: {mode: hang}}\nbase: {revision: WORKTREE}\n");
+                                "candidate: {revision: WORKTREE, params: {mode: hang}}\nbase: {revision: WORKTREE, params: {mode: zeros}}\n");
   // densefeed itself is stopped (SIGTERM) before the hanging candidate's own timeout.
   ProcessSpec spec;
   spec.argv = {kExe, "--root", root_.string(), "run", manifest.string(), "--ledger", (dir_ / "ledger.db").string(), "--jobs", "1"};

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <iostream>
 #include <string>
+#include <chrono>
 #include <thread>
 
 #include <unistd.h>
@@ -60,9 +61,28 @@ int main(int argc, char** argv) {
   if (mode == "fixed-seed") seed = 42;  // precomputed for one seed
 
   std::vector<float> y(n);
-  for (std::size_t i = 0; i < n; ++i) {
-    y[i] = static_cast<float>(scale * std::sin(static_cast<double>(seed) * 1e-3 + static_cast<double>(i)));
+  const auto compute = [&] {
+    for (std::size_t i = 0; i < n; ++i) {
+      y[i] = static_cast<float>(scale * std::sin(static_cast<double>(seed) * 1e-3 + static_cast<double>(i)));
+    }
+  };
+  const char* mode_env = std::getenv("DENSEFEED_MODE");
+  if (mode_env && std::string(mode_env) == "bench") {
+    // Per-iteration times of the computation, warm-up discarded.
+    const int warmup = std::atoi(std::getenv("DENSEFEED_WARMUP") ? std::getenv("DENSEFEED_WARMUP") : "1");
+    const int iters = std::atoi(std::getenv("DENSEFEED_ITERS") ? std::getenv("DENSEFEED_ITERS") : "5");
+    std::ofstream samples(out / "samples.json");
+    samples << "{\"unit\": \"ms\", \"samples\": [";
+    for (int k = -warmup; k < iters; ++k) {
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int rep = 0; rep < 200; ++rep) compute();
+      const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      if (k >= 0) samples << (k ? ", " : "") << ms;
+    }
+    samples << "]}\n";
+    return 0;
   }
+  compute();
   if (mode == "nan") y[n / 3] = NAN;
   if (mode == "zeros") std::fill(y.begin(), y.end(), 0.0f);
   if (mode == "few-wrong") {

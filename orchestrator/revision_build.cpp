@@ -1,0 +1,69 @@
+#include "revision_build.h"
+
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+#include "command_template.h"
+#include "error.h"
+#include "process_runner.h"
+#include "revision.h"
+#include "sha256.h"
+
+namespace densefeed {
+
+RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& root, const std::string& sha,
+                             const std::filesystem::path& builds_dir) {
+  const auto start = std::chrono::steady_clock::now();
+  RevisionBuild b;
+  b.sha = sha;
+  const BuildSpec& spec = *gate.build;
+  const std::string spec_hash = sha256_hex(nlohmann::json({spec.commands, spec.bin}).dump()).substr(0, 12);
+  const auto dir = builds_dir / (sha + "-" + spec_hash);
+  b.src = dir / "src";
+  b.build = dir / "build";
+  const TemplateValues values{{}, {}, 0, "", b.src.string(), b.build.string()};
+  b.bin = render_command({spec.bin}, values)[0];
+  const auto marker = dir / "built";
+  if (std::filesystem::exists(marker)) {
+    b.ok = b.cached = true;
+    return b;
+  }
+
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);
+  std::filesystem::create_directories(b.build, ec);
+  if (ec) throw InfraError(fmt::format("{}: cannot create the build folder: {}", b.build.string(), ec.message()));
+  try {
+    export_revision(root, sha, b.src);
+  } catch (const std::runtime_error& e) {
+    b.failure = e.what();
+    return b;
+  }
+  for (std::size_t i = 0; i < spec.commands.size(); ++i) {
+    ProcessSpec p;
+    p.argv = render_command(spec.commands[i], values);
+    p.cwd = b.src;
+    p.stdout_path = dir / fmt::format("build-{}.out.log", i);
+    p.stderr_path = dir / fmt::format("build-{}.err.log", i);
+    p.timeout = std::chrono::milliseconds(static_cast<long long>(spec.timeout_s * 1000));
+    const ProcessResult r = run_process(p);
+    if (!r.ok()) {
+      std::string tail = file_tail(p.stderr_path, 8);
+      if (tail.empty()) tail = file_tail(p.stdout_path, 8);
+      b.failure = fmt::format("build command {} ({}) {}; log {}: {}", i + 1, fmt::join(p.argv, " "), r.describe(),
+                              p.stderr_path.string(), tail);
+      b.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return b;
+    }
+  }
+  std::ofstream(marker) << sha << "\n";
+  b.ok = true;
+  b.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return b;
+}
+
+}  // namespace densefeed

@@ -1,0 +1,31 @@
+// Builds an experiment arm at a git revision: a clean export of the commit,
+// the gate's build commands, and a folder of harness binaries. Builds are
+// cached per (commit, build commands).
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+#include "gate_spec.h"
+
+namespace densefeed {
+
+struct RevisionBuild {
+  bool ok = false;
+  std::string sha;
+  std::filesystem::path src;    // the exported tree
+  std::filesystem::path build;  // its build folder
+  std::filesystem::path bin;    // where its harnesses are
+  bool cached = false;          // built by an earlier run
+  std::string failure;          // what failed: the step, its exit, the log tail
+  double wall_s = 0;
+};
+
+// Exports `sha` from `root` into builds_dir/<sha>-<hash of the build spec>/src
+// and runs the gate's build commands there (logs beside them). Never throws
+// for a failing build (ok = false, failure says which command and why);
+// throws InfraError if densefeed cannot create its folders.
+RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& root, const std::string& sha,
+                             const std::filesystem::path& builds_dir);
+
+}  // namespace densefeed

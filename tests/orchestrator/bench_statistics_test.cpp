@@ -1,0 +1,451 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <numbers>
+#include <random>
+#include <stdexcept>
+
+#include "bench_statistics.h"
+#include "statistics.h"
+
+namespace densefeed {
+namespace {
+
+// ---- Wilcoxon signed-rank test -------------------------------------------
+// Exact values: W+ is the sum of the ranks of the positive values; under H0
+// each of the 2^n sign patterns is equally likely, so P(W+ <= w) is the number
+// of subsets of the ranks {1..n} whose sum is <= w, over 2^n. Upper-tail
+// values match Hollander, Wolfe & Chicken (2014), Table A.4.
+
+TEST(BenchStatisticsWilcoxon, NineAllPositiveIsTwoIn512) {
+  // W+ = 45, the maximum: only the all-positive pattern reaches it, so
+  // P(W+ >= 45) = 1/512 and p = 2/512.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({1, 2, 3, 4, 5, 6, 7, 8, 9}), 0.00390625);
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({-0.1, -0.2, -0.3, -0.4, -0.5, -0.6, -0.7, -0.8, -0.9}), 0.00390625);
+}
+
+TEST(BenchStatisticsWilcoxon, TenWithWPlusEightMatchesTable) {
+  // Ranks 1, 2, 5 positive: W+ = 8. Subsets of {1..10} with sum s <= 8:
+  // s=0:1 ({}), 1:1, 2:1, 3:2 ({3},{1,2}), 4:2 ({4},{1,3}), 5:3 ({5},{1,4},{2,3}),
+  // 6:4 ({6},{1,5},{2,4},{1,2,3}), 7:5 ({7},{1,6},{2,5},{3,4},{1,2,4}),
+  // 8:6 ({8},{1,7},{2,6},{3,5},{1,2,5},{1,3,4}) -> 25. P(W+ <= 8) = 25/1024
+  // (Table A.4: P(T+ >= 47) = .024 for n = 10), p = 50/1024 = 0.048828125.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({1, 2, 5, -3, -4, -6, -7, -8, -9, -10}), 0.048828125);
+}
+
+TEST(BenchStatisticsWilcoxon, SmallNByHandEnumeration) {
+  // n = 8, ranks 1, 2, 4..8 positive, rank 3 negative: W+ = 33, W- = 3.
+  // P(W+ >= 33) = P(W- <= 3) = #{ {}, {1}, {2}, {3}, {1,2} } / 256 = 5/256; p = 10/256.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({1, 2, -3, 4, 5, 6, 7, 8}), 0.0390625);
+  // n = 6, ranks 1, 2 negative: W- = 3, again 5 subsets: p = 10/64.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({-1, -2, 3, 4, 5, 6}), 0.15625);
+  // n = 5, all positive: the smallest p with five values is 2/32 > 0.05.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({1, 2, 3, 4, 5}), 0.0625);
+  // n = 3, {1, 2, -3}: W+ = 3 = n(n+1)/4, the centre. P(W+ <= 3) = #{ {}, {1},
+  // {2}, {3}, {1,2} } / 8 = 5/8 = P(W+ >= 3); 2 * 5/8 > 1, so p = 1.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({1, 2, -3}), 1.0);
+}
+
+TEST(BenchStatisticsWilcoxon, TiesGetAverageRanksAndTheTiedNullDistribution) {
+  // |x| = {1, 1, 1, 2, 3}: average ranks 2, 2, 2, 4, 5 (doubled 4, 4, 4, 8, 10,
+  // summing to 30). Positives: one 1, 2 and 3: doubled W+ = 4 + 8 + 10 = 22.
+  // P(2W+ >= 22) = P(complement <= 8): {}, three {4}, three {4,4}, {8} = 8 of 32.
+  // p = 16/32. Ranks 1..5 in sort order would give W+ = 10, 11 or 12 and
+  // p = 0.625, 0.4375 or 0.3125; average ranks on the untied distribution 0.4375.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({1, -1, -1, 2, 3}), 0.5);
+}
+
+TEST(BenchStatisticsWilcoxon, PublishedExampleWithTiesAndZeros) {
+  // Bortz, Lienert & Boehnke's paired example as run on R-help (2006-08-25,
+  // "exact Wilcoxon signed rank test with ties"): exactRankTests::wilcox.exact
+  // gives V = 13, p-value = 0.1367. Differences x1 - x2: five zeros dropped,
+  // |d| = six 1s (rank 3.5), two 2s (7.5), two 4s (9.5); positives one 1 and
+  // one 4: W+ = 13. Exact conditional p = 35/256 = 0.13671875.
+  const std::vector<double> x1 = {9, 14, 8, 11, 14, 10, 8, 14, 12, 14, 13, 9, 15, 12, 9};
+  const std::vector<double> x2 = {13, 15, 9, 12, 16, 10, 8, 13, 12, 16, 9, 10, 16, 12, 9};
+  std::vector<double> d;
+  for (std::size_t i = 0; i < x1.size(); ++i) d.push_back(x1[i] - x2[i]);
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p(d), 35.0 / 256);
+}
+
+TEST(BenchStatisticsWilcoxon, ZerosAreDropped) {
+  // With the zeros dropped this is n = 9 all positive (2/512); ranking the
+  // zeros (Pratt 1959) would make n = 11 and W+ = 63 of 66, p = 14/2048.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({0, 1, 2, 0, 3, 4, 5, 6, 7, 8, 9}), 0.00390625);
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({0, 0, 0}), 1.0);
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({}), 1.0);
+}
+
+TEST(BenchStatisticsWilcoxon, ExactUpTo50ApproximateFrom51) {
+  std::vector<double> x;
+  for (int i = 1; i <= 50; ++i) x.push_back(i);
+  // Exact: only the all-positive pattern reaches W+ = 1275: p = 2 / 2^50.
+  EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p(x), std::ldexp(1.0, -49));
+  x.push_back(51);
+  // Normal: mean 51*52/4 = 663, variance 51*52*103/24 = 11381.5, W+ = 1326;
+  // z = (1326 - 663 - 0.5) / sqrt(11381.5) = 6.2099218; p = erfc(z / sqrt 2)
+  // = 5.3010975e-10 (the exact value would be 2^-50 = 8.9e-16).
+  EXPECT_NEAR(wilcoxon_signed_rank_p(x) / 5.301097466706048e-10, 1.0, 1e-9);
+}
+
+TEST(BenchStatisticsWilcoxon, LargeNNormalApproximation) {
+  // n = 60, values 1..35 negative, 36..60 positive: W+ = sum(36..60) = 1200.
+  // Mean 60*61/4 = 915, variance 60*61*121/24 = 18452.5;
+  // z = (1200 - 915 - 0.5) / sqrt(18452.5) = 2.0943761; p = erfc(z / sqrt 2)
+  // = 0.0362264942 (exact enumeration: 0.0355631738).
+  std::vector<double> x;
+  for (int i = 1; i <= 60; ++i) x.push_back(i <= 35 ? -i : i);
+  EXPECT_NEAR(wilcoxon_signed_rank_p(x), 0.03622649417878664, 1e-12);
+}
+
+TEST(BenchStatisticsWilcoxon, LargeNTieCorrection) {
+  // n = 60, |x| = 1..30 each twice (30 tie groups of 2), 1..18 negative:
+  // W+ = ranks 37..60 = 1164. Variance 18452.5 - 30 * (8 - 2) / 48 = 18448.75;
+  // z = (1164 - 915 - 0.5) / sqrt(18448.75) = 1.8295443; p = erfc(z / sqrt 2)
+  // = 0.0673181153 (without the tie term: 0.0673108...).
+  std::vector<double> x;
+  for (int i = 1; i <= 60; ++i) {
+    const double v = (i + 1) / 2;
+    x.push_back(i <= 36 ? -v : v);
+  }
+  EXPECT_NEAR(wilcoxon_signed_rank_p(x), 0.06731811529710895, 1e-12);
+}
+
+TEST(BenchStatisticsWilcoxon, RejectsNonFinite) {
+  EXPECT_THROW(wilcoxon_signed_rank_p({1, NAN, 2}), std::invalid_argument);
+}
+
+// ---- Bootstrap CI of the median -------------------------------------------
+
+TEST(BenchStatisticsBootstrap, ThreePointSampleHasKnownPercentiles) {
+  // Resamples of {1, 2, 3}: the median is 1 when two or three draws are 1:
+  // 3 * (1/3)^2 * (2/3) + (1/3)^3 = 7/27 = 0.259, likewise 3; 2 otherwise
+  // (13/27). The 2.5% and 97.5% points are 1 and 3; the 35% and 65% points
+  // are both 2 (0.259 < 0.35, 0.741 > 0.65, each ~20 standard errors away at
+  // 10000 resamples).
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    const Interval wide = bootstrap_median_ci({1, 2, 3}, 0.95, 10000, seed);
+    EXPECT_EQ(wide.lo, 1.0);
+    EXPECT_EQ(wide.hi, 3.0);
+    const Interval narrow = bootstrap_median_ci({1, 2, 3}, 0.30, 10000, seed);
+    EXPECT_EQ(narrow.lo, 2.0);
+    EXPECT_EQ(narrow.hi, 2.0);
+  }
+}
+
+// Deterministic test data, the same on every platform: mt19937_64's output is
+// fixed by the standard; uniforms from its top 53 bits, normals by Box &
+// Muller (1958).
+double uniform(std::mt19937_64& gen) { return static_cast<double>(gen() >> 11) * 0x1.0p-53; }
+
+double normal(std::mt19937_64& gen) {
+  const double u1 = 1 - uniform(gen);
+  const double u2 = uniform(gen);
+  return std::sqrt(-2 * std::log(u1)) * std::cos(2 * std::numbers::pi * u2);
+}
+
+std::vector<double> normals(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  std::vector<double> x(n);
+  for (double& v : x) v = normal(gen);
+  return x;
+}
+
+TEST(BenchStatisticsBootstrap, DeterministicForASeedAndContainsTheMedian) {
+  const auto x = normals(25, 7);
+  const Interval a = bootstrap_median_ci(x, 0.95, 10000, 42);
+  const Interval b = bootstrap_median_ci(x, 0.95, 10000, 42);
+  EXPECT_EQ(a.lo, b.lo);
+  EXPECT_EQ(a.hi, b.hi);
+  EXPECT_LT(a.lo, median(x));
+  EXPECT_GT(a.hi, median(x));
+  const Interval c = bootstrap_median_ci(x, 0.95, 10000, 43);
+  EXPECT_TRUE(c.lo != a.lo || c.hi != a.hi) << "the seed must drive the resampling";
+  const Interval wider = bootstrap_median_ci(x, 0.99, 10000, 42);
+  EXPECT_LE(wider.lo, a.lo);
+  EXPECT_GE(wider.hi, a.hi);
+}
+
+TEST(BenchStatisticsBootstrap, NarrowsWithN) {
+  // The median's standard error falls as 1/sqrt(n): 9 -> 225 values should
+  // shrink the interval about fivefold; ask for at least twofold.
+  const auto small = normals(9, 11);
+  const auto large = normals(225, 11);
+  const Interval s = bootstrap_median_ci(small, 0.95, 10000, 1);
+  const Interval l = bootstrap_median_ci(large, 0.95, 10000, 1);
+  EXPECT_GT(s.hi - s.lo, 0);
+  EXPECT_LT(l.hi - l.lo, 0.5 * (s.hi - s.lo));
+}
+
+TEST(BenchStatisticsBootstrap, RejectsBadArguments) {
+  EXPECT_THROW(bootstrap_median_ci({}, 0.95), std::invalid_argument);
+  EXPECT_THROW(bootstrap_median_ci({1, 2}, 1.0), std::invalid_argument);
+  EXPECT_THROW(bootstrap_median_ci({1, 2}, 0.0), std::invalid_argument);
+  EXPECT_THROW(bootstrap_median_ci({1, 2}, 0.95, 0), std::invalid_argument);
+}
+
+// ---- Sequential decision ----------------------------------------------------
+
+// `rounds` rounds of `iters` samples of `ms` milliseconds: each round's arm is
+// scaled by (1 + round_noise * z) (drift between rounds), each sample by
+// (1 + noise * z) (jitter between iterations), z standard normal.
+std::vector<ArmRound> arm(int rounds, int iters, double ms, double noise, double round_noise, std::mt19937_64& gen) {
+  std::vector<ArmRound> out(static_cast<std::size_t>(rounds));
+  for (auto& r : out) {
+    const double scale = 1 + round_noise * normal(gen);
+    for (int i = 0; i < iters; ++i) r.samples_ms.push_back(ms * scale * (1 + noise * normal(gen)));
+  }
+  return out;
+}
+
+DecisionInput simulated(int rounds, double candidate_ms, double noise, double round_noise, std::uint64_t seed) {
+  std::mt19937_64 gen(seed);
+  DecisionInput in;
+  in.base = arm(rounds, 20, 1.0, noise, round_noise, gen);
+  in.candidate = arm(rounds, 20, candidate_ms, noise, round_noise, gen);
+  return in;
+}
+
+// Rounds with exactly the given per-round speedups (base / candidate): base
+// samples {0.99, 1, 1.01} ms, the candidate's the same over the speedup.
+DecisionInput with_speedups(const std::vector<double>& speedups) {
+  DecisionInput in;
+  for (double s : speedups) {
+    in.base.push_back({{0.99, 1.0, 1.01}, std::nullopt, 0});
+    in.candidate.push_back({{0.99 / s, 1.0 / s, 1.01 / s}, std::nullopt, 0});
+  }
+  return in;
+}
+
+DecisionInput steady_slowdown() { return with_speedups(std::vector<double>(9, 1 / 1.1)); }
+
+TEST(BenchStatisticsDecide, PlantedTenPercentSlowdownIsSlowerAtLook9) {
+  const Decision d = decide(simulated(9, 1.10, 0.01, 0, 1));
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
+  EXPECT_EQ(d.rounds_used, 9);
+  EXPECT_DOUBLE_EQ(d.p_value, 0.00390625);
+  EXPECT_DOUBLE_EQ(d.alpha_at_look, 0.05 / 3);
+  EXPECT_NEAR(d.speedup, 1 / 1.1, 0.01);
+  EXPECT_LT(d.speedup_ci.hi, 1 / 1.01);
+  EXPECT_LE(d.speedup_ci.lo, d.speedup);
+  EXPECT_GE(d.speedup_ci.hi, d.speedup);
+  EXPECT_NEAR(d.base_median_ms, 1.0, 0.01);
+  EXPECT_NEAR(d.candidate_median_ms, 1.1, 0.01);
+  EXPECT_FALSE(d.guard_spread || d.guard_clock || d.guard_throttle);
+  EXPECT_EQ(d.reason.rfind("slower: median log-ratio -0.09", 0), 0u) << d.reason;
+  EXPECT_NE(d.reason.find("98.3% CI ["), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("beyond +-1.0%, p = 0.0039 < 0.0167 at look 9"), std::string::npos) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, MirrorSpeedupIsFaster) {
+  const Decision d = decide(with_speedups(std::vector<double>(9, 1.1)));
+  EXPECT_EQ(d.verdict, BenchVerdict::faster) << d.reason;
+  EXPECT_NEAR(d.speedup, 1.1, 1e-12);
+  EXPECT_NEAR(d.speedup_ci.lo, 1.1, 1e-12);
+}
+
+TEST(BenchStatisticsDecide, ReportsTheFirstLookThatDecides) {
+  const Decision d = decide(simulated(25, 1.10, 0.01, 0, 1));
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
+  EXPECT_EQ(d.rounds_used, 9);
+}
+
+TEST(BenchStatisticsDecide, IdenticalArmsAreSame) {
+  // The same code measured twice: 1% jitter, nothing planted.
+  const Decision d = decide(simulated(9, 1.0, 0.01, 0, 1));
+  EXPECT_EQ(d.verdict, BenchVerdict::same) << d.reason;
+  EXPECT_GT(d.speedup_ci.lo, 1 / 1.01);
+  EXPECT_LT(d.speedup_ci.hi, 1.01);
+  // Bit-identical samples: every log-ratio is 0, all dropped, p = 1, CI [1, 1].
+  DecisionInput twin = simulated(9, 1.0, 0.01, 0, 1);
+  twin.candidate = twin.base;
+  const Decision t = decide(twin);
+  EXPECT_EQ(t.verdict, BenchVerdict::same) << t.reason;
+  EXPECT_DOUBLE_EQ(t.p_value, 1.0);
+  EXPECT_DOUBLE_EQ(t.speedup, 1.0);
+}
+
+TEST(BenchStatisticsDecide, ThreePercentUnderFivePercentRoundNoiseIsNotDecidedAtLook9) {
+  // 3% faster candidate, each round's arm drifting by 5% (sd): too noisy for
+  // nine rounds to place the whole interval beyond 1%.
+  const DecisionInput in = simulated(9, 0.97, 0.01, 0.05, 1);
+  const Decision d = decide(in);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  EXPECT_FALSE(d.guard_spread || d.guard_clock || d.guard_throttle) << d.reason;
+  EXPECT_EQ(d.reason.rfind("needs 6 more rounds (inconclusive: ", 0), 0u) << d.reason;
+  EXPECT_FALSE(should_stop(in));
+}
+
+TEST(BenchStatisticsDecide, SignificantButIntervalInsideThresholdIsNotFaster) {
+  // All nine rounds favour the candidate (p = 2/512) but four of them by less
+  // than 1%: the bootstrap median reaches them (P(median <= 0.8%) ~ 0.3), so
+  // the interval crosses +1% and the verdict is not faster.
+  const Decision d = decide(with_speedups({1.002, 1.004, 1.006, 1.008, 1.030, 1.032, 1.034, 1.036, 1.038}));
+  EXPECT_DOUBLE_EQ(d.p_value, 0.00390625);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  EXPECT_NE(d.reason.find("crosses +-1.0%"), std::string::npos) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, IntervalBeyondThresholdButNotSignificantIsNotFaster) {
+  // Eight rounds 5-9% faster, one 40% slower: the bootstrap median almost never
+  // lands on the outlier (P = P(Bin(9, 1/9) >= 5) ~ 0.0013 < 0.0083), so the
+  // 98.3% interval lies beyond +1%; but the outlier has the top rank:
+  // W+ = 36, P(W- <= 9) = 33/512, p = 66/512 >= 0.0167.
+  const Decision d = decide(with_speedups({1.05, 1.055, 1.06, 1.065, 1.07, 1.075, 1.08, 1.09, 0.6}));
+  EXPECT_DOUBLE_EQ(d.p_value, 66.0 / 512);
+  EXPECT_GT(d.speedup_ci.lo, 1.01);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, ConsistentDifferenceInsideThresholdIsSame) {
+  // Significant (p = 2/512) but 0.2-0.4%: within the 1% threshold.
+  const Decision d = decide(with_speedups({1.002, 1.0025, 1.003, 1.0035, 1.004, 1.0022, 1.0027, 1.0032, 1.0037}));
+  EXPECT_DOUBLE_EQ(d.p_value, 0.00390625);
+  EXPECT_EQ(d.verdict, BenchVerdict::same) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, ThresholdWidensWhatCountsAsSame) {
+  DecisionInput in = steady_slowdown();
+  in.threshold = 0.2;  // a calibrated noise floor of 20%: a 10% slowdown is noise
+  EXPECT_EQ(decide(in).verdict, BenchVerdict::same);
+}
+
+TEST(BenchStatisticsDecide, SpreadGuard) {
+  // Round medians stay 1 ms: only the spread within rounds changes.
+  // Pooled quantiles (type 7) are the 2nd and 4th values: (1.051 - 0.949) / 1 = 10.2%.
+  DecisionInput in = steady_slowdown();
+  for (auto& r : in.base) r.samples_ms = {0.9, 0.949, 1.0, 1.051, 1.1};
+  Decision d = decide(in);
+  EXPECT_TRUE(d.guard_spread);
+  EXPECT_NEAR(d.base_relative_spread, 0.102, 1e-12);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  EXPECT_NE(d.reason.find("relative spread"), std::string::npos) << d.reason;
+  EXPECT_FALSE(should_stop(in));
+  // (1.049 - 0.951) / 1 = 9.8%: steady enough.
+  for (auto& r : in.base) r.samples_ms = {0.9, 0.951, 1.0, 1.049, 1.1};
+  d = decide(in);
+  EXPECT_FALSE(d.guard_spread);
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, SpreadGuardBlocksSame) {
+  DecisionInput in = with_speedups(std::vector<double>(9, 1.0));
+  ASSERT_EQ(decide(in).verdict, BenchVerdict::same);
+  for (auto& r : in.candidate) r.samples_ms = {0.8, 0.9, 1.0, 1.1, 1.2};
+  const Decision d = decide(in);
+  EXPECT_TRUE(d.guard_spread);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, ClockGuard) {
+  DecisionInput in = steady_slowdown();
+  for (auto& r : in.base) r.sm_clock_mhz = 1500;
+  // One arm reports clocks: nothing to compare.
+  EXPECT_FALSE(decide(in).guard_clock);
+  // 1514 MHz is 0.93% above 1500: within 1%.
+  for (auto& r : in.candidate) r.sm_clock_mhz = 1514;
+  Decision d = decide(in);
+  EXPECT_FALSE(d.guard_clock);
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
+  // 1516 MHz is 1.07% above: the clocks, not the code, may explain the gap.
+  for (auto& r : in.candidate) r.sm_clock_mhz = 1516;
+  d = decide(in);
+  EXPECT_TRUE(d.guard_clock);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  EXPECT_NE(d.reason.find("SM clocks base 1500 MHz, candidate 1516 MHz"), std::string::npos) << d.reason;
+  // The median clock counts: two outlying rounds do not trip the guard.
+  for (auto& r : in.candidate) r.sm_clock_mhz = 1500;
+  in.candidate[0].sm_clock_mhz = 1700;
+  in.candidate[1].sm_clock_mhz = 1300;
+  EXPECT_FALSE(decide(in).guard_clock);
+}
+
+TEST(BenchStatisticsDecide, ThrottleGuard) {
+  // 9 rounds x 2 arms x 3 samples = 54 samples; 10% of them is 5.4.
+  DecisionInput in = steady_slowdown();
+  for (int i = 0; i < 5; ++i) in.base[static_cast<std::size_t>(i)].throttled = 1;
+  Decision d = decide(in);
+  EXPECT_FALSE(d.guard_throttle);
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
+  in.candidate[8].throttled = 1;  // 6 of 54 = 11.1%
+  d = decide(in);
+  EXPECT_TRUE(d.guard_throttle);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  EXPECT_NE(d.reason.find("6 of 54 samples throttled"), std::string::npos) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, NeedsMoreRoundsBeforeTheFirstLook) {
+  DecisionInput in = simulated(5, 1.10, 0.01, 0, 1);
+  Decision d = decide(in);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive);
+  EXPECT_EQ(d.reason, "needs 4 more rounds");
+  EXPECT_EQ(d.rounds_used, 5);
+  EXPECT_NEAR(d.speedup, 1 / 1.1, 0.01);  // a preview of the rounds so far
+  in.base.clear();
+  in.candidate.clear();
+  d = decide(in);
+  EXPECT_EQ(d.reason, "needs 9 more rounds");
+  EXPECT_TRUE(std::isnan(d.speedup));
+  EXPECT_FALSE(should_stop(in));
+}
+
+TEST(BenchStatisticsDecide, NeedsMoreRoundsBetweenLooks) {
+  // 12 rounds, look 9 inconclusive (spread guard): the figures of look 9 and
+  // 15 - 12 = 3 more rounds to go.
+  DecisionInput in = with_speedups(std::vector<double>(12, 1 / 1.1));
+  for (auto& r : in.base) r.samples_ms = {0.8, 0.9, 1.0, 1.1, 1.2};
+  const Decision d = decide(in);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive);
+  EXPECT_EQ(d.rounds_used, 9);
+  EXPECT_EQ(d.reason.rfind("needs 3 more rounds (inconclusive: relative spread", 0), 0u) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, AlphaIsSplitOverTheLooks) {
+  DecisionInput in = steady_slowdown();
+  EXPECT_DOUBLE_EQ(decide(in).alpha_at_look, 0.05 / 3);
+  in.looks = {9};
+  EXPECT_DOUBLE_EQ(decide(in).alpha_at_look, 0.05);
+  // Six rounds can reach p = 2/64 = 0.03125 at best: enough for one look at
+  // 0.05, not for each of two looks at 0.025.
+  DecisionInput six = with_speedups(std::vector<double>(6, 1 / 1.1));
+  six.looks = {6};
+  EXPECT_EQ(decide(six).verdict, BenchVerdict::slower);
+  six.looks = {6, 12};
+  EXPECT_EQ(decide(six).verdict, BenchVerdict::inconclusive);
+}
+
+TEST(BenchStatisticsDecide, RejectsMalformedInput) {
+  DecisionInput in = steady_slowdown();
+  in.candidate.pop_back();
+  EXPECT_THROW(decide(in), std::invalid_argument);
+  in = steady_slowdown();
+  in.looks = {15, 9};
+  EXPECT_THROW(decide(in), std::invalid_argument);
+  in = steady_slowdown();
+  in.base[0].samples_ms.clear();
+  EXPECT_THROW(decide(in), std::invalid_argument);
+  in = steady_slowdown();
+  in.base[0].throttled = 4;
+  EXPECT_THROW(should_stop(in), std::invalid_argument);
+}
+
+TEST(BenchStatisticsShouldStop, StopsWhenALookDecidesOrAtTheLastLook) {
+  EXPECT_FALSE(should_stop(simulated(8, 1.10, 0.01, 0, 1)));   // before look 9
+  EXPECT_TRUE(should_stop(simulated(9, 1.10, 0.01, 0, 1)));    // slower at 9
+  EXPECT_TRUE(should_stop(simulated(9, 1.0, 0.01, 0, 1)));     // same at 9
+  EXPECT_TRUE(should_stop(simulated(12, 1.10, 0.01, 0, 1)));   // decided at 9
+  // The spread guard holds at every look: still running at 15, stopped at 25,
+  // the last look.
+  DecisionInput in = simulated(25, 0.97, 0.01, 0.05, 1);
+  for (auto& r : in.base) r.samples_ms = {0.8, 0.9, 1.0, 1.1, 1.2};  // spread guard at every look
+  DecisionInput at15 = in;
+  at15.base.resize(15);
+  at15.candidate.resize(15);
+  EXPECT_FALSE(should_stop(at15));
+  EXPECT_TRUE(should_stop(in));
+  EXPECT_EQ(decide(in).rounds_used, 25);
+  EXPECT_EQ(decide(in).reason.rfind("inconclusive: relative spread", 0), 0u) << decide(in).reason;
+}
+
+}  // namespace
+}  // namespace densefeed
