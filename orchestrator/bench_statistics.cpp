@@ -119,8 +119,9 @@ double wilcoxon_signed_rank_p(const std::vector<double>& x) {
   }
   const double sd = std::sqrt(nd * (nd + 1) * (2 * nd + 1) / 24 - tie_term / 48);
   const double w = static_cast<double>(w2) / 2;
+  // The upper tail as Phi(-z), not 1 - Phi(z), to keep its digits far out.
   const double lower = normal_cdf((w - mean + 0.5) / sd);
-  const double upper = 1 - normal_cdf((w - mean - 0.5) / sd);
+  const double upper = normal_cdf(-(w - mean - 0.5) / sd);
   return std::min(1.0, 2 * std::min(lower, upper));
 }
 

@@ -54,7 +54,7 @@ nlohmann::ordered_json comparison_json(const Comparison& c) {
   J slices = J::array();
   for (const auto& sl : c.slices) {
     slices.push_back({{"index", sl.index}, {"begin", sl.begin}, {"end", sl.end}, {"rel_l2", number_or_null(sl.rel_l2)},
-                      {"max_abs", number_or_null(sl.max_abs)}, {"passed", sl.passed}});
+                      {"max_abs", number_or_null(sl.max_abs)}, {"violations", sl.violations}, {"passed", sl.passed}});
   }
   return {{"verdict", to_string(c.verdict)},
           {"reason", c.reason},

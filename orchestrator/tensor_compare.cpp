@@ -72,14 +72,18 @@ void Comparator::add(std::size_t begin, const double* ref, const double* cand, s
       have_worst_ = true;
     }
     if (!(a <= max_abs_bound)) ++over_max_abs_;
+    bool bad_elementwise = false, bad_relative_only = false, bad_ulp = false;
     if (elementwise) {
-      if (!(a <= atol + rtol * ar)) ++elementwise_bad_;
-      if (!(a <= rtol * ar)) ++relative_only_bad_;
+      bad_elementwise = !(a <= atol + rtol * ar);
+      bad_relative_only = !(a <= rtol * ar);
+      elementwise_bad_ += bad_elementwise;
+      relative_only_bad_ += bad_relative_only;
     }
     if (ulp) {
       const double u = std::isfinite(c) && std::isfinite(r) ? ulp_distance(options_.candidate_dtype, c, r) : INFINITY;
       if (u > max_ulp_ || std::isnan(u)) max_ulp_ = u;
-      if (!(u <= *tol_.max_ulp)) ++over_ulp_;
+      bad_ulp = !(u <= *tol_.max_ulp);
+      over_ulp_ += bad_ulp;
     }
     if (parts_ > 0) {
       const std::size_t pos = ((begin + k) / slice_stride_) % axis_len_;
@@ -87,6 +91,10 @@ void Comparator::add(std::size_t begin, const double* ref, const double* cand, s
       s.diff2 += d * d;
       s.ref2 += r * r;
       if (!std::isnan(s.max_abs) && !(a <= s.max_abs)) s.max_abs = a;  // a NaN sticks
+      ++s.elements;
+      s.elementwise_bad += bad_elementwise;
+      s.relative_only_bad += bad_relative_only;
+      s.over_ulp += bad_ulp;
     }
   }
   elements_ += count;
@@ -147,7 +155,13 @@ Comparison Comparator::finish() const {
     s.end = ((i + 1) * axis_len_ + parts_ - 1) / parts_;
     s.rel_l2 = relative(slices_[i].diff2, slices_[i].ref2);
     s.max_abs = slices_[i].max_abs;
-    s.passed = (!rel_bound || s.rel_l2 <= *rel_bound) && (!tol_.max_abs || c.judged_relative || s.max_abs <= *tol_.max_abs);
+    const SliceAcc& acc = slices_[i];
+    const std::size_t elementwise_bad = c.judged_relative ? acc.relative_only_bad : acc.elementwise_bad;
+    const bool elementwise_ok = !(tol_.atol || tol_.rtol) || (c.judged_relative && !tol_.rtol) ||
+                                static_cast<double>(elementwise_bad) <= tol_.max_violation_fraction * static_cast<double>(acc.elements);
+    s.violations = std::max(elementwise_bad, acc.over_ulp);
+    s.passed = (!rel_bound || s.rel_l2 <= *rel_bound) && (!tol_.max_abs || c.judged_relative || s.max_abs <= *tol_.max_abs) &&
+               elementwise_ok && (!tol_.max_ulp || !ulp_dtype(options_.candidate_dtype) || acc.over_ulp == 0);
     if (!s.passed && !c.first_failing_slice) c.first_failing_slice = i;
     c.slices.push_back(s);
   }

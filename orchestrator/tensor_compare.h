@@ -33,6 +33,7 @@ struct SliceError {
   std::size_t end = 0;    // one past the last
   double rel_l2 = 0;
   double max_abs = 0;
+  std::size_t violations = 0;  // elements of the slice beyond an elementwise bound
   bool passed = true;
 };
 
@@ -78,6 +79,7 @@ class Comparator {
  private:
   struct SliceAcc {
     double diff2 = 0, ref2 = 0, max_abs = 0;
+    std::size_t elements = 0, elementwise_bad = 0, relative_only_bad = 0, over_ulp = 0;
   };
   std::vector<std::size_t> shape_;
   Tolerance tol_;

@@ -5,6 +5,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+#include <span>
+
+#include "npy_writer.h"
 #include "schema_validator.h"
 #include "sha256.h"
 #include "test_support.h"
@@ -298,6 +302,45 @@ TEST_F(TamperedRoot, ACopyThatIsNotTheCommittedCheckoutIsFlagged) {
   const auto text_run = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string(),
                                    "--ledger", ledger().string(), "--no-bench"});
   EXPECT_NE(text_run.out.find("provenance: WARNING, not densefeed's committed gate"), std::string::npos) << text_run.out;
+}
+
+TEST_F(CliEndToEnd, CompareTwoTensorFiles) {
+  std::vector<double> ref(1000);
+  std::vector<float> good(1000), bad(1000);
+  for (std::size_t i = 0; i < ref.size(); ++i) {
+    ref[i] = std::sin(0.1 * static_cast<double>(i));
+    good[i] = static_cast<float>(ref[i]);
+    bad[i] = good[i];
+  }
+  bad[123] += 0.5f;
+  const std::vector<std::size_t> shape = {10, 100};
+  write_npy(dir_ / "ref.npy", std::span<const double>(ref), shape);
+  write_npy(dir_ / "good.npy", std::span<const float>(good), shape);
+  write_npy(dir_ / "bad.npy", std::span<const float>(bad), shape);
+
+  const auto ok = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "good.npy").string()});
+  EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;  // float32's default bound, rel_l2 1e-5
+  const auto red = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "bad.npy").string(), "--max-abs", "1e-4",
+                              "--json"});
+  EXPECT_EQ(red.exit_code, 1);
+  const auto doc = nlohmann::json::parse(red.out);
+  EXPECT_EQ(doc["verdict"], "red");
+  EXPECT_EQ(doc["worst_index"], nlohmann::json({1, 23}));
+  EXPECT_EQ(doc["metrics"][0]["metric"], "max_abs");
+  EXPECT_EQ(doc["metrics"][0]["violations"], 1);
+  const auto text = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "bad.npy").string(), "--rtol", "1e-5",
+                               "--atol", "1e-6", "--partition-axis", "0"});
+  EXPECT_EQ(text.exit_code, 1);
+  EXPECT_NE(text.out.find("violated by 1 of 1000 element(s)"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("first failing slice along axis 0: 1 (positions 1..1)"), std::string::npos) << text.out;
+  // Unreadable or mismatched input is bad input (exit 2), naming the file.
+  testing::write_file(dir_ / "junk.npy", "junk");
+  const auto junk = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "junk.npy").string()});
+  EXPECT_EQ(junk.exit_code, 2);
+  EXPECT_NE(junk.err.find("junk.npy"), std::string::npos) << junk.err;
+  const auto ulp = densefeed({"compare", (dir_ / "good.npy").string(), (dir_ / "ref.npy").string(), "--ulp", "1"});
+  EXPECT_EQ(ulp.exit_code, 2);
+  EXPECT_NE(ulp.err.find("--ulp applies to float32, float16 and bfloat16 candidates, not float64"), std::string::npos) << ulp.err;
 }
 
 TEST_F(CliEndToEnd, GateVerifyRefusesARootWithoutGates) {

@@ -96,6 +96,9 @@ TEST(BenchStatisticsWilcoxon, LargeNNormalApproximation) {
   std::vector<double> x;
   for (int i = 1; i <= 60; ++i) x.push_back(i <= 35 ? -i : i);
   EXPECT_NEAR(wilcoxon_signed_rank_p(x), 0.03622649417878664, 1e-12);
+  // The mirror, W+ = 630 in the lower tail, has the same two-sided p.
+  for (double& v : x) v = -v;
+  EXPECT_NEAR(wilcoxon_signed_rank_p(x), 0.03622649417878664, 1e-12);
 }
 
 TEST(BenchStatisticsWilcoxon, LargeNTieCorrection) {
@@ -120,13 +123,16 @@ TEST(BenchStatisticsWilcoxon, RejectsNonFinite) {
 TEST(BenchStatisticsBootstrap, ThreePointSampleHasKnownPercentiles) {
   // Resamples of {1, 2, 3}: the median is 1 when two or three draws are 1:
   // 3 * (1/3)^2 * (2/3) + (1/3)^3 = 7/27 = 0.259, likewise 3; 2 otherwise
-  // (13/27). The 2.5% and 97.5% points are 1 and 3; the 35% and 65% points
-  // are both 2 (0.259 < 0.35, 0.741 > 0.65, each ~20 standard errors away at
-  // 10000 resamples).
+  // (13/27). The 2.5% and 97.5% points are 1 and 3, so are the 20% and 80%
+  // points (0.259 > 0.2, 13 standard errors away at 10000 resamples); the 35%
+  // and 65% points are both 2 (0.259 < 0.35, 0.741 > 0.65, 20 away).
   for (std::uint64_t seed : {1u, 2u, 3u}) {
     const Interval wide = bootstrap_median_ci({1, 2, 3}, 0.95, 10000, seed);
     EXPECT_EQ(wide.lo, 1.0);
     EXPECT_EQ(wide.hi, 3.0);
+    const Interval middle = bootstrap_median_ci({1, 2, 3}, 0.60, 10000, seed);
+    EXPECT_EQ(middle.lo, 1.0);
+    EXPECT_EQ(middle.hi, 3.0);
     const Interval narrow = bootstrap_median_ci({1, 2, 3}, 0.30, 10000, seed);
     EXPECT_EQ(narrow.lo, 2.0);
     EXPECT_EQ(narrow.hi, 2.0);
@@ -159,8 +165,12 @@ TEST(BenchStatisticsBootstrap, DeterministicForASeedAndContainsTheMedian) {
   EXPECT_EQ(a.hi, b.hi);
   EXPECT_LT(a.lo, median(x));
   EXPECT_GT(a.hi, median(x));
-  const Interval c = bootstrap_median_ci(x, 0.95, 10000, 43);
-  EXPECT_TRUE(c.lo != a.lo || c.hi != a.hi) << "the seed must drive the resampling";
+  // At 10000 resamples the percentiles sit on plateaus of order statistics
+  // and often agree across seeds; a single resample's median does not.
+  const double one = bootstrap_median_ci(x, 0.95, 1, 42).lo;
+  bool differs = false;
+  for (std::uint64_t seed = 43; seed < 63; ++seed) differs = differs || bootstrap_median_ci(x, 0.95, 1, seed).lo != one;
+  EXPECT_TRUE(differs) << "the seed must drive the resampling";
   const Interval wider = bootstrap_median_ci(x, 0.99, 10000, 42);
   EXPECT_LE(wider.lo, a.lo);
   EXPECT_GE(wider.hi, a.hi);
@@ -284,6 +294,12 @@ TEST(BenchStatisticsDecide, SignificantButIntervalInsideThresholdIsNotFaster) {
   EXPECT_DOUBLE_EQ(d.p_value, 0.00390625);
   EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
   EXPECT_NE(d.reason.find("crosses +-1.0%"), std::string::npos) << d.reason;
+  // The mirror: not slower either.
+  const Decision m =
+      decide(with_speedups({1 / 1.002, 1 / 1.004, 1 / 1.006, 1 / 1.008, 1 / 1.030, 1 / 1.032, 1 / 1.034, 1 / 1.036,
+                            1 / 1.038}));
+  EXPECT_DOUBLE_EQ(m.p_value, 0.00390625);
+  EXPECT_EQ(m.verdict, BenchVerdict::inconclusive) << m.reason;
 }
 
 TEST(BenchStatisticsDecide, IntervalBeyondThresholdButNotSignificantIsNotFaster) {
