@@ -15,7 +15,7 @@ namespace {
 // Exact values: W+ is the sum of the ranks of the positive values; under H0
 // each of the 2^n sign patterns is equally likely, so P(W+ <= w) is the number
 // of subsets of the ranks {1..n} whose sum is <= w, over 2^n. Upper-tail
-// values match Hollander, Wolfe & Chicken (2014), Table A.4.
+// values match the T+ table of Hollander & Wolfe (1999, 2nd ed., Table A.4).
 
 TEST(BenchStatisticsWilcoxon, NineAllPositiveIsTwoIn512) {
   // W+ = 45, the maximum: only the all-positive pattern reaches it, so
@@ -69,8 +69,9 @@ TEST(BenchStatisticsWilcoxon, PublishedExampleWithTiesAndZeros) {
 }
 
 TEST(BenchStatisticsWilcoxon, ZerosAreDropped) {
-  // With the zeros dropped this is n = 9 all positive (2/512); ranking the
-  // zeros (Pratt 1959) would make n = 11 and W+ = 63 of 66, p = 14/2048.
+  // With the zeros dropped this is n = 9 all positive (2/512). Keeping the
+  // zeros as the two smallest values (rank 1.5 each, sign free under H0) would
+  // make n = 11, W+ = 63 of 66 and p = 10/2048.
   EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({0, 1, 2, 0, 3, 4, 5, 6, 7, 8, 9}), 0.00390625);
   EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({0, 0, 0}), 1.0);
   EXPECT_DOUBLE_EQ(wilcoxon_signed_rank_p({}), 1.0);
@@ -377,17 +378,19 @@ TEST(BenchStatisticsDecide, ClockGuard) {
 }
 
 TEST(BenchStatisticsDecide, ThrottleGuard) {
-  // 9 rounds x 2 arms x 3 samples = 54 samples; 10% of them is 5.4.
+  // 9 rounds x 2 arms x 5 samples = 90 samples: 9 throttled is 10%, not more.
   DecisionInput in = steady_slowdown();
-  for (int i = 0; i < 5; ++i) in.base[static_cast<std::size_t>(i)].throttled = 1;
+  for (auto& r : in.base) r.samples_ms = {0.98, 0.99, 1.0, 1.01, 1.02};
+  for (auto& r : in.candidate) r.samples_ms = {1.078, 1.089, 1.1, 1.111, 1.122};
+  for (auto& r : in.base) r.throttled = 1;
   Decision d = decide(in);
   EXPECT_FALSE(d.guard_throttle);
   EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
-  in.candidate[8].throttled = 1;  // 6 of 54 = 11.1%
+  in.candidate[8].throttled = 1;  // 10 of 90 = 11.1%
   d = decide(in);
   EXPECT_TRUE(d.guard_throttle);
   EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
-  EXPECT_NE(d.reason.find("6 of 54 samples throttled"), std::string::npos) << d.reason;
+  EXPECT_NE(d.reason.find("10 of 90 samples throttled"), std::string::npos) << d.reason;
 }
 
 TEST(BenchStatisticsDecide, NeedsMoreRoundsBeforeTheFirstLook) {
