@@ -1,6 +1,8 @@
 #include "bench_runner.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -8,18 +10,12 @@
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
-#include "statistics.h"
 
 namespace densefeed {
 namespace {
 
-struct Samples {
-  std::string unit;
-  std::vector<double> values;
-};
-
 // Reads samples.json, checking every field: harness output is untrusted.
-Samples read_samples(const std::filesystem::path& path) {
+ArmRound read_samples(const std::filesystem::path& path) {
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("{}: missing (the harness wrote no samples)", path.string()));
   nlohmann::json doc;
@@ -32,18 +28,31 @@ Samples read_samples(const std::filesystem::path& path) {
       !doc["samples"].is_array()) {
     throw std::runtime_error(fmt::format("{}: expected {{\"unit\": \"ms\", \"samples\": [numbers...]}}", path.string()));
   }
-  Samples s;
-  s.unit = doc["unit"].get<std::string>();
-  if (s.unit != "ms") throw std::runtime_error(fmt::format("{}: unit '{}', expected 'ms'", path.string(), s.unit));
+  if (doc["unit"] != "ms") {
+    throw std::runtime_error(fmt::format("{}: unit {}, expected \"ms\"", path.string(), doc["unit"].dump()));
+  }
+  ArmRound round;
   for (std::size_t i = 0; i < doc["samples"].size(); ++i) {
     const auto& v = doc["samples"][i];
     if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() <= 0) {
       throw std::runtime_error(fmt::format("{}: samples[{}] = {} is not a positive finite number", path.string(), i, v.dump()));
     }
-    s.values.push_back(v.get<double>());
+    round.samples_ms.push_back(v.get<double>());
   }
-  if (s.values.empty()) throw std::runtime_error(fmt::format("{}: no samples", path.string()));
-  return s;
+  if (round.samples_ms.empty()) throw std::runtime_error(fmt::format("{}: no samples", path.string()));
+  if (doc.contains("sm_clock_mhz")) {
+    if (!doc["sm_clock_mhz"].is_number() || doc["sm_clock_mhz"].get<double>() <= 0) {
+      throw std::runtime_error(fmt::format("{}: sm_clock_mhz must be a positive number", path.string()));
+    }
+    round.sm_clock_mhz = doc["sm_clock_mhz"].get<double>();
+  }
+  if (doc.contains("throttled")) {
+    if (!doc["throttled"].is_number_unsigned() || doc["throttled"].get<std::size_t>() > round.samples_ms.size()) {
+      throw std::runtime_error(fmt::format("{}: throttled must be a count of at most the samples", path.string()));
+    }
+    round.throttled = doc["throttled"].get<std::size_t>();
+  }
+  return round;
 }
 
 }  // namespace
@@ -51,14 +60,21 @@ Samples read_samples(const std::filesystem::path& path) {
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
                       const nlohmann::ordered_json& candidate_params, const BenchOptions& options) {
   BenchResult result;
+  const int max_rounds = options.fixed_rounds ? *options.fixed_rounds : gate.bench.looks.back();
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     const Case& c = gate.bench.cases[ci];
     BenchCaseResult bc;
     bc.bench_case = c;
-    for (int round = 0; round < gate.bench.rounds; ++round) {
+    bc.predicted_speedup = options.predicted_speedup;
+    if (auto it = options.noise_floor.find(c.label); it != options.noise_floor.end()) bc.threshold = std::max(0.01, it->second);
+    DecisionInput input;
+    input.threshold = bc.threshold;
+    input.looks = gate.bench.looks;
+    input.seed = options.seed;
+    const auto case_start = std::chrono::steady_clock::now();
+    for (int round = 0; round < max_rounds; ++round) {
       // ABBA ordering: rounds 0 and 3 (mod 4) start with the base.
       const bool base_first = round % 4 == 0 || round % 4 == 3;
-      std::vector<double> medians(2);
       for (int k = 0; k < 2; ++k) {
         const bool is_base = (k == 0) == base_first;
         const auto dir = options.work_dir / fmt::format("bench-{:02}-round-{:02}-{}", ci, round, is_base ? "base" : "candidate");
@@ -82,30 +98,37 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
         const ProcessResult pr = run_process(spec);
         result.harness_wall_s += pr.wall_s;
-        const char* arm = is_base ? "base" : "candidate";
         try {
-          if (!pr.ok()) {
-            throw std::runtime_error(fmt::format("{}; stderr: {}", pr.describe(), file_tail(dir / "stderr.log", 4)));
-          }
-          Samples s = read_samples(dir / "out" / "samples.json");
-          auto& stats = is_base ? bc.base : bc.candidate;
-          stats.samples.insert(stats.samples.end(), s.values.begin(), s.values.end());
-          medians[is_base ? 0 : 1] = median(s.values);
+          if (!pr.ok()) throw std::runtime_error(fmt::format("{}; stderr: {}", pr.describe(), file_tail(dir / "stderr.log", 4)));
+          (is_base ? bc.base : bc.candidate).push_back(read_samples(dir / "out" / "samples.json"));
         } catch (const std::runtime_error& e) {
           result.verdict = is_base ? Verdict::error : Verdict::red;
-          result.reason = fmt::format("case {}: the {} arm in bench mode: {}", c.label, arm, e.what());
+          result.reason = fmt::format("case {}: the {} arm in bench mode: {}", c.label, is_base ? "base" : "candidate", e.what());
           return result;
         }
       }
-      bc.round_speedups.push_back(medians[0] / medians[1]);
+      input.base = bc.base;
+      input.candidate = bc.candidate;
+      if (!options.fixed_rounds && should_stop(input)) break;
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - case_start).count();
+      if (elapsed > gate.bench.max_seconds_per_case && round + 1 < max_rounds) {
+        bc.capped = true;
+        break;
+      }
     }
-    for (auto* arm : {&bc.base, &bc.candidate}) {
-      arm->median = median(arm->samples);
-      arm->relative_iqr = relative_iqr(arm->samples);
+    bc.decision = decide(input);
+    if (bc.capped && bc.decision.verdict != BenchVerdict::inconclusive &&
+        static_cast<int>(bc.base.size()) < gate.bench.looks.front()) {
+      bc.decision.verdict = BenchVerdict::inconclusive;
     }
-    bc.speedup = median(bc.round_speedups);
-    bc.speedup_min = *std::min_element(bc.round_speedups.begin(), bc.round_speedups.end());
-    bc.speedup_max = *std::max_element(bc.round_speedups.begin(), bc.round_speedups.end());
+    if (bc.capped) {
+      bc.decision.verdict = BenchVerdict::inconclusive;
+      bc.decision.reason = fmt::format("inconclusive: the case's wall-time cap of {} s was reached after {} rounds ({})",
+                                       gate.bench.max_seconds_per_case, bc.base.size(), bc.decision.reason);
+    }
+    if (bc.predicted_speedup && *bc.predicted_speedup > 0 && bc.decision.speedup > 0) {
+      bc.prediction_error = bc.decision.speedup / *bc.predicted_speedup - 1;
+    }
     result.cases.push_back(std::move(bc));
   }
   return result;

@@ -1,40 +1,42 @@
 // The benchmark stage (runs only after a green gate): the candidate's and the
-// base's parameters on the gate's bench cases, in interleaved rounds
-// (A B, B A, B A, A B, ...) so that drift and heat hit both arms alike.
+// base's harnesses on the gate's bench cases, in interleaved rounds (A B, B A,
+// B A, A B, ...) so that drift and heat hit both arms alike, until the
+// sequential decision of bench_statistics stops it (looks at 9, 15 and 25
+// rounds) or the case's wall-time cap is reached.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "bench_statistics.h"
 #include "case_grid.h"
 #include "gate_spec.h"
 #include "verdict.h"
 
 namespace densefeed {
 
-struct ArmStats {
-  std::vector<double> samples;  // every iteration of every round, in `unit`
-  double median = 0;
-  double relative_iqr = 0;      // (q75 - q25) / median
-};
-
 struct BenchCaseResult {
   Case bench_case;
   std::string unit = "ms";
-  ArmStats base;
-  ArmStats candidate;
-  std::vector<double> round_speedups;  // per round: median(base) / median(candidate)
-  double speedup = 0;                  // median of round_speedups; > 1 means the candidate is faster
-  double speedup_min = 0;              // spread over rounds
-  double speedup_max = 0;
+  std::vector<ArmRound> base;       // per round
+  std::vector<ArmRound> candidate;
+  Decision decision;                // verdict, speedup with its interval, p, rounds
+  double threshold = 0.01;          // the noise threshold used (fraction)
+  bool capped = false;              // the wall-time cap stopped it: inconclusive
+  std::optional<double> predicted_speedup;  // from the manifest
+  std::optional<double> prediction_error;   // measured / predicted - 1
 };
 
 struct BenchResult {
-  Verdict verdict = Verdict::green;  // red: the candidate failed to run; error: the base did
+  // The stage itself: red when the candidate failed to run, error when the
+  // base did (or could not be built). The per-case verdicts (faster, slower,
+  // same, inconclusive) are in cases[i].decision.
+  Verdict verdict = Verdict::green;
   std::string reason;
   std::vector<BenchCaseResult> cases;
   double harness_wall_s = 0;
@@ -45,12 +47,18 @@ struct BenchOptions {
   std::uint64_t seed = 0;
   std::filesystem::path base_exe_dir;  // a revision's build; empty: densefeed's own
   std::filesystem::path candidate_exe_dir;
+  // Noise threshold per bench case label (calibrated floor); the threshold
+  // used is max(1 %, this).
+  std::map<std::string, double> noise_floor;
+  std::optional<double> predicted_speedup;
+  // When set, only this many rounds and no decision-driven stop (calibration
+  // and tests may fix it).
+  std::optional<int> fixed_rounds;
 };
 
 // Runs the gate's candidate command in bench mode (DENSEFEED_MODE=bench,
-// DENSEFEED_WARMUP, DENSEFEED_ITERS) and reads samples.json
-// ({"unit": "ms", "samples": [...]}). Throws InfraError only for densefeed's
-// own failures.
+// DENSEFEED_WARMUP, DENSEFEED_ITERS) and reads samples.json (schemas/
+// samples.schema.json). Throws InfraError only for densefeed's own failures.
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
                       const nlohmann::ordered_json& candidate_params, const BenchOptions& options);
 

@@ -129,7 +129,9 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   } else if (out.gate->bench.cases.empty()) {
     out.bench_skipped = "the gate declares no bench cases";
   } else {
-    BenchOptions bench_options{out.work_dir, out.seed, {}, out.candidate_bin};
+    out.environment = collect_environment();
+    BenchOptions bench_options{out.work_dir, out.seed, {}, out.candidate_bin,
+                               ledger.noise_floors(m.gate, out.environment.host), m.predicted_speedup, std::nullopt};
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path));
       bench_options.base_exe_dir = b.bin;
@@ -140,7 +142,10 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
       }
     }
     if (!out.bench) out.bench = run_bench(*out.gate, out.base_params, out.candidate_params, bench_options);
-    if (out.bench->verdict == Verdict::green) ledger.record_bench(out.experiment_id, gate_run_id, *out.bench);
+    if (out.bench->verdict == Verdict::green) {
+      ledger.record_bench(out.experiment_id, gate_run_id, *out.bench, out.environment, out.candidate_sha, out.base_sha,
+                          out.worktree_dirty);
+    }
     out.verdict = worst(out.verdict, out.bench->verdict);
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_runner.h"
+#include "environment.h"
 #include "gate_runner.h"
 #include "gate_spec.h"
 #include "manifest.h"
@@ -45,6 +46,7 @@ struct ExperimentOutcome {
   std::filesystem::path candidate_bin;  // a revision's harness folder; empty for WORKTREE
   GateResult gate_result;
   std::optional<BenchResult> bench;  // set only when the gate was green
+  Environment environment;            // collected when the bench runs
   std::string bench_skipped;          // why the bench did not run
   Verdict verdict = Verdict::green;   // gate verdict, then the bench's if it failed to run
   std::filesystem::path work_dir;     // harness folders and logs

@@ -217,7 +217,7 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
     const auto& b = v["bench"];
     gate.bench.warmup = b.value("warmup", 1);
     gate.bench.iters = b.value("iters", 5);
-    gate.bench.rounds = b.value("rounds", 5);
+    gate.bench.max_seconds_per_case = b.value("max_seconds_per_case", gate.bench.max_seconds_per_case);
     const auto& bench_cases = b["cases"];
     for (std::size_t i = 0; i < bench_cases.size(); ++i) {
       auto match = std::find_if(gate.cases.begin(), gate.cases.end(),

@@ -43,13 +43,15 @@ struct OutputSpec {
   std::string partition_parts;
 };
 
-// How the benchmark stage runs: `rounds` interleaved base/candidate rounds of
+// How the benchmark stage runs: interleaved base/candidate rounds of
 // `warmup` + `iters` harness iterations each, on `cases` (a subset of the
-// gate's correctness cases).
+// gate's correctness cases), checked at `looks` rounds until a decision, at
+// most `max_seconds_per_case` of wall time per case (then inconclusive).
 struct BenchSpec {
   int warmup = 1;
   int iters = 5;
-  int rounds = 5;
+  std::vector<int> looks = {9, 15, 25};
+  double max_seconds_per_case = 600;
   std::vector<Case> cases;
 };
 

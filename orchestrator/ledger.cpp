@@ -235,28 +235,68 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
   return gate_run_id;
 }
 
-void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, const BenchResult& bench) {
+void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, const BenchResult& bench,
+                          const Environment& env, const std::string& candidate_sha, const std::string& base_sha,
+                          bool worktree_dirty) {
   Transaction t(db_);
+  nlohmann::json clocks = nlohmann::json::object();
   for (const auto& c : bench.cases) {
+    const Decision& d = c.decision;
+    nlohmann::json rounds = nlohmann::json::array();
+    for (std::size_t r = 0; r < c.base.size() && r < c.candidate.size(); ++r) {
+      nlohmann::json round = {{"base_ms", c.base[r].samples_ms}, {"candidate_ms", c.candidate[r].samples_ms}};
+      if (c.base[r].sm_clock_mhz) round["base_sm_clock_mhz"] = *c.base[r].sm_clock_mhz;
+      if (c.candidate[r].sm_clock_mhz) round["candidate_sm_clock_mhz"] = *c.candidate[r].sm_clock_mhz;
+      rounds.push_back(round);
+    }
     Statement s(db_,
-                "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, base_median, "
-                "base_relative_iqr, candidate_median, candidate_relative_iqr, speedup, speedup_min, speedup_max, "
-                "rounds, round_speedups) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, verdict, reason, "
+                "base_median, base_relative_spread, candidate_median, candidate_relative_spread, speedup, speedup_lo, "
+                "speedup_hi, ci_confidence, p_value, rounds, threshold, capped, predicted_speedup, prediction_error, "
+                "rounds_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, experiment_id).bind(2, gate_run_id).bind(3, c.bench_case.label).bind(4, c.bench_case.values.dump());
-    s.bind(5, c.unit).bind(6, c.base.median).bind(7, c.base.relative_iqr).bind(8, c.candidate.median);
-    s.bind(9, c.candidate.relative_iqr).bind(10, c.speedup).bind(11, c.speedup_min).bind(12, c.speedup_max);
-    s.bind(13, c.round_speedups.size()).bind(14, nlohmann::json(c.round_speedups).dump());
+    s.bind(5, c.unit).bind(6, to_string(d.verdict)).bind(7, d.reason).bind(8, d.base_median_ms);
+    s.bind(9, d.base_relative_spread).bind(10, d.candidate_median_ms).bind(11, d.candidate_relative_spread);
+    s.bind(12, d.speedup).bind(13, d.speedup_ci.lo).bind(14, d.speedup_ci.hi).bind(15, 1 - d.alpha_at_look);
+    s.bind(16, d.p_value).bind(17, c.base.size()).bind(18, c.threshold).bind(19, c.capped ? 1 : 0);
+    if (c.predicted_speedup) s.bind(20, *c.predicted_speedup);
+    if (c.prediction_error) s.bind(21, *c.prediction_error);
+    s.bind(22, rounds.dump());
     s.run();
   }
+  Statement e(db_,
+              "INSERT INTO environments(experiment_id, host, cpu_model, gpus, cuda_version, compiler, flags, candidate_sha, "
+              "base_sha, worktree_dirty, clocks) VALUES (?,?,?,?,?,?,?,?,?,?,?)");
+  e.bind(1, experiment_id).bind(2, env.host).bind(3, env.cpu_model).bind(4, env.gpus.dump()).bind(5, env.cuda_version);
+  e.bind(6, env.compiler).bind(7, env.flags).bind(8, candidate_sha).bind(9, base_sha).bind(10, worktree_dirty ? 1 : 0);
+  e.bind(11, clocks.dump());
+  e.run();
   t.commit();
+}
+
+void Ledger::record_calibration(const Calibration& c) {
+  Statement s(db_,
+              "INSERT INTO calibrations(gate, gate_sha256, case_label, host, params, comparisons, noise_floor, "
+              "false_verdict_rate, verdicts, created_at) VALUES (?,?,?,?,?,?,?,?,?,?)");
+  s.bind(1, c.gate).bind(2, c.gate_sha256).bind(3, c.case_label).bind(4, c.host).bind(5, c.params.dump());
+  s.bind(6, c.comparisons).bind(7, c.noise_floor).bind(8, c.false_verdict_rate).bind(9, c.verdicts.dump()).bind(10, utc_now());
+  s.run();
+}
+
+std::map<std::string, double> Ledger::noise_floors(const std::string& gate, const std::string& host) const {
+  std::map<std::string, double> out;
+  Statement s(db_, "SELECT case_label, noise_floor FROM calibrations WHERE gate = ? AND host = ? ORDER BY id");
+  s.bind(1, gate).bind(2, host);
+  while (s.step()) out[s.column(0).get<std::string>()] = s.column(1).get<double>();  // the latest wins
+  return out;
 }
 
 nlohmann::ordered_json Ledger::list() const {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   Statement s(db_,
               "SELECT v.experiment_id AS id, v.name, v.gate, v.gate_verdict AS verdict, v.reason, v.profile, "
-              "v.submitted_at, (SELECT json_group_array(json_object('case', b.case_label, 'speedup', b.speedup, "
-              "'speedup_min', b.speedup_min, 'speedup_max', b.speedup_max)) FROM bench_cases b "
+              "v.submitted_at, (SELECT json_group_array(json_object('case', b.case_label, 'verdict', b.verdict, 'speedup', "
+              "b.speedup, 'speedup_lo', b.speedup_lo, 'speedup_hi', b.speedup_hi)) FROM bench_cases b "
               "WHERE b.experiment_id = v.experiment_id) AS speedups "
               "FROM experiment_verdicts v ORDER BY v.experiment_id");
   while (s.step()) {
@@ -301,13 +341,20 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
     }
     out["gate_run"] = run;
   }
+  out["environment"] = nullptr;
+  Statement env(db_, "SELECT * FROM environments WHERE experiment_id = ? ORDER BY id DESC LIMIT 1");
+  env.bind(1, experiment_id);
+  if (env.step()) {
+    out["environment"] = env.row();
+    out["environment"]["gpus"] = parse_json_column(out["environment"]["gpus"]);
+  }
   out["bench_cases"] = nlohmann::ordered_json::array();
   Statement b(db_, "SELECT * FROM bench_cases WHERE experiment_id = ? ORDER BY id");
   b.bind(1, experiment_id);
   while (b.step()) {
     auto row = b.row();
     row["case_json"] = parse_json_column(row["case_json"]);
-    row["round_speedups"] = parse_json_column(row["round_speedups"]);
+    row["rounds_json"] = parse_json_column(row["rounds_json"]);
     out["bench_cases"].push_back(row);
   }
   return out;

@@ -5,12 +5,14 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bench_runner.h"
+#include "environment.h"
 #include "gate_runner.h"
 #include "manifest.h"
 
@@ -53,9 +55,25 @@ class Ledger {
   std::int64_t record_experiment(const ExperimentRecord& record);
   // Gate run, its cases and metrics in one transaction; returns the gate run id.
   std::int64_t record_gate_run(std::int64_t experiment_id, const GateRunRecord& record);
-  // Throws InfraError carrying SQLite's message if the database refuses
-  // (e.g. the gate run is not green).
-  void record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, const BenchResult& bench);
+  // Bench cases and the environment in one transaction. Throws InfraError
+  // carrying SQLite's message if the database refuses (e.g. the gate run is
+  // not green).
+  void record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, const BenchResult& bench,
+                    const Environment& environment, const std::string& candidate_sha, const std::string& base_sha,
+                    bool worktree_dirty);
+
+  // A noise-floor measurement (`densefeed bench calibrate`).
+  struct Calibration {
+    std::string gate, gate_sha256, case_label, host;
+    nlohmann::ordered_json params;
+    int comparisons = 0;
+    double noise_floor = 0;
+    double false_verdict_rate = 0;
+    nlohmann::ordered_json verdicts;
+  };
+  void record_calibration(const Calibration& c);
+  // The latest noise floor per bench case label of `gate` on `host`.
+  std::map<std::string, double> noise_floors(const std::string& gate, const std::string& host) const;
 
   // One object per experiment, newest last: id, name, gate, verdict, reason, submitted_at, speedups.
   nlohmann::ordered_json list() const;

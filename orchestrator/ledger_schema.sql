@@ -79,22 +79,63 @@ CREATE TABLE IF NOT EXISTS gate_metrics (
 );
 
 -- Benchmark results: exist only for an experiment whose gate run is green.
+-- One row per bench case: the sequential decision over interleaved rounds.
 CREATE TABLE IF NOT EXISTS bench_cases (
   id INTEGER PRIMARY KEY AUTOINCREMENT,
   experiment_id INTEGER NOT NULL REFERENCES experiments(id),
   gate_run_id INTEGER NOT NULL REFERENCES gate_runs(id),
   case_label TEXT NOT NULL,
   case_json TEXT NOT NULL,
-  unit TEXT NOT NULL,
-  base_median REAL NOT NULL,
-  base_relative_iqr REAL NOT NULL,
+  unit TEXT NOT NULL,                         -- of the medians: ms
+  verdict TEXT NOT NULL CHECK (verdict IN ('faster', 'slower', 'same', 'inconclusive')),
+  reason TEXT NOT NULL,
+  base_median REAL NOT NULL,                  -- over all samples of the arm
+  base_relative_spread REAL NOT NULL,         -- IQR / median
   candidate_median REAL NOT NULL,
-  candidate_relative_iqr REAL NOT NULL,
-  speedup REAL NOT NULL,                      -- median over rounds of median(base) / median(candidate)
-  speedup_min REAL NOT NULL,
-  speedup_max REAL NOT NULL,
+  candidate_relative_spread REAL NOT NULL,
+  speedup REAL NOT NULL,                      -- exp(median over rounds of log(median(base) / median(candidate))); > 1: candidate faster
+  speedup_lo REAL NOT NULL,                   -- bootstrap interval of that median, at confidence ci_confidence
+  speedup_hi REAL NOT NULL,
+  ci_confidence REAL NOT NULL,                -- 1 - alpha at the deciding look
+  p_value REAL NOT NULL,                      -- Wilcoxon signed-rank, two-sided, per-round log ratios
   rounds INTEGER NOT NULL,
-  round_speedups TEXT NOT NULL                -- JSON array
+  threshold REAL NOT NULL,                    -- noise threshold used (fraction): max(1 %, calibrated floor)
+  capped INTEGER NOT NULL DEFAULT 0,          -- 1: the wall-time cap ended it
+  predicted_speedup REAL,                     -- from the manifest, when given
+  prediction_error REAL,                      -- speedup / predicted_speedup - 1
+  rounds_json TEXT NOT NULL                   -- JSON: per round, both arms' samples (ms) and clocks
+);
+
+-- The machine and build of each benchmarked experiment.
+CREATE TABLE IF NOT EXISTS environments (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+  host TEXT NOT NULL,
+  cpu_model TEXT NOT NULL,
+  gpus TEXT NOT NULL,                         -- JSON array of {name, uuid, driver} from nvidia-smi; [] without one
+  cuda_version TEXT NOT NULL,                 -- nvcc's release, '' without one
+  compiler TEXT NOT NULL,                     -- densefeed's build: compiler id and version
+  flags TEXT NOT NULL,                        -- and its flags
+  candidate_sha TEXT NOT NULL,
+  base_sha TEXT NOT NULL,
+  worktree_dirty INTEGER NOT NULL,
+  clocks TEXT NOT NULL DEFAULT '{}'           -- JSON: SM clocks the harnesses reported (median per arm), MHz
+);
+
+-- Noise floors measured by `densefeed bench calibrate`: the base against
+-- itself, on one host; later decisions use the latest floor as threshold.
+CREATE TABLE IF NOT EXISTS calibrations (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  gate TEXT NOT NULL,
+  gate_sha256 TEXT NOT NULL,
+  case_label TEXT NOT NULL,
+  host TEXT NOT NULL,
+  params TEXT NOT NULL,                       -- JSON: the parameters both arms ran with
+  comparisons INTEGER NOT NULL,
+  noise_floor REAL NOT NULL,                  -- 95th percentile of |speedup - 1| over the A/A comparisons
+  false_verdict_rate REAL NOT NULL,           -- fraction of A/A comparisons that ended faster or slower
+  verdicts TEXT NOT NULL,                     -- JSON: each comparison's verdict and speedup
+  created_at TEXT NOT NULL
 );
 
 CREATE TRIGGER IF NOT EXISTS bench_cases_require_green_gate
@@ -149,6 +190,17 @@ CREATE TRIGGER IF NOT EXISTS gate_metrics_no_update BEFORE UPDATE ON gate_metric
 BEGIN SELECT RAISE(ABORT, 'gate_metrics is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS gate_metrics_no_delete BEFORE DELETE ON gate_metrics
 BEGIN SELECT RAISE(ABORT, 'gate_metrics is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS environments_need_green_gate BEFORE INSERT ON environments
+WHEN NOT EXISTS (SELECT 1 FROM gate_runs g WHERE g.experiment_id = NEW.experiment_id AND g.verdict = 'green')
+BEGIN SELECT RAISE(ABORT, 'environments: recorded only with a benchmark, which needs a green gate run'); END;
+CREATE TRIGGER IF NOT EXISTS environments_no_update BEFORE UPDATE ON environments
+BEGIN SELECT RAISE(ABORT, 'environments is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS environments_no_delete BEFORE DELETE ON environments
+BEGIN SELECT RAISE(ABORT, 'environments is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS calibrations_no_update BEFORE UPDATE ON calibrations
+BEGIN SELECT RAISE(ABORT, 'calibrations is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS calibrations_no_delete BEFORE DELETE ON calibrations
+BEGIN SELECT RAISE(ABORT, 'calibrations is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS bench_cases_no_update BEFORE UPDATE ON bench_cases
 BEGIN SELECT RAISE(ABORT, 'bench_cases is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS bench_cases_no_delete BEFORE DELETE ON bench_cases

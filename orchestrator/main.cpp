@@ -1,6 +1,7 @@
 // densefeed CLI. Exit codes (STYLE.md): 0 green, 1 red, 2 bad input,
 // 3 infrastructure error (or an `error` verdict: the reference failed).
 #include <charconv>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <iostream>
@@ -9,7 +10,10 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "calibration.h"
+#include "environment.h"
 #include "error.h"
+#include "sha256.h"
 #include "experiment_runner.h"
 #include "gate_lock.h"
 #include "process_runner.h"
@@ -62,8 +66,9 @@ void print_ledger_list(const nlohmann::ordered_json& rows) {
   for (const auto& r : rows) {
     std::string tail;
     for (const auto& s : r["speedups"]) {
-      tail += fmt::format("{}{}: {:.3f}x ({:.3f}..{:.3f})", tail.empty() ? "" : "; ", s["case"].get<std::string>(),
-                          s["speedup"].get<double>(), s["speedup_min"].get<double>(), s["speedup_max"].get<double>());
+      tail += fmt::format("{}{}: {} {:.3f}x [{:.3f}, {:.3f}]", tail.empty() ? "" : "; ", s["case"].get<std::string>(),
+                          s["verdict"].get<std::string>(), s["speedup"].get<double>(), s["speedup_lo"].get<double>(),
+                          s["speedup_hi"].get<double>());
     }
     if (tail.empty()) tail = r["reason"].get<std::string>();
     std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<8} {:<7} {:<21} {}\n", r["id"].get<std::int64_t>(), r["name"].get<std::string>(),
@@ -100,10 +105,11 @@ void print_ledger_show(const nlohmann::ordered_json& e) {
     }
   }
   for (const auto& b : e["bench_cases"]) {
-    std::cout << fmt::format("  bench {}: speedup {:.3f}x ({:.3f}..{:.3f} over {} rounds); base {:.3f} {}, candidate {:.3f} {}\n",
-                             b["case_label"].get<std::string>(), b["speedup"].get<double>(), b["speedup_min"].get<double>(),
-                             b["speedup_max"].get<double>(), b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(),
-                             b["unit"].get<std::string>(), b["candidate_median"].get<double>(), b["unit"].get<std::string>());
+    std::cout << fmt::format("  bench {}: {} — speedup {:.3f}x [{:.3f}, {:.3f}], p = {:.3g}, {} rounds; base {:.4g} {}, candidate {:.4g} {}\n",
+                             b["case_label"].get<std::string>(), b["verdict"].get<std::string>(), b["speedup"].get<double>(),
+                             b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>(), b["p_value"].get<double>(),
+                             b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(), b["unit"].get<std::string>(),
+                             b["candidate_median"].get<double>(), b["unit"].get<std::string>());
   }
 }
 
@@ -156,6 +162,18 @@ int main(int argc, char** argv) {
   std::string show_gate;
   gate_show->add_option("NAME", show_gate, "gate name")->required();
   for (auto* sub : {gate_verify, gate_list, gate_show}) sub->add_flag("--json", json, "print JSON");
+
+  auto* bench_cmd = app.add_subcommand("bench", "benchmark calibration");
+  bench_cmd->require_subcommand(1);
+  auto* calibrate_cmd = bench_cmd->add_subcommand("calibrate", "run a gate's base against itself and record this machine's noise floor");
+  std::string calibrate_gate;
+  int comparisons = 10;
+  std::vector<std::string> calibrate_params;
+  calibrate_cmd->add_option("GATE", calibrate_gate, "gate name")->required();
+  calibrate_cmd->add_option("--comparisons", comparisons, "A/A comparisons")->check(CLI::Range(1, 1000))->capture_default_str();
+  calibrate_cmd->add_option("--param", calibrate_params, "NAME=VALUE (a YAML scalar) for a gate parameter; default: the gate's defaults");
+  calibrate_cmd->add_option("--ledger", ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  calibrate_cmd->add_flag("--json", json, "print JSON");
 
   auto* compare = app.add_subcommand("compare", "compare two tensor files (.npy or .safetensors) with the gate's engine");
   std::string compare_ref, compare_cand, ref_tensor, cand_tensor, cand_dtype;
@@ -224,6 +242,54 @@ int main(int argc, char** argv) {
       const auto names = df::list_gates(root);
       if (json) std::cout << nlohmann::json(names).dump(2) << "\n";
       else for (const auto& n : names) std::cout << n << "\n";
+      return 0;
+    }
+    if (calibrate_cmd->parsed()) {
+      const auto lock = df::read_lock(root);
+      auto problems = df::check_locked_file(root, lock, "gates/" + calibrate_gate + ".yaml");
+      if (!problems.empty()) throw df::InputError(problems.front(), {}, "", "the gate does not match its lock; not calibrating");
+      const auto gate = df::load_gate(root, calibrate_gate);
+      problems = df::check_frozen_files(root, lock, gate);
+      if (!problems.empty()) throw df::InputError(problems.front(), {}, "", "the gate does not match its lock; not calibrating");
+      if (gate.bench.cases.empty()) throw df::InputError(gate.file.string(), {}, "bench", "the gate declares no bench cases");
+      // --param NAME=VALUE, read as a one-line YAML manifest arm so that
+      // types and enums are checked exactly as for an experiment.
+      std::string yaml = "experiment: calibrate\nhypothesis: noise floor\npredicted_effect: same\ngate: " + calibrate_gate +
+                         "\ncandidate: {revision: WORKTREE, params: {";
+      for (std::size_t i = 0; i < calibrate_params.size(); ++i) {
+        const auto eq = calibrate_params[i].find('=');
+        if (eq == std::string::npos) throw df::InputError("command line", {}, "--param", "expected NAME=VALUE, got '" + calibrate_params[i] + "'");
+        yaml += (i ? ", " : "") + calibrate_params[i].substr(0, eq) + ": " + calibrate_params[i].substr(eq + 1);
+      }
+      yaml += "}}\nbase: {revision: WORKTREE}\n";
+      df::Manifest m;
+      m.doc = df::parse_yaml(yaml, "--param");
+      m.candidate = df::Arm{"WORKTREE", m.doc.value["candidate"]["params"]};
+      const auto params = df::resolve_params(m, "candidate", m.candidate, gate);
+      const auto started = std::chrono::system_clock::now().time_since_epoch().count();
+      const auto work = ledger_path.parent_path() / (ledger_path.stem().string() + "-calibrations") / std::to_string(started);
+      const auto result = df::calibrate(gate, params, comparisons, work, static_cast<std::uint64_t>(started));
+      if (result.verdict != df::Verdict::green) throw df::InfraError(result.reason);
+      df::Ledger ledger(ledger_path);
+      const auto env = df::collect_environment();
+      nlohmann::ordered_json doc = {{"gate", gate.name}, {"host", env.host}, {"params", params}, {"comparisons", comparisons},
+                                    {"cases", nlohmann::ordered_json::array()}};
+      for (const auto& c : result.cases) {
+        nlohmann::ordered_json verdicts = nlohmann::ordered_json::array();
+        for (std::size_t k = 0; k < c.verdicts.size(); ++k) {
+          verdicts.push_back({{"verdict", df::to_string(c.verdicts[k])}, {"speedup", c.speedups[k]}});
+        }
+        ledger.record_calibration({gate.name, df::sha256_file(gate.file), c.case_label, env.host, params, comparisons,
+                                   c.noise_floor, c.false_verdict_rate, verdicts});
+        doc["cases"].push_back({{"case", c.case_label}, {"noise_floor", c.noise_floor},
+                                {"false_verdict_rate", c.false_verdict_rate}, {"comparisons", verdicts}});
+        if (!json) {
+          std::cout << fmt::format("{}: noise floor {:.2f}% (95th percentile of |speedup - 1| over {} A/A comparisons), "
+                                   "false verdicts {:.0f}%\n",
+                                   c.case_label, 100 * c.noise_floor, comparisons, 100 * c.false_verdict_rate);
+        }
+      }
+      if (json) std::cout << doc.dump(2) << "\n";
       return 0;
     }
     if (gate_show->parsed()) {

@@ -44,6 +44,7 @@ Manifest load_manifest(const std::filesystem::path& path, const std::filesystem:
   m.hypothesis = trimmed(v["hypothesis"].get<std::string>());
   m.predicted_effect = trimmed(v["predicted_effect"].get<std::string>());
   m.gate = v["gate"].get<std::string>();
+  if (v.contains("predicted_speedup")) m.predicted_speedup = v["predicted_speedup"].get<double>();
   m.risk = v.value("risk", std::vector<std::string>{});
   m.candidate = read_arm(v["candidate"]);
   m.base = read_arm(v["base"]);

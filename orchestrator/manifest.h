@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,7 @@ struct Manifest {
   std::string author;
   std::string hypothesis;
   std::string predicted_effect;
+  std::optional<double> predicted_speedup;  // base time / candidate time the author expects
   std::string gate;
   std::vector<std::string> risk;
   Arm candidate;

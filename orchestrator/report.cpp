@@ -116,7 +116,8 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"cases", cases},
           {"profiles", profiles},
           {"timeout_s", g.timeout_s},
-          {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"rounds", g.bench.rounds}, {"cases", bench}}},
+          {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"looks", g.bench.looks},
+                     {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench}}},
           {"freezes", g.freezes}};
 }
 
@@ -210,11 +211,18 @@ std::string render_text_report(const ExperimentOutcome& o) {
   } else {
     s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)\n";
     for (const auto& c : o.bench->cases) {
-      s += fmt::format("  {}: speedup {:.3f}x ({}; rounds {:.3f}..{:.3f}, n={}); base median {:.3f} {} (IQR/median {:.1f}%), "
-                       "candidate median {:.3f} {} (IQR/median {:.1f}%)\n",
-                       c.bench_case.label, c.speedup, c.speedup >= 1 ? "the median favours the candidate" : "the median favours the base", c.speedup_min,
-                       c.speedup_max, c.round_speedups.size(), c.base.median,
-                       c.unit, 100 * c.base.relative_iqr, c.candidate.median, c.unit, 100 * c.candidate.relative_iqr);
+      const Decision& d = c.decision;
+      s += fmt::format("  {}: {} — speedup {:.3f}x, {:.1f}% CI [{:.3f}, {:.3f}], p = {:.3g}, {} rounds, threshold {:.1f}%\n",
+                       c.bench_case.label, to_string(d.verdict), d.speedup, 100 * (1 - d.alpha_at_look), d.speedup_ci.lo,
+                       d.speedup_ci.hi, d.p_value, c.base.size(), 100 * c.threshold);
+      s += fmt::format("    base median {:.4g} {} (spread {:.1f}%), candidate median {:.4g} {} (spread {:.1f}%)\n",
+                       d.base_median_ms, c.unit, 100 * d.base_relative_spread, d.candidate_median_ms, c.unit,
+                       100 * d.candidate_relative_spread);
+      if (c.predicted_speedup) {
+        s += fmt::format("    predicted {:.3f}x, measured {:.3f}x: prediction error {:+.1f}%\n", *c.predicted_speedup,
+                         d.speedup, 100 * c.prediction_error.value_or(NAN));
+      }
+      s += "    " + printable(d.reason) + "\n";
     }
   }
   std::error_code ec;
@@ -251,16 +259,24 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
              {"cases", J::array()}};
   if (o.bench) {
     for (const auto& c : o.bench->cases) {
+      const Decision& d = c.decision;
       bench["cases"].push_back({{"case", c.bench_case.label},
+                                {"verdict", to_string(d.verdict)},
+                                {"reason", d.reason},
                                 {"unit", c.unit},
-                                {"speedup", c.speedup},
-                                {"speedup_min", c.speedup_min},
-                                {"speedup_max", c.speedup_max},
-                                {"round_speedups", c.round_speedups},
-                                {"base_median", c.base.median},
-                                {"base_relative_iqr", c.base.relative_iqr},
-                                {"candidate_median", c.candidate.median},
-                                {"candidate_relative_iqr", c.candidate.relative_iqr}});
+                                {"speedup", number_or_null(d.speedup)},
+                                {"speedup_ci", {number_or_null(d.speedup_ci.lo), number_or_null(d.speedup_ci.hi)}},
+                                {"ci_confidence", 1 - d.alpha_at_look},
+                                {"p_value", number_or_null(d.p_value)},
+                                {"rounds", c.base.size()},
+                                {"threshold", c.threshold},
+                                {"capped", c.capped},
+                                {"base_median", number_or_null(d.base_median_ms)},
+                                {"base_relative_spread", number_or_null(d.base_relative_spread)},
+                                {"candidate_median", number_or_null(d.candidate_median_ms)},
+                                {"candidate_relative_spread", number_or_null(d.candidate_relative_spread)},
+                                {"predicted_speedup", c.predicted_speedup ? J(*c.predicted_speedup) : J(nullptr)},
+                                {"prediction_error", c.prediction_error ? J(*c.prediction_error) : J(nullptr)}});
     }
   }
   return {{"experiment_id", o.experiment_id},

@@ -26,13 +26,14 @@ reference:
             --ref-fault, "{case.ref_fault}", --seed, "{seed}", --out, "{out}"]
 candidate:
   command: [cheat_harness, --role, candidate, --mode, "{param.mode}", --n, "{case.n}",
-            --scale, "{case.scale}", --seed, "{seed}", --out, "{out}"]
+            --scale, "{case.scale}", --slowdown, "{param.slowdown}", --seed, "{seed}", --out, "{out}"]
 params:
   mode:
     type: string
     enum: [honest, nan, zeros, few-wrong, fixed-seed, pow2-only, wrong-dtype, wrong-shape,
            truncated, crash, hang, exit-nonzero, no-output]
     default: honest
+  slowdown: {type: number, default: 1}
 outputs:
   y:
     dtype: float32
@@ -52,6 +53,10 @@ profiles:
   reference-faults: {ref_fault: [nan]}
 timeout_s: 2
 freezes: []
+bench:
+  warmup: 1
+  iters: 5
+  cases: [{n: 1000}]
 )";
 
 class GateCheats : public ::testing::Test {
@@ -66,14 +71,18 @@ class GateCheats : public ::testing::Test {
     ASSERT_EQ(testing::run_cli(kExe, {"--root", root_.string(), "gate", "lock"}, dir_.path()).exit_code, 0);
   }
   // Runs the cheat gate with candidate `mode`; returns the JSON report.
-  nlohmann::json run(const std::string& mode, int expected_exit, std::vector<std::string> extra = {}) {
+  nlohmann::json run(const std::string& mode, int expected_exit, std::vector<std::string> extra = {}, bool bench = false,
+                     const std::string& arms = "") {
     const auto manifest = dir_ / (mode + ".yaml");
     testing::write_file(manifest, "experiment: cheat-" + mode +
-                                      "\nhypothesis: h\npredicted_effect: p\ngate: cheat\n"
-                                      "candidate: {revision: WORKTREE, params: {mode: " + mode +
-                                      "}}\nbase: {revision: WORKTREE, params: {mode: " + (mode == "zeros" ? "nan" : "zeros") + "}}\n");
+                                      "\nhypothesis: h\npredicted_effect: p\ngate: cheat\n" +
+                                      (arms.empty() ? "candidate: {revision: WORKTREE, params: {mode: " + mode +
+                                                          "}}\nbase: {revision: WORKTREE, params: {mode: " +
+                                                          (mode == "zeros" ? "nan" : "zeros") + "}}\n"
+                                                    : arms));
     std::vector<std::string> args = {"--root", root_.string(), "run", manifest.string(), "--ledger",
-                                     (dir_ / "ledger.db").string(), "--json", "--no-bench"};
+                                     (dir_ / "ledger.db").string(), "--json"};
+    if (!bench) args.push_back("--no-bench");
     args.insert(args.end(), extra.begin(), extra.end());
     const auto res = testing::run_cli(kExe, args, dir_.path());
     EXPECT_EQ(res.exit_code, expected_exit) << mode << "\n" << res.out << res.err;
@@ -165,6 +174,48 @@ TEST_F(GateCheats, CrashHangNonZeroExitAndMissingOutputAreRed) {
   EXPECT_NE(reason(run("hang", 1), "n=64").find("the candidate timed out after"), std::string::npos);
   EXPECT_NE(reason(run("exit-nonzero", 1), "n=64").find("the candidate exit code 7"), std::string::npos);
   EXPECT_NE(reason(run("no-output", 1), "n=64").find("y.npy: missing"), std::string::npos);
+}
+
+TEST_F(GateCheats, NoBenchmarkOnARedAnErrorOrASkippedGate) {
+  const auto count_bench_rows = [&] {
+    return testing::run_cli("/usr/bin/sqlite3", {(dir_ / "ledger.db").string(), "SELECT COUNT(*) FROM bench_cases"}, dir_.path()).out;
+  };
+  const auto red = run("nan", 1, {}, /*bench=*/true);
+  EXPECT_EQ(red["stages"]["bench"]["status"], "skipped");
+  const auto error = run("honest", 3, {"--profile", "reference-faults"}, /*bench=*/true);
+  EXPECT_EQ(error["stages"]["bench"]["status"], "skipped");
+  EXPECT_NE(error["stages"]["bench"]["reason"].get<std::string>().find("never measured on a red gate"), std::string::npos);
+  // A gate that never ran its cases (edited after the lock) is skipped too.
+  testing::write_file(root_ / "gates" / "cheat.yaml", std::string(kGate) + "# edited\n");
+  const auto skipped = run("honest", 1, {}, /*bench=*/true);
+  EXPECT_TRUE(skipped["stages"]["gate"]["cases"].empty());
+  EXPECT_EQ(skipped["stages"]["bench"]["status"], "skipped");
+  EXPECT_EQ(count_bench_rows(), "0\n");
+}
+
+TEST_F(GateCheats, APlantedSlowdownIsSlowerAndIdenticalCodeIsNotFasterOrSlower) {
+  const auto slow = run("honest", 0, {}, true,
+                        "candidate: {revision: WORKTREE, params: {slowdown: 1.25}}\n"
+                        "base: {revision: WORKTREE, params: {slowdown: 1.0}}\npredicted_speedup: 1.1\n");
+  const auto& c = slow["stages"]["bench"]["cases"][0];
+  EXPECT_EQ(c["verdict"], "slower") << c.dump(1);
+  EXPECT_LT(c["speedup"].get<double>(), 1.0);
+  EXPECT_GE(c["rounds"].get<int>(), 9);
+  EXPECT_NEAR(c["prediction_error"].get<double>(), c["speedup"].get<double>() / 1.1 - 1, 1e-12);
+  // Calibration runs the base against itself and records the noise floor...
+  const auto cal = testing::run_cli(kExe, {"--root", root_.string(), "bench", "calibrate", "cheat", "--comparisons", "3",
+                                           "--ledger", (dir_ / "ledger.db").string(), "--json"}, dir_.path());
+  ASSERT_EQ(cal.exit_code, 0) << cal.out << cal.err;
+  const auto doc = nlohmann::json::parse(cal.out);
+  ASSERT_EQ(doc["cases"].size(), 1u);
+  EXPECT_EQ(doc["cases"][0]["comparisons"].size(), 3u);
+  for (const auto& v : doc["cases"][0]["comparisons"]) EXPECT_NE(v["verdict"], "faster");
+  const double floor = doc["cases"][0]["noise_floor"].get<double>();
+  // ...which the next decision uses as its threshold when above 1 %.
+  const auto after = run("honest", 0, {}, true,
+                         "candidate: {revision: WORKTREE, params: {slowdown: 1.25}}\n"
+                         "base: {revision: WORKTREE, params: {slowdown: 1.0}}\n");
+  EXPECT_DOUBLE_EQ(after["stages"]["bench"]["cases"][0]["threshold"].get<double>(), std::max(0.01, floor));
 }
 
 TEST_F(GateCheats, KillingDensefeedKillsItsHarnesses) {

@@ -27,7 +27,7 @@ outputs:
   y: {dtype: float32, reference_dtype: float64, tolerance: {rel_l2: 1.0e-5}}
 cases: {grid: [{n: [64]}]}
 profiles: {quick: {}, full: {}}
-bench: {warmup: 1, iters: 2, rounds: 2, cases: [{n: 64}]}
+bench: {warmup: 1, iters: 2, cases: [{n: 64}]}
 build:
   commands:
     - [mkdir, -p, "{build}/bin"]
@@ -66,8 +66,11 @@ class Revisions : public ::testing::Test {
     edit("harness/cheat_harness.cpp", "int main(", "int main( this does not compile");
     commit("nocompile");
     git({"checkout", "-q", "main"});
+    ready_ = !::testing::Test::HasFailure();
   }
   static void TearDownTestSuite() { delete repo_; }
+  // A failed suite set-up must fail every test, not skip it.
+  void SetUp() override { ASSERT_TRUE(ready_) << "the test repository could not be set up (see above)"; }
 
   static int cli(const std::string& exe, const std::vector<std::string>& args) {
     return testing::run_cli(exe, args, repo_->path()).exit_code;
@@ -104,10 +107,12 @@ class Revisions : public ::testing::Test {
   }
 
   static testing::TempDir* repo_;
+  static bool ready_;
   testing::TempDir dir_;
 };
 
 testing::TempDir* Revisions::repo_ = nullptr;
+bool Revisions::ready_ = false;
 
 TEST_F(Revisions, CandidateAndBaseAtACommitAreBuiltAndMeasured) {
   const auto [code, r] = run("v1", "v1", "few-wrong", /*bench=*/true);

@@ -46,10 +46,11 @@ class LedgerInvariants : public ::testing::Test {
   }
   std::filesystem::path db_path() const { return dir_ / "ledger.db"; }
   std::string bench_insert(std::int64_t experiment, std::int64_t gate_run) const {
-    return "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, base_median, "
-           "base_relative_iqr, candidate_median, candidate_relative_iqr, speedup, speedup_min, speedup_max, rounds, "
-           "round_speedups) VALUES (" +
-           std::to_string(experiment) + ", " + std::to_string(gate_run) + ", 'c', '{}', 'ms', 2, 0, 1, 0, 2, 2, 2, 1, '[2]')";
+    return "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, verdict, reason, base_median, "
+           "base_relative_spread, candidate_median, candidate_relative_spread, speedup, speedup_lo, speedup_hi, "
+           "ci_confidence, p_value, rounds, threshold, rounds_json) VALUES (" +
+           std::to_string(experiment) + ", " + std::to_string(gate_run) +
+           ", 'c', '{}', 'ms', 'faster', 'r', 2, 0, 1, 0, 2, 1.9, 2.1, 0.98, 0.001, 9, 0.01, '[]')";
   }
   testing::TempDir dir_;
   Manifest manifest_;
@@ -67,8 +68,8 @@ TEST_F(LedgerInvariants, NoSpeedupOnARedGateThroughTheApi) {
   Ledger ledger(db_path());
   BenchResult bench;
   bench.cases.push_back(BenchCaseResult{});
-  bench.cases[0].round_speedups = {1.0};
-  EXPECT_THROW(ledger.record_bench(experiment_, gate_run_, bench), InfraError);
+  bench.cases[0].decision.speedup = 2.0;
+  EXPECT_THROW(ledger.record_bench(experiment_, gate_run_, bench, Environment{}, "", "", false), InfraError);
   EXPECT_EQ(ledger.show(experiment_)["bench_cases"].size(), 0u);
 }
 
@@ -80,6 +81,13 @@ TEST_F(LedgerInvariants, SpeedupNeedsTheGreenRunOfTheSameExperiment) {
   // A green run of another experiment does not license a speedup here.
   EXPECT_NE(plain_sql(db_path(), bench_insert(experiment_, green_run)), "");
   EXPECT_EQ(plain_sql(db_path(), bench_insert(second, green_run)), "");
+}
+
+TEST_F(LedgerInvariants, NoEnvironmentRowWithoutAGreenGate) {
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO environments(experiment_id, host, cpu_model, gpus, cuda_version, compiler, "
+                                 "flags, candidate_sha, base_sha, worktree_dirty) VALUES (" +
+                                     std::to_string(experiment_) + ", 'h', 'c', '[]', '', 'g', '', 'a', 'b', 0)"),
+            "environments: recorded only with a benchmark, which needs a green gate run");
 }
 
 TEST_F(LedgerInvariants, ResultsAreAppendOnly) {

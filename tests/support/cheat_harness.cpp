@@ -4,7 +4,9 @@
 // in float64; an honest candidate writes the same in float32.
 //
 //   cheat_harness --role reference|candidate [--mode MODE] --n N --scale S
-//                 [--ref-fault none|nan] --seed SEED --out DIR
+//                 [--ref-fault none|nan] [--slowdown F] --seed SEED --out DIR
+// In bench mode (DENSEFEED_MODE=bench) it times 200 * F evaluations of y per
+// iteration and writes samples.json.
 #include <csignal>
 #include <cmath>
 #include <cstdlib>
@@ -38,6 +40,9 @@ int main(int argc, char** argv) {
   const std::string mode = arg(argc, argv, "--mode", "honest");
   const std::size_t n = std::stoul(arg(argc, argv, "--n"));
   const double scale = std::stod(arg(argc, argv, "--scale", "1"));
+  // Bench mode only: how many times the work is repeated per iteration, so a
+  // candidate can be planted slower by a known factor.
+  const double slowdown = std::stod(arg(argc, argv, "--slowdown", "1"));
   std::uint64_t seed = std::stoull(arg(argc, argv, "--seed"));
   const std::filesystem::path out = arg(argc, argv, "--out");
   const auto file = out / "y.npy";
@@ -75,7 +80,8 @@ int main(int argc, char** argv) {
     samples << "{\"unit\": \"ms\", \"samples\": [";
     for (int k = -warmup; k < iters; ++k) {
       const auto t0 = std::chrono::steady_clock::now();
-      for (int rep = 0; rep < 200; ++rep) compute();
+      const int reps = static_cast<int>(std::lround(200 * slowdown));
+      for (int rep = 0; rep < reps; ++rep) compute();
       const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (k >= 0) samples << (k ? ", " : "") << ms;
     }
