@@ -1,0 +1,101 @@
+#!/usr/bin/env python3
+"""Acceptance figures of the benchmark decision (issue 4), on this machine.
+
+With a CPU harness whose cost is set by an argument (tests/support/
+cheat_harness in bench mode: 200 * SLOWDOWN evaluations per iteration):
+  1. A/A: `densefeed bench calibrate` runs the base against itself N times
+     (default 50); the fraction that end `faster` or `slower` should be <= 5 %.
+  2. a planted 10 % slowdown (candidate slowdown 1.10), 20 experiments: the
+     fraction that end `slower` should be >= 95 %.
+  3. a planted 3 % slowdown, 20 experiments: the fraction detected.
+Prints figures; asserts nothing. The decisions after step 1 use the noise floor
+it recorded (threshold = max(1 %, floor)), as densefeed does after a calibration.
+
+usage: tests/perf/bench_acceptance.py [--build build] [--aa 50] [--planted 20] [--n 1000]
+"""
+import argparse
+import collections
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+parser = argparse.ArgumentParser()
+parser.add_argument("--build", default=os.path.join(root, "build"))
+parser.add_argument("--aa", type=int, default=50)
+parser.add_argument("--planted", type=int, default=20)
+parser.add_argument("--n", type=int, default=1000, help="work per evaluation (elements)")
+args = parser.parse_args()
+exe = os.path.join(args.build, "bin", "densefeed")
+
+GATE = """gate: spin
+description: a CPU harness whose cost is set by the slowdown parameter
+reference:
+  command: [cheat_harness, --role, reference, --n, "{case.n}", --scale, "1", --seed, "{seed}", --out, "{out}"]
+candidate:
+  command: [cheat_harness, --role, candidate, --mode, honest, --n, "{case.n}", --scale, "1",
+            --slowdown, "{param.slowdown}", --seed, "{seed}", --out, "{out}"]
+params:
+  slowdown: {type: number, default: 1}
+outputs:
+  y: {dtype: float32, reference_dtype: float64, tolerance: {rel_l2: 1.0e-5}}
+cases: {grid: [{n: [N]}]}
+profiles: {quick: {}, full: {}}
+bench: {warmup: 1, iters: 5, max_seconds_per_case: 120, cases: [{n: N}]}
+freezes: []
+""".replace("N]", f"{args.n}]").replace("n: N}", f"n: {args.n}}}")
+
+with tempfile.TemporaryDirectory() as tmp:
+    os.makedirs(os.path.join(tmp, "gates"))
+    shutil.copytree(os.path.join(root, "schemas"), os.path.join(tmp, "schemas"))
+    with open(os.path.join(tmp, "gates", "spin.yaml"), "w") as f:
+        f.write(GATE)
+    ledger = os.path.join(tmp, "ledger.db")
+    base = [exe, "--root", tmp]
+    subprocess.run(base + ["gate", "lock"], check=True, capture_output=True)
+
+    start = time.perf_counter()
+    out = subprocess.run(base + ["bench", "calibrate", "spin", "--comparisons", str(args.aa), "--ledger", ledger, "--json"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        raise SystemExit(out.stdout + out.stderr)
+    cal = json.loads(out.stdout)["cases"][0]
+    aa = collections.Counter(c["verdict"] for c in cal["comparisons"])
+    aa_s = time.perf_counter() - start
+
+    def planted(slowdown, count):
+        verdicts, speedups, rounds = collections.Counter(), [], []
+        for i in range(count):
+            manifest = os.path.join(tmp, "m.yaml")
+            with open(manifest, "w") as f:
+                f.write("experiment: planted\nhypothesis: h\npredicted_effect: p\ngate: spin\n"
+                        f"candidate: {{revision: WORKTREE, params: {{slowdown: {slowdown}}}}}\n"
+                        "base: {revision: WORKTREE, params: {slowdown: 1.0}}\n")
+            r = subprocess.run(base + ["run", manifest, "--ledger", ledger, "--json"], capture_output=True, text=True)
+            doc = json.loads(r.stdout)
+            case = doc["stages"]["bench"]["cases"][0]
+            verdicts[case["verdict"]] += 1
+            speedups.append(case["speedup"])
+            rounds.append(case["rounds"])
+        return verdicts, speedups, rounds, case["threshold"]
+
+    start = time.perf_counter()
+    ten, ten_speedups, ten_rounds, threshold = planted(1.10, args.planted)
+    ten_s = time.perf_counter() - start
+    start = time.perf_counter()
+    three, three_speedups, three_rounds, _ = planted(1.03, args.planted)
+    three_s = time.perf_counter() - start
+
+    print(f"CPU harness: cheat_harness bench mode, n = {args.n}, 5 iterations per round per arm, looks at 9/15/25 rounds")
+    print(f"1. A/A, {args.aa} calibrations: {dict(aa)}; false verdicts (faster or slower): "
+          f"{(aa['faster'] + aa['slower']) / args.aa:.1%} (goal <= 5 %); noise floor {cal['noise_floor']:.2%}, "
+          f"so threshold {threshold:.2%}; {aa_s:.0f} s")
+    print(f"2. planted 10 % slowdown, {args.planted} runs: {dict(ten)}; slower: {ten['slower'] / args.planted:.0%} "
+          f"(goal >= 95 %); median speedup {sorted(ten_speedups)[len(ten_speedups) // 2]:.3f}; "
+          f"rounds {min(ten_rounds)}..{max(ten_rounds)}; {ten_s:.0f} s")
+    print(f"3. planted 3 % slowdown, {args.planted} runs: {dict(three)}; detected (slower): "
+          f"{three['slower'] / args.planted:.0%}; median speedup {sorted(three_speedups)[len(three_speedups) // 2]:.3f}; "
+          f"rounds {min(three_rounds)}..{max(three_rounds)}; {three_s:.0f} s")
