@@ -11,7 +11,11 @@ cheat_harness in bench mode: 200 * SLOWDOWN evaluations per iteration):
 Prints figures; asserts nothing. The decisions after step 1 use the noise floor
 it recorded (threshold = max(1 %, floor)), as densefeed does after a calibration.
 
-usage: tests/perf/bench_acceptance.py [--build build] [--aa 50] [--planted 20] [--n 1000]
+With --harness gpu the harness is tests/support/gpu_spin_harness (a CUDA
+kernel timed with CUDA events, L2 flushed outside them, SM clock and throttle
+reported through NVML), for the same figures on a GPU.
+
+usage: tests/perf/bench_acceptance.py [--build build | --bin DIR] [--harness cpu|gpu] [--aa 50] [--planted 20] [--n N]
 """
 import argparse
 import collections
@@ -27,26 +31,34 @@ parser = argparse.ArgumentParser()
 parser.add_argument("--build", default=os.path.join(root, "build"))
 parser.add_argument("--aa", type=int, default=50)
 parser.add_argument("--planted", type=int, default=20)
-parser.add_argument("--n", type=int, default=1000, help="work per evaluation (elements)")
+parser.add_argument("--bin", help="folder holding densefeed and the harnesses (default BUILD/bin)")
+parser.add_argument("--harness", choices=["cpu", "gpu"], default="cpu")
+parser.add_argument("--n", type=int, help="elements (cpu default 1000, gpu default 16777216)")
 args = parser.parse_args()
-exe = os.path.join(args.build, "bin", "densefeed")
+exe = os.path.join(args.bin or os.path.join(args.build, "bin"), "densefeed")
+if args.n is None:
+    args.n = 1000 if args.harness == "cpu" else 1 << 24
 
-GATE = """gate: spin
-description: a CPU harness whose cost is set by the slowdown parameter
+HARNESS = {
+    "cpu": ("cheat_harness", "--mode, honest, --scale, \"1\","),
+    "gpu": ("gpu_spin_harness", "--work, \"256\","),
+}[args.harness]
+GATE = f"""gate: spin
+description: a {args.harness.upper()} harness whose cost is set by the slowdown parameter
 reference:
-  command: [cheat_harness, --role, reference, --n, "{case.n}", --scale, "1", --seed, "{seed}", --out, "{out}"]
+  command: [{HARNESS[0]}, --role, reference, --n, "{{case.n}}", --scale, "1", --seed, "{{seed}}", --out, "{{out}}"]
 candidate:
-  command: [cheat_harness, --role, candidate, --mode, honest, --n, "{case.n}", --scale, "1",
-            --slowdown, "{param.slowdown}", --seed, "{seed}", --out, "{out}"]
+  command: [{HARNESS[0]}, --role, candidate, {HARNESS[1]} --n, "{{case.n}}",
+            --slowdown, "{{param.slowdown}}", --seed, "{{seed}}", --out, "{{out}}"]
 params:
-  slowdown: {type: number, default: 1}
+  slowdown: {{type: number, default: 1}}
 outputs:
-  y: {dtype: float32, reference_dtype: float64, tolerance: {rel_l2: 1.0e-5}}
-cases: {grid: [{n: [N]}]}
-profiles: {quick: {}, full: {}}
-bench: {warmup: 1, iters: 5, max_seconds_per_case: 120, cases: [{n: N}]}
+  y: {{dtype: float32, reference_dtype: float64, tolerance: {{rel_l2: 1.0e-5}}}}
+cases: {{grid: [{{n: [{args.n}]}}]}}
+profiles: {{quick: {{}}, full: {{}}}}
+bench: {{warmup: 1, iters: {5 if args.harness == "cpu" else 10}, max_seconds_per_case: 120, cases: [{{n: {args.n}}}]}}
 freezes: []
-""".replace("N]", f"{args.n}]").replace("n: N}", f"n: {args.n}}}")
+"""
 
 with tempfile.TemporaryDirectory() as tmp:
     os.makedirs(os.path.join(tmp, "gates"))
@@ -82,20 +94,17 @@ with tempfile.TemporaryDirectory() as tmp:
             rounds.append(case["rounds"])
         return verdicts, speedups, rounds, case["threshold"]
 
+    print(f"{args.harness.upper()} harness: {HARNESS[0]} bench mode, n = {args.n}, looks at 9/15/25 rounds")
+    print(f"1. A/A, {args.aa} calibrations: {dict(aa)}; false verdicts (faster or slower): "
+          f"{(aa['faster'] + aa['slower']) / args.aa:.1%} (goal <= 5 %); noise floor {cal['noise_floor']:.2%}; {aa_s:.0f} s",
+          flush=True)
     start = time.perf_counter()
     ten, ten_speedups, ten_rounds, threshold = planted(1.10, args.planted)
-    ten_s = time.perf_counter() - start
+    print(f"2. planted 10 % slowdown, {args.planted} runs (threshold {threshold:.2%}): {dict(ten)}; slower: "
+          f"{ten['slower'] / args.planted:.0%} (goal >= 95 %); median speedup {sorted(ten_speedups)[len(ten_speedups) // 2]:.3f}; "
+          f"rounds {min(ten_rounds)}..{max(ten_rounds)}; {time.perf_counter() - start:.0f} s", flush=True)
     start = time.perf_counter()
     three, three_speedups, three_rounds, _ = planted(1.03, args.planted)
-    three_s = time.perf_counter() - start
-
-    print(f"CPU harness: cheat_harness bench mode, n = {args.n}, 5 iterations per round per arm, looks at 9/15/25 rounds")
-    print(f"1. A/A, {args.aa} calibrations: {dict(aa)}; false verdicts (faster or slower): "
-          f"{(aa['faster'] + aa['slower']) / args.aa:.1%} (goal <= 5 %); noise floor {cal['noise_floor']:.2%}, "
-          f"so threshold {threshold:.2%}; {aa_s:.0f} s")
-    print(f"2. planted 10 % slowdown, {args.planted} runs: {dict(ten)}; slower: {ten['slower'] / args.planted:.0%} "
-          f"(goal >= 95 %); median speedup {sorted(ten_speedups)[len(ten_speedups) // 2]:.3f}; "
-          f"rounds {min(ten_rounds)}..{max(ten_rounds)}; {ten_s:.0f} s")
     print(f"3. planted 3 % slowdown, {args.planted} runs: {dict(three)}; detected (slower): "
           f"{three['slower'] / args.planted:.0%}; median speedup {sorted(three_speedups)[len(three_speedups) // 2]:.3f}; "
-          f"rounds {min(three_rounds)}..{max(three_rounds)}; {three_s:.0f} s")
+          f"rounds {min(three_rounds)}..{max(three_rounds)}; {time.perf_counter() - start:.0f} s", flush=True)
