@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "ledger_schema_sql.h"
+#include "statistics.h"
 
 namespace densefeed {
 namespace {
@@ -248,6 +249,14 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
       if (c.base[r].sm_clock_mhz) round["base_sm_clock_mhz"] = *c.base[r].sm_clock_mhz;
       if (c.candidate[r].sm_clock_mhz) round["candidate_sm_clock_mhz"] = *c.candidate[r].sm_clock_mhz;
       rounds.push_back(round);
+    }
+    // Median SM clock per arm over the rounds that reported one.
+    for (const auto* arm : {&c.base, &c.candidate}) {
+      std::vector<double> mhz;
+      for (const auto& r : *arm) {
+        if (r.sm_clock_mhz) mhz.push_back(*r.sm_clock_mhz);
+      }
+      if (!mhz.empty()) clocks[c.bench_case.label][arm == &c.base ? "base_sm_clock_mhz" : "candidate_sm_clock_mhz"] = median(mhz);
     }
     Statement s(db_,
                 "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, verdict, reason, "
