@@ -51,6 +51,13 @@ std::string describe_trend(const std::string& metric, const std::string& axis,
     if (pt.second > 0 && std::isfinite(pt.second)) p.push_back(pt);
   }
   const std::string range = fmt::format("({} {}..{})", axis, p.front().first, p.back().first);
+  double lo = p.front().second, hi = lo;
+  for (auto pt : p) {
+    lo = std::min(lo, pt.second);
+    hi = std::max(hi, pt.second);
+  }
+  // Values that barely move are noise around a level: a fit means nothing.
+  if (hi / lo < 1.5) return fmt::format("flat: every value within x{:.2f} of the smallest {}", hi / lo, range);
   if (fit->r2 < 0.9) {
     std::size_t at = 1;
     double step = 0;

@@ -48,6 +48,16 @@ TEST(ErrorTrend, AStepIsReportedAsAStepNotAsAPowerLaw) {
   EXPECT_NE(tables[0].trends[0].find("largest step x2e+04 (up) from shards=1 to 2"), std::string::npos) << tables[0].trends[0];
 }
 
+TEST(ErrorTrend, NoiseAroundALevelIsFlatNotAStep) {
+  // tf32x3 at the fp32 floor: values within a few percent of each other.
+  GateResult r;
+  const std::vector<std::pair<int, double>> errors = {{1, 1.78e-6}, {2, 1.75e-6}, {4, 1.67e-6}, {8, 1.71e-6}};
+  for (auto [shards, e] : errors) r.cases.push_back(make_case(8000, shards, e, 1e-5));
+  const auto tables = build_trend_tables(r, "T", "shards");
+  ASSERT_EQ(tables[0].trends.size(), 1u);
+  EXPECT_EQ(tables[0].trends[0], "T=8000: flat: every value within x1.07 of the smallest (shards 1..8)");
+}
+
 TEST(ErrorTrend, GroupsByOtherVaryingKeys) {
   GateResult r;
   for (const char* regime : {"long-memory", "fast-decay"}) {
