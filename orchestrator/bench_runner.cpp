@@ -66,7 +66,10 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     BenchCaseResult bc;
     bc.bench_case = c;
     bc.predicted_speedup = options.predicted_speedup;
-    if (auto it = options.noise_floor.find(c.label); it != options.noise_floor.end()) bc.threshold = std::max(0.01, it->second);
+    if (auto it = options.noise_floor.find(c.label); it != options.noise_floor.end()) {
+      bc.calibrated_floor = it->second;
+      bc.threshold = std::max(0.01, it->second);
+    }
     DecisionInput input;
     input.threshold = bc.threshold;
     input.looks = gate.bench.looks;

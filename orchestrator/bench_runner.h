@@ -26,7 +26,8 @@ struct BenchCaseResult {
   std::vector<ArmRound> base;       // per round
   std::vector<ArmRound> candidate;
   Decision decision;                // verdict, speedup with its interval, p, rounds
-  double threshold = 0.01;          // the noise threshold used (fraction)
+  double threshold = 0.01;          // the noise threshold used (fraction): max(1 %, calibrated_floor)
+  std::optional<double> calibrated_floor;  // the latest `bench calibrate` floor on this host, if any
   bool capped = false;              // the wall-time cap stopped it: inconclusive
   std::optional<double> predicted_speedup;  // from the manifest
   std::optional<double> prediction_error;   // measured / predicted - 1

@@ -71,7 +71,12 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   };
   out.candidate_sha = resolve_arm("candidate", m.candidate);
   out.base_sha = resolve_arm("base", m.base);
-  if (out.gate && m.candidate.revision == m.base.revision && out.candidate_sha == out.base_sha &&
+  // The code an arm runs: its commit, or the checkout when WORKTREE has
+  // uncommitted changes (a clean WORKTREE is HEAD, whatever it is called).
+  const auto code_of = [&](const Arm& arm, const std::string& sha) {
+    return arm.revision == kWorktree && out.worktree_dirty ? std::string(kWorktree) : sha;
+  };
+  if (out.gate && code_of(m.candidate, out.candidate_sha) == code_of(m.base, out.base_sha) &&
       out.candidate_params == out.base_params) {
     m.doc.fail("/base", "the base is the candidate (same revision and parameters): that only measures noise; "
                         "give the base another revision or parameters");

@@ -148,6 +148,13 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       throw InputError(path.string(), {}, "", "an SQLite database but not a densefeed ledger (no schema_info table); "
                                               "densefeed will not add its tables to it");
     }
+    if (is_ledger) {
+      Statement version(db_, "SELECT MAX(version) FROM schema_info");
+      version.step();
+      if (!version.column(0).is_number_integer()) {
+        throw InputError(path.string(), {}, "", "the ledger's schema_info has no version: the file is damaged");
+      }
+    }
     if (read_only) {
       Statement version(db_, "SELECT MAX(version) FROM schema_info");
       version.step();

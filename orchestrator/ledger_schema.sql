@@ -197,6 +197,16 @@ CREATE TRIGGER IF NOT EXISTS environments_no_update BEFORE UPDATE ON environment
 BEGIN SELECT RAISE(ABORT, 'environments is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS environments_no_delete BEFORE DELETE ON environments
 BEGIN SELECT RAISE(ABORT, 'environments is append-only'); END;
+CREATE TRIGGER IF NOT EXISTS calibrations_no_replace BEFORE INSERT ON calibrations
+WHEN EXISTS (SELECT 1 FROM calibrations WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'calibrations is append-only: a row with this id exists'); END;
+CREATE TRIGGER IF NOT EXISTS environments_no_replace BEFORE INSERT ON environments
+WHEN EXISTS (SELECT 1 FROM environments WHERE id = NEW.id)
+BEGIN SELECT RAISE(ABORT, 'environments is append-only: a row with this id exists'); END;
+CREATE TRIGGER IF NOT EXISTS schema_info_no_update BEFORE UPDATE ON schema_info
+BEGIN SELECT RAISE(ABORT, 'schema_info changes only through densefeed migrations'); END;
+CREATE TRIGGER IF NOT EXISTS schema_info_no_delete BEFORE DELETE ON schema_info
+BEGIN SELECT RAISE(ABORT, 'schema_info changes only through densefeed migrations'); END;
 CREATE TRIGGER IF NOT EXISTS calibrations_no_update BEFORE UPDATE ON calibrations
 BEGIN SELECT RAISE(ABORT, 'calibrations is append-only'); END;
 CREATE TRIGGER IF NOT EXISTS calibrations_no_delete BEFORE DELETE ON calibrations

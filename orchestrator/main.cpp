@@ -3,6 +3,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdint>
+#include <cmath>
 #include <cstdlib>
 #include <iostream>
 #include <thread>
@@ -268,6 +269,10 @@ int main(int argc, char** argv) {
       const auto params = df::resolve_params(m, "candidate", m.candidate, gate);
       const auto started = std::chrono::system_clock::now().time_since_epoch().count();
       const auto work = ledger_path.parent_path() / (ledger_path.stem().string() + "-calibrations") / std::to_string(started);
+      if (comparisons < 20) {
+        std::cerr << fmt::format("densefeed: warning: {} comparison(s) give a rough noise floor (its 95th percentile needs "
+                                 "about 20 or more); it is recorded and used all the same\n", comparisons);
+      }
       const auto result = df::calibrate(gate, params, comparisons, work, static_cast<std::uint64_t>(started));
       if (result.verdict != df::Verdict::green) throw df::InfraError(result.reason);
       df::Ledger ledger(ledger_path);
@@ -308,15 +313,31 @@ int main(int argc, char** argv) {
       const auto open = [&](const std::string& path, const std::string& tensor, std::optional<std::string> dtype) {
         try {
           return df::TensorFile::open(path, tensor, dtype);
+        } catch (const df::TensorFileError& e) {
+          throw df::InputError(path, {}, "", e.message());
         } catch (const std::runtime_error& e) {
           throw df::InputError(path, {}, "", e.what());
         }
       };
+      for (const auto& [flag, bound] : {std::pair{"--rel-l2", compare_tol.rel_l2}, std::pair{"--max-abs", compare_tol.max_abs},
+                                        std::pair{"--atol", compare_tol.atol}, std::pair{"--rtol", compare_tol.rtol},
+                                        std::pair{"--ulp", compare_tol.max_ulp}}) {
+        if (bound && !(std::isfinite(*bound) && *bound >= 0)) {
+          throw df::InputError("command line", {}, flag, fmt::format("expected a finite bound >= 0, got {}", *bound));
+        }
+      }
       const auto ref = open(compare_ref, ref_tensor, std::nullopt);
       const auto cand = open(compare_cand, cand_tensor, declared);
       df::CompareOptions options;
       options.candidate_dtype = cand.dtype();
-      if (axis_opt->count() > 0) options.partition = df::Partition{partition_axis, partition_parts};
+      if (axis_opt->count() > 0) {
+        if (partition_axis >= cand.shape().size()) {
+          throw df::InputError("command line", {}, "--partition-axis",
+                               fmt::format("the tensors have {} dimension(s), so the axis must be below that; got {}",
+                                           cand.shape().size(), partition_axis));
+        }
+        options.partition = df::Partition{partition_axis, partition_parts};
+      }
       df::Tolerance tol = compare_tol;
       if (tol.empty()) tol = df::default_tolerance(cand.dtype());
       if (tol.max_ulp && !df::ulp_dtype(cand.dtype())) {

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include <fmt/format.h>
+
 #include "process_runner.h"
 #include "sha256.h"
 
@@ -25,6 +27,21 @@ Provenance read_provenance(const std::filesystem::path& root, const GateSpec& ga
       }
     } else {
       p.uncommitted.push_back("git status failed");
+    }
+  }
+  // WORKTREE arms run the harnesses as last built next to densefeed: say so
+  // when they come from another checkout, or when this one has changes they
+  // may not include.
+  const std::filesystem::path built_from = DENSEFEED_SOURCE_DIR;
+  std::error_code ec;
+  if (!std::filesystem::equivalent(built_from, root, ec)) {
+    p.uncommitted.push_back(fmt::format("the harnesses next to densefeed were built from {}, not from this root",
+                                        built_from.string()));
+  }
+  if (!p.commit.empty()) {
+    if (const auto status = capture_output({"git", "-C", root.string(), "status", "--porcelain", "--untracked-files=no"}, root);
+        status && !status->empty()) {
+      p.uncommitted.push_back("the checkout has uncommitted changes: WORKTREE runs the harnesses as last built, which may not include them");
     }
   }
   for (const auto* command : {&gate.reference_command, &gate.candidate_command}) {

@@ -18,8 +18,9 @@ namespace densefeed {
 struct Provenance {
   std::string root;           // the densefeed checkout the gate was read from
   std::string commit;         // its git HEAD, "" when it is not a git checkout
-  // Gate file, lock and frozen files that differ from HEAD (git status), or
-  // the single entry "not a git checkout".
+  // Gate file, lock and frozen files that differ from HEAD (git status), "not
+  // a git checkout", uncommitted changes elsewhere in the checkout, and
+  // harnesses built from another checkout: each a reason to look closer.
   std::vector<std::string> uncommitted;
   // sha256 of each harness executable the gate's commands start (argv[0]).
   std::map<std::string, std::string> harness_sha256;

@@ -1,6 +1,7 @@
 #include "report.h"
 
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,12 @@ std::string printable(const std::string& text) {
     else out += static_cast<char>(c);
   }
   return out;
+}
+
+std::string threshold_source(const BenchCaseResult& c) {
+  if (!c.calibrated_floor) return "the 1 % minimum; no calibration on this host";
+  if (*c.calibrated_floor > 0.01) return fmt::format("the calibrated noise floor");
+  return fmt::format("the 1 % minimum; the calibrated floor is {:.2f}%", 100 * *c.calibrated_floor);
 }
 
 std::string sci(double v) { return std::isnan(v) ? "nan" : fmt::format("{:.2e}", v); }
@@ -163,8 +170,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
   if (p.clean()) {
     s += fmt::format("  provenance: {} at commit {} (gate, lock and frozen files committed)\n", p.root, p.commit.substr(0, 12));
   } else {
-    s += fmt::format("  provenance: WARNING, not densefeed's committed gate: {} {}\n", p.root,
-                     fmt::join(p.uncommitted, "; "));
+    s += fmt::format("  provenance: WARNING ({}): {}\n", p.root, fmt::join(p.uncommitted, "; "));
   }
   std::size_t width = 4;
   for (const auto& c : g.cases) width = std::max(width, c.gate_case.label.size());
@@ -212,9 +218,9 @@ std::string render_text_report(const ExperimentOutcome& o) {
     s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)\n";
     for (const auto& c : o.bench->cases) {
       const Decision& d = c.decision;
-      s += fmt::format("  {}: {} — speedup {:.3f}x, {:.1f}% CI [{:.3f}, {:.3f}], p = {:.3g}, {} rounds, threshold {:.1f}%\n",
+      s += fmt::format("  {}: {} — speedup {:.3f}x, {:.1f}% CI [{:.3f}, {:.3f}], p = {:.3g}, {} rounds, threshold {:.2f}% ({})\n",
                        c.bench_case.label, to_string(d.verdict), d.speedup, 100 * (1 - d.alpha_at_look), d.speedup_ci.lo,
-                       d.speedup_ci.hi, d.p_value, c.base.size(), 100 * c.threshold);
+                       d.speedup_ci.hi, d.p_value, c.base.size(), 100 * c.threshold, threshold_source(c));
       s += fmt::format("    base median {:.4g} {} (spread {:.1f}%), candidate median {:.4g} {} (spread {:.1f}%)\n",
                        d.base_median_ms, c.unit, 100 * d.base_relative_spread, d.candidate_median_ms, c.unit,
                        100 * d.candidate_relative_spread);
@@ -227,8 +233,15 @@ std::string render_text_report(const ExperimentOutcome& o) {
   }
   std::error_code ec;
   const bool have_logs = std::filesystem::exists(o.work_dir, ec);
-  s += fmt::format("\nverdict: {}   (experiment {}, {:.1f} s{})\n", to_string(o.verdict), o.experiment_id, o.wall_s,
-                   have_logs ? ", harness logs in " + o.work_dir.string() : "");
+  std::string bench_summary;
+  if (o.bench && o.bench->verdict == Verdict::green) {
+    std::map<std::string, int> count;
+    for (const auto& c : o.bench->cases) ++count[to_string(c.decision.verdict)];
+    for (const auto& [verdict, n] : count) bench_summary += fmt::format("{}{} {} of {}", bench_summary.empty() ? "" : ", ", verdict, n, o.bench->cases.size());
+    bench_summary = "; benchmark: " + bench_summary;
+  }
+  s += fmt::format("\nverdict: {} (gate){}   (experiment {}, {:.1f} s{})\n", to_string(o.verdict), bench_summary, o.experiment_id,
+                   o.wall_s, have_logs ? ", harness logs in " + o.work_dir.string() : "");
   return s;
 }
 
@@ -254,7 +267,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
   J tables = J::array();
   for (const auto& t : trends(o)) tables.push_back(trend_table_json(t));
 
-  J bench = {{"status", o.bench ? to_string(o.bench->verdict) : "skipped"},
+  // "measured", not "green": a measured benchmark may well say "slower".
+  J bench = {{"status", !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict)},
              {"reason", o.bench ? o.bench->reason : o.bench_skipped},
              {"cases", J::array()}};
   if (o.bench) {
@@ -270,6 +284,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                                 {"p_value", number_or_null(d.p_value)},
                                 {"rounds", c.base.size()},
                                 {"threshold", c.threshold},
+                                {"calibrated_floor", c.calibrated_floor ? J(*c.calibrated_floor) : J(nullptr)},
                                 {"capped", c.capped},
                                 {"base_median", number_or_null(d.base_median_ms)},
                                 {"base_relative_spread", number_or_null(d.base_relative_spread)},

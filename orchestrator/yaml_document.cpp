@@ -56,7 +56,13 @@ nlohmann::ordered_json resolve_plain_scalar(const std::string& s) {
       return std::stod(s);
     }
   }
-  if (std::regex_match(s, float_re)) return std::stod(s);
+  if (std::regex_match(s, float_re)) {
+    try {
+      return std::stod(s);
+    } catch (const std::out_of_range&) {
+      return s;  // beyond a double: left as text, so a schema asking for a number names it
+    }
+  }
   // JSON has no Inf/NaN: keep them as strings so that a schema asking for a
   // number rejects them with a clear message.
   if (std::regex_match(s, inf_re) || std::regex_match(s, nan_re)) return s;

@@ -97,8 +97,11 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
   EXPECT_GE(b["speedup_ci"][1].get<double>(), b["speedup"].get<double>());
   EXPECT_GE(b["rounds"].get<int>(), 9);  // the first look
   // tf32x3 does three products where tf32 does one: on the CPU path it is
-  // slower, by far more than noise.
-  EXPECT_EQ(b["verdict"], "slower") << b.dump();
+  // about half as fast. Timing is not asserted here (tests/perf measures the
+  // decision); only that a loaded machine can at worst make it inconclusive,
+  // never turn it around.
+  EXPECT_TRUE(b["verdict"] == "slower" || b["verdict"] == "inconclusive") << b.dump();
+  EXPECT_NEAR(b["prediction_error"].get<double>(), b["speedup"].get<double>() / 0.5 - 1, 1e-12);
 
   // The ledger holds both, and a speedup only for the green one.
   const auto red_id = std::to_string(r["experiment_id"].get<int>());
@@ -108,7 +111,7 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
   EXPECT_EQ(query(ledger(), "SELECT verdict FROM gate_runs WHERE experiment_id = " + green_id), "green");
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM bench_cases WHERE experiment_id = " + red_id), "0");
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM bench_cases WHERE experiment_id = " + green_id), "1");
-  EXPECT_EQ(query(ledger(), "SELECT verdict FROM bench_cases WHERE experiment_id = " + green_id), "slower");
+  EXPECT_EQ(query(ledger(), "SELECT verdict FROM bench_cases WHERE experiment_id = " + green_id), b["verdict"].get<std::string>());
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM environments WHERE experiment_id = " + green_id), "1");
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM environments WHERE experiment_id = " + red_id), "0");
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM gate_cases c JOIN gate_runs g ON c.gate_run_id = g.id WHERE g.experiment_id = " + red_id),
@@ -307,7 +310,7 @@ TEST_F(TamperedRoot, ACopyThatIsNotTheCommittedCheckoutIsFlagged) {
   EXPECT_NE(query(ledger(), "SELECT provenance FROM gate_runs").find("\"clean\":false"), std::string::npos);
   const auto text_run = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string(),
                                    "--ledger", ledger().string(), "--no-bench"});
-  EXPECT_NE(text_run.out.find("provenance: WARNING, not densefeed's committed gate"), std::string::npos) << text_run.out;
+  EXPECT_NE(text_run.out.find("provenance: WARNING (" + root_.string() + "): not a git checkout"), std::string::npos) << text_run.out;
 }
 
 TEST_F(CliEndToEnd, CompareTwoTensorFiles) {
@@ -344,6 +347,13 @@ TEST_F(CliEndToEnd, CompareTwoTensorFiles) {
   const auto junk = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "junk.npy").string()});
   EXPECT_EQ(junk.exit_code, 2);
   EXPECT_NE(junk.err.find("junk.npy"), std::string::npos) << junk.err;
+  const auto negative = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "good.npy").string(), "--rel-l2", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_NE(negative.err.find("field '--rel-l2': expected a finite bound >= 0"), std::string::npos) << negative.err;
+  const auto axis = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "good.npy").string(), "--partition-axis", "7"});
+  EXPECT_EQ(axis.exit_code, 2);
+  EXPECT_NE(axis.err.find("the tensors have 2 dimension(s)"), std::string::npos) << axis.err;
+  EXPECT_EQ(junk.err.find((dir_ / "junk.npy").string() + ": " + (dir_ / "junk.npy").string()), std::string::npos) << junk.err;
   const auto ulp = densefeed({"compare", (dir_ / "good.npy").string(), (dir_ / "ref.npy").string(), "--ulp", "1"});
   EXPECT_EQ(ulp.exit_code, 2);
   EXPECT_NE(ulp.err.find("--ulp applies to float32, float16 and bfloat16 candidates, not float64"), std::string::npos) << ulp.err;

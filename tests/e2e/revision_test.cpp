@@ -118,7 +118,7 @@ TEST_F(Revisions, CandidateAndBaseAtACommitAreBuiltAndMeasured) {
   const auto [code, r] = run("v1", "v1", "few-wrong", /*bench=*/true);
   EXPECT_EQ(code, 0) << r.dump(1);
   EXPECT_EQ(r["verdict"], "green");
-  EXPECT_EQ(r["stages"]["bench"]["status"], "green");
+  EXPECT_EQ(r["stages"]["bench"]["status"], "measured");
   EXPECT_EQ(r["stages"]["bench"]["cases"].size(), 1u);
   // The build folder is keyed on the commit and reused.
   bool built = false;
@@ -165,6 +165,9 @@ TEST_F(Revisions, UnknownRevisionAndSameArmsAreBadInput) {
   EXPECT_EQ(code, 2);
   EXPECT_EQ(r["details"]["field"], "candidate.revision");
   EXPECT_NE(r["details"]["message"].get<std::string>().find("'no-such-tag' names no commit"), std::string::npos);
+  // The same commit under two names is the same code.
+  const auto [alias_code, alias] = run("v1", "v1^{commit}", "honest");
+  EXPECT_EQ(alias_code, 2) << alias.dump(1);
   const auto [same_code, same] = run("v1", "v1", "honest");
   EXPECT_EQ(same_code, 2);
   EXPECT_NE(same["details"]["message"].get<std::string>().find("the base is the candidate"), std::string::npos);

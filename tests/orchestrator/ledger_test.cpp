@@ -119,6 +119,20 @@ TEST_F(LedgerInvariants, InsertOrReplaceCannotRewriteARecordedResult) {
   EXPECT_EQ(ledger.show(experiment_)["gate_run"]["verdict"], "red");
 }
 
+TEST_F(LedgerInvariants, CalibrationsAndTheSchemaVersionCannotBeRewritten) {
+  Ledger ledger(db_path());
+  ledger.record_calibration({"g", std::string(64, 'a'), "n=1", "host", {{"p", 1}}, 20, 0.004, 0.0, nlohmann::json::array()});
+  EXPECT_EQ(plain_sql(db_path(), "INSERT OR REPLACE INTO calibrations(id, gate, gate_sha256, case_label, host, params, "
+                                 "comparisons, noise_floor, false_verdict_rate, verdicts, created_at) "
+                                 "SELECT id, gate, gate_sha256, case_label, host, params, comparisons, 0.9, 0, verdicts, "
+                                 "created_at FROM calibrations"),
+            "calibrations is append-only: a row with this id exists");
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE calibrations SET noise_floor = 0.9"), "calibrations is append-only");
+  EXPECT_DOUBLE_EQ(ledger.noise_floors("g", "host").at("n=1"), 0.004);
+  EXPECT_EQ(plain_sql(db_path(), "DELETE FROM schema_info"), "schema_info changes only through densefeed migrations");
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE schema_info SET version = 99"), "schema_info changes only through densefeed migrations");
+}
+
 TEST_F(LedgerInvariants, EveryRowIsLinkedToAnExperiment) {
   EXPECT_EQ(plain_sql(db_path(), "INSERT INTO gate_runs(experiment_id, gate, gate_sha256, profile, seed, verdict, wall_s, "
                                  "harness_wall_s, started_at, finished_at) VALUES (999, 'g', 'h', 'q', '1', 'green', 0, 0, 'a', 'b')"),

@@ -90,6 +90,14 @@ TEST_F(ManifestValidation, MissingField) {
   EXPECT_EQ(e.rfind(prefix() + ":1:1: field 'gate': missing required field; expected type string", 0), 0u) << e;
 }
 
+TEST_F(ManifestValidation, NumberBeyondADouble) {
+  std::string text = kGood;
+  text += "predicted_speedup: 1e400\n";
+  const auto e = error_of(text);
+  EXPECT_EQ(e.rfind(prefix() + ":13:20: field 'predicted_speedup': ", 0), 0u) << e;
+  EXPECT_NE(e.find("got string \"1e400\""), std::string::npos) << e;
+}
+
 TEST_F(ManifestValidation, DuplicateKey) {
   std::string text = kGood;
   text += "hypothesis: again\n";

@@ -19,12 +19,13 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
-#include "npy_writer.h"
+#include "gpu_spin_output.h"
 
 namespace {
 
@@ -100,7 +101,7 @@ int main(int argc, char** argv) {
   if (role == "reference") {
     std::vector<double> y(n);
     for (std::size_t i = 0; i < n; ++i) y[i] = 2.0 * static_cast<double>(x[i]);
-    densefeed::write_npy(out / "y.npy", std::span<const double>(y), std::vector<std::size_t>{n});
+    write_vector_npy((out / "y.npy").string(), y.data(), n);
     return 0;
   }
 
@@ -115,7 +116,7 @@ int main(int argc, char** argv) {
     CHECK_CUDA(cudaGetLastError());
     std::vector<float> y(n);
     CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(float), cudaMemcpyDeviceToHost));
-    densefeed::write_npy(out / "y.npy", std::span<const float>(y), std::vector<std::size_t>{n});
+    write_vector_npy((out / "y.npy").string(), y.data(), n);
     return 0;
   }
   if (mode != "bench") {
