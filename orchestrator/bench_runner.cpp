@@ -9,6 +9,7 @@
 
 #include "command_template.h"
 #include "error.h"
+#include "gate_runner.h"
 #include "process_runner.h"
 
 namespace densefeed {
@@ -104,6 +105,15 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         try {
           if (!pr.ok()) throw std::runtime_error(fmt::format("{}; stderr: {}", pr.describe(), file_tail(dir / "stderr.log", 4)));
           (is_base ? bc.base : bc.candidate).push_back(read_samples(dir / "out" / "samples.json"));
+          if (auto ref = options.reference_out.find(c.label); !is_base && ref != options.reference_out.end()) {
+            for (const auto& out : gate.outputs) {
+              const OutputResult o = compare_output(out, c.values, ref->second, dir / "out");
+              if (o.comparison.verdict != Verdict::green) {
+                throw std::runtime_error(fmt::format("round {}: what was timed is not what was gated: {}: {}", round,
+                                                     out.name, o.comparison.reason));
+              }
+            }
+          }
         } catch (const std::runtime_error& e) {
           result.verdict = is_base ? Verdict::error : Verdict::red;
           result.reason = fmt::format("case {}: the {} arm in bench mode: {}", c.label, is_base ? "base" : "candidate", e.what());

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -55,6 +56,10 @@ struct BenchOptions {
   // When set, only this many rounds and no decision-driven stop (calibration
   // and tests may fix it).
   std::optional<int> fixed_rounds;
+  // The gate's reference outputs per bench case label (same seed): each of the
+  // candidate's bench runs must write outputs that pass the gate against them,
+  // so what is timed is what was gated. Empty (calibration): not checked.
+  std::map<std::string, std::filesystem::path> reference_out;
 };
 
 // Runs the gate's candidate command in bench mode (DENSEFEED_MODE=bench,

@@ -136,7 +136,8 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   } else {
     out.environment = collect_environment();
     BenchOptions bench_options{out.work_dir, out.seed, {}, out.candidate_bin,
-                               ledger.noise_floors(m.gate, out.environment.host), m.predicted_speedup, std::nullopt};
+                               ledger.noise_floors(m.gate, out.environment.host), m.predicted_speedup, std::nullopt, {}};
+    for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path));
       bench_options.base_exe_dir = b.bin;

@@ -111,6 +111,9 @@ std::string check_declared(const TensorFile& t, const std::string& dtype, const 
   return fmt::format("{}: shape {} but the gate declares [{}]", t.path().string(), shape_text(t.shape()), fmt::join(rule, ", "));
 }
 
+
+}  // namespace
+
 OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json& case_values,
                             const std::filesystem::path& ref_dir, const std::filesystem::path& cand_dir) {
   OutputResult o;
@@ -148,8 +151,6 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
   o.comparison = compare_tensor_files(*r, *x, out.tolerance, options);
   return o;
 }
-
-}  // namespace
 
 GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
                     const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
@@ -211,6 +212,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       gate_result.harness_wall_s += ref.result.wall_s;
     }
     cr.candidate_wall_s = cand.result.wall_s;
+    cr.reference_out = ref.dir / "out";
     gate_result.harness_wall_s += cand.result.wall_s;
 
     if (!ref.result.ok()) {

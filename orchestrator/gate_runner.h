@@ -30,6 +30,7 @@ struct CaseResult {
   double reference_wall_s = 0;  // 0 when the reference was shared with an earlier case
   double candidate_wall_s = 0;
   std::string log_tail;  // stderr tail of the failing process
+  std::filesystem::path reference_out;  // the reference's outputs (the bench checks against them)
 };
 
 struct GateRunOptions {
@@ -47,6 +48,13 @@ struct GateResult {
   double wall_s = 0;          // the whole stage, seconds
   double harness_wall_s = 0;  // sum of every harness process's wall time, seconds
 };
+
+// Opens NAME.npy (or tensor NAME of one .safetensors file) in each folder and
+// compares the candidate's with the reference's under the output's dtype,
+// shape rule and tolerance: red for the candidate's defects, error for the
+// reference's.
+OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json& case_values,
+                            const std::filesystem::path& ref_dir, const std::filesystem::path& cand_dir);
 
 // Runs the cases. A reference command whose rendered argv is the same for
 // several cases (it does not use the parameters they differ in) runs once and

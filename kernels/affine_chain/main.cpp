@@ -8,7 +8,8 @@
 //
 // gate  (DENSEFEED_MODE unset or gate): writes DIR/final_state.npy, shape
 //       [sequences, H, K, V], float32 (float64 for --precision fp64).
-// bench: writes DIR/samples.json, one time in ms per timed iteration.
+// bench: writes DIR/samples.json, one time in ms per timed iteration, and the
+//        last timed iteration's DIR/final_state.npy (as in gate mode).
 // Exit codes: 0 success, 2 bad argument or environment, 3 internal failure.
 #include <chrono>
 #include <cmath>
@@ -151,8 +152,15 @@ void run_gate(const Config& c) {
 // Bench: per head, inputs and chunk pairs are built untimed, then the path runs
 // warmup + iters times; sample i is the sum over heads of iteration i's time
 // (std::chrono::steady_clock), so only one head's chunk pairs are ever held.
+// The last timed iteration's final states are written as in gate mode
+// (final_state.npy): densefeed checks that what was timed is what was gated.
+template <typename T>
 void run_bench(const Config& c) {
   std::vector<double> samples(c.env.iters, 0.0);
+  const std::size_t S = c.layout.seq_lens.size();
+  const std::size_t H = c.heads;
+  const std::size_t kv = c.inputs.dim_k * c.inputs.dim_v;
+  std::vector<T> out(S * H * kv, std::numeric_limits<T>::quiet_NaN());
   for (std::size_t h = 0; h < c.heads; ++h) {
     const ac::PreparedHead head = ac::prepare_head(c.inputs, c.layout, c.path, c.precision, h);
     for (unsigned it = 0; it < c.env.warmup + c.env.iters; ++it) {
@@ -167,9 +175,16 @@ void run_bench(const Config& c) {
         samples[it - c.env.warmup] +=
             std::chrono::duration<double, std::milli>(stop - start).count();
       }
+      if (it + 1 == c.env.warmup + c.env.iters) {
+        for (std::size_t s = 0; s < S; ++s) {
+          for (std::size_t i = 0; i < kv; ++i) out[(s * H + h) * kv + i] = static_cast<T>(finals[s * kv + i]);
+        }
+      }
     }
   }
   densefeed::write_samples_json(c.out / "samples.json", samples);
+  const std::vector<std::size_t> shape = {S, H, c.inputs.dim_k, c.inputs.dim_v};
+  densefeed::write_npy(c.out / "final_state.npy", out, shape);
 }
 
 int run(int argc, char** argv) {
@@ -211,7 +226,8 @@ int run(int argc, char** argv) {
   }
   std::filesystem::create_directories(config.out);
   if (config.env.mode == densefeed::HarnessMode::bench) {
-    run_bench(config);
+    if (config.precision == ac::Precision::fp64) run_bench<double>(config);
+    else run_bench<float>(config);
   } else if (config.precision == ac::Precision::fp64) {
     run_gate<double>(config);
   } else {

@@ -31,7 +31,7 @@ params:
   mode:
     type: string
     enum: [honest, nan, zeros, few-wrong, fixed-seed, pow2-only, wrong-dtype, wrong-shape,
-           truncated, crash, hang, exit-nonzero, no-output]
+           truncated, crash, hang, exit-nonzero, no-output, bench-differs]
     default: honest
   slowdown: {type: number, default: 1}
 outputs:
@@ -217,6 +217,20 @@ TEST_F(GateCheats, APlantedSlowdownIsSlowerAndIdenticalCodeIsNotFasterOrSlower) 
                          "candidate: {revision: WORKTREE, params: {slowdown: 1.25}}\n"
                          "base: {revision: WORKTREE, params: {slowdown: 1.0}}\n");
   EXPECT_DOUBLE_EQ(after["stages"]["bench"]["cases"][0]["threshold"].get<double>(), std::max(0.01, floor));
+}
+
+TEST_F(GateCheats, AHarnessThatBehavesDifferentlyWhenTimedIsRed) {
+  // Honest when gated, wrong when benchmarked: the bench runs' outputs are
+  // compared with the gate's reference too, so no speedup is recorded.
+  const auto r = run("bench-differs", 1, {}, /*bench=*/true);
+  EXPECT_EQ(r["stages"]["gate"]["verdict"], "green");
+  EXPECT_EQ(r["stages"]["bench"]["status"], "red");
+  EXPECT_NE(r["stages"]["bench"]["reason"].get<std::string>().find("what was timed is not what was gated: y: rel_l2"),
+            std::string::npos)
+      << r["stages"]["bench"]["reason"];
+  EXPECT_TRUE(r["stages"]["bench"]["cases"].empty());
+  EXPECT_EQ(testing::run_cli("/usr/bin/sqlite3", {(dir_ / "ledger.db").string(), "SELECT COUNT(*) FROM bench_cases"}, dir_.path()).out,
+            "0\n");
 }
 
 TEST_F(GateCheats, KillingDensefeedKillsItsHarnesses) {

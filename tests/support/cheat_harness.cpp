@@ -86,6 +86,10 @@ int main(int argc, char** argv) {
       if (k >= 0) samples << (k ? ", " : "") << ms;
     }
     samples << "]}\n";
+    // What was timed is what is checked: the last iteration's output. The
+    // bench-differs cheat is honest when gated and wrong when benchmarked.
+    if (mode == "bench-differs") std::fill(y.begin(), y.end(), 0.0f);
+    densefeed::write_npy(file, std::span<const float>(y), std::vector<std::size_t>{n});
     return 0;
   }
   compute();

@@ -160,5 +160,8 @@ int main(int argc, char** argv) {
     s << ", \"sm_clock_mhz\": " << clocks[clocks.size() / 2] << ", \"throttled\": " << throttled;
   }
   s << ", \"device\": \"" << prop.name << "\"}\n";
+  std::vector<float> y(n);  // the last timed iteration's output, checked by densefeed
+  CHECK_CUDA(cudaMemcpy(y.data(), dy, n * sizeof(float), cudaMemcpyDeviceToHost));
+  write_vector_npy((out / "y.npy").string(), y.data(), n);
   return 0;
 }
