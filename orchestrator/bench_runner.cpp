@@ -130,10 +130,6 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
       }
     }
     bc.decision = decide(input);
-    if (bc.capped && bc.decision.verdict != BenchVerdict::inconclusive &&
-        static_cast<int>(bc.base.size()) < gate.bench.looks.front()) {
-      bc.decision.verdict = BenchVerdict::inconclusive;
-    }
     if (bc.capped) {
       bc.decision.verdict = BenchVerdict::inconclusive;
       bc.decision.reason = fmt::format("inconclusive: the case's wall-time cap of {} s was reached after {} rounds ({})",

@@ -75,11 +75,14 @@ std::string process_failure(const char* who, const Job& job) {
 
 // NAME.npy, or tensor NAME of the single .safetensors file in `dir`.
 TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, const std::string& declared_dtype) {
-  const auto npy = dir / (out.name + ".npy");
   // A link could point at the reference's own output.
-  if (std::filesystem::is_symlink(npy)) {
-    throw std::runtime_error(fmt::format("{}: a symbolic link; outputs must be files the harness wrote", npy.string()));
-  }
+  const auto refuse_link = [](const std::filesystem::path& p) {
+    if (std::filesystem::is_symlink(p)) {
+      throw std::runtime_error(fmt::format("{}: a symbolic link; outputs must be files the harness wrote", p.string()));
+    }
+  };
+  const auto npy = dir / (out.name + ".npy");
+  refuse_link(npy);
   if (std::filesystem::exists(npy)) return TensorFile::open_npy(npy, declared_dtype);
   std::vector<std::filesystem::path> safetensors;
   std::error_code ec;
@@ -87,9 +90,7 @@ TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, 
     if (e.path().extension() == ".safetensors") safetensors.push_back(e.path());
   }
   if (safetensors.size() == 1) {
-    if (std::filesystem::is_symlink(safetensors[0])) {
-      throw std::runtime_error(fmt::format("{}: a symbolic link; outputs must be files the harness wrote", safetensors[0].string()));
-    }
+    refuse_link(safetensors[0]);
     return TensorFile::open_safetensors(safetensors[0], out.name);
   }
   throw std::runtime_error(fmt::format("{}: missing (the harness wrote neither {}.npy nor one .safetensors file{})",
@@ -118,27 +119,23 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
                             const std::filesystem::path& ref_dir, const std::filesystem::path& cand_dir) {
   OutputResult o;
   o.output = out.name;
-  std::optional<TensorFile> r, x;
-  try {
-    r = open_output(ref_dir, out, out.reference_dtype);
-    if (auto problem = check_declared(*r, out.reference_dtype, out, case_values); !problem.empty()) {
-      throw std::runtime_error(problem);
+  // The reference's defects are errors, the candidate's are red.
+  const auto open_checked = [&](const std::filesystem::path& dir, const std::string& dtype, Verdict on_failure,
+                                const char* who) -> std::optional<TensorFile> {
+    try {
+      TensorFile t = open_output(dir, out, dtype);
+      if (auto problem = check_declared(t, dtype, out, case_values); !problem.empty()) throw std::runtime_error(problem);
+      return t;
+    } catch (const std::runtime_error& e) {
+      o.comparison.verdict = on_failure;
+      o.comparison.reason = fmt::format("{} output: {}", who, e.what());
+      return std::nullopt;
     }
-  } catch (const std::runtime_error& e) {
-    o.comparison.verdict = Verdict::error;
-    o.comparison.reason = fmt::format("reference output: {}", e.what());
-    return o;
-  }
-  try {
-    x = open_output(cand_dir, out, out.dtype);
-    if (auto problem = check_declared(*x, out.dtype, out, case_values); !problem.empty()) {
-      throw std::runtime_error(problem);
-    }
-  } catch (const std::runtime_error& e) {
-    o.comparison.verdict = Verdict::red;
-    o.comparison.reason = fmt::format("candidate output: {}", e.what());
-    return o;
-  }
+  };
+  const auto r = open_checked(ref_dir, out.reference_dtype, Verdict::error, "reference");
+  if (!r) return o;
+  const auto x = open_checked(cand_dir, out.dtype, Verdict::red, "candidate");
+  if (!x) return o;
   CompareOptions options;
   options.candidate_dtype = out.dtype;
   if (out.partition_axis) {

@@ -13,12 +13,6 @@
 namespace densefeed {
 namespace {
 
-// Folded YAML scalars (">") end in a newline.
-std::string trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
-}
-
 std::string json_type_of(const nlohmann::ordered_json& v) {
   if (v.is_string()) return "string";
   if (v.is_boolean()) return "boolean";
@@ -107,7 +101,7 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
     doc.fail("/gate", fmt::format("the gate in {} must be named '{}' after its file", path.string(), name));
   }
   gate.file = std::filesystem::absolute(path);
-  gate.description = trimmed(v.value("description", ""));
+  gate.description = trim_trailing_space(v.value("description", ""));
   gate.reference_command = v["reference"]["command"].get<std::vector<std::string>>();
   gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
   gate.timeout_s = v.value("timeout_s", 600.0);
@@ -115,7 +109,7 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
   if (v.contains("params")) {
     for (const auto& [pname, p] : v["params"].items()) {
       ParamSpec spec{pname, p["type"].get<std::string>(), p.value("enum", nlohmann::ordered_json()),
-                     p.value("default", nlohmann::ordered_json()), trimmed(p.value("description", ""))};
+                     p.value("default", nlohmann::ordered_json()), trim_trailing_space(p.value("description", ""))};
       const std::string ptr = "/params/" + pname;
       if (!spec.default_value.is_null()) {
         const std::string t = json_type_of(spec.default_value);

@@ -21,12 +21,6 @@ bool has_type(const nlohmann::ordered_json& v, const std::string& type) {
   return false;
 }
 
-// Folded YAML scalars (">") end in a newline; the field is the text.
-std::string trimmed(std::string text) {
-  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
-  return text;
-}
-
 Arm read_arm(const nlohmann::ordered_json& v) {
   return Arm{v["revision"].get<std::string>(), v.value("params", nlohmann::ordered_json::object())};
 }
@@ -41,8 +35,8 @@ Manifest load_manifest(const std::filesystem::path& path, const std::filesystem:
   m.sha256 = sha256_hex(m.doc.text);
   m.name = v["experiment"].get<std::string>();
   m.author = v.value("author", "");
-  m.hypothesis = trimmed(v["hypothesis"].get<std::string>());
-  m.predicted_effect = trimmed(v["predicted_effect"].get<std::string>());
+  m.hypothesis = trim_trailing_space(v["hypothesis"].get<std::string>());
+  m.predicted_effect = trim_trailing_space(v["predicted_effect"].get<std::string>());
   m.gate = v["gate"].get<std::string>();
   if (v.contains("predicted_speedup")) m.predicted_speedup = v["predicted_speedup"].get<double>();
   m.risk = v.value("risk", std::vector<std::string>{});
@@ -70,7 +64,7 @@ nlohmann::ordered_json resolve_params(const Manifest& manifest, const std::strin
                                                 gate.name, name, fmt::join(declared, ", ")));
     }
     if (!has_type(value, spec->type)) {
-      manifest.doc.fail(ptr, fmt::format("expected {} ({}), got {}", spec->type, trimmed(spec->description),
+      manifest.doc.fail(ptr, fmt::format("expected {} ({}), got {}", spec->type, trim_trailing_space(spec->description),
                                          value.is_null() ? "null" : std::string(value.type_name()) + " " + value.dump()));
     }
     if (spec->enum_values.is_array() &&
@@ -84,7 +78,7 @@ nlohmann::ordered_json resolve_params(const Manifest& manifest, const std::strin
     if (p.default_value.is_null()) {
       manifest.doc.fail("/" + arm_field + "/params",
                         fmt::format("missing parameter '{}' ({}), which gate '{}' requires", p.name,
-                                    trimmed(p.description), gate.name));
+                                    trim_trailing_space(p.description), gate.name));
     }
     out[p.name] = p.default_value;
   }

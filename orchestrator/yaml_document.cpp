@@ -1,5 +1,6 @@
 #include "yaml_document.h"
 
+#include <cctype>
 #include <fstream>
 #include <regex>
 #include <set>
@@ -17,6 +18,11 @@ SourceMark to_mark(const YAML::Mark& m) {
 }
 
 }  // namespace
+
+std::string trim_trailing_space(std::string text) {
+  while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back()))) text.pop_back();
+  return text;
+}
 
 std::string pointer_token(const std::string& token) {
   std::string out;

@@ -43,6 +43,10 @@ YamlDocument parse_yaml(const std::string& text, const std::string& path);
 // when it is missing, not a regular file, too large, or cannot be read.
 YamlDocument load_yaml_file(const std::filesystem::path& path, std::size_t max_bytes = 1 << 20);
 
+// `text` without trailing whitespace: folded scalars (">") end in a newline
+// that is not part of the field.
+std::string trim_trailing_space(std::string text);
+
 // A mapping key as a JSON pointer token ('~' -> "~0", '/' -> "~1").
 std::string pointer_token(const std::string& key);
 
