@@ -4,12 +4,18 @@
 //   affine_chain --path unpartitioned|partitioned --precision fp64|ieee|tf32|tf32-rn|tf32x3
 //                --T N [--seq-lens "3000,4000,3240"] [--shards N] [--heads H]
 //                [--dim-k K] [--dim-v V] [--chunk 64] --regime long-memory|fast-decay
-//                [--seed S] [--out DIR] [--device cpu]
+//                [--seed S] [--out DIR] [--device cpu|cuda]
+//                [--mma-accumulate residual|fp32|tensor-core]
 //
 // gate  (DENSEFEED_MODE unset or gate): writes DIR/final_state.npy, shape
 //       [sequences, H, K, V], float32 (float64 for --precision fp64).
 // bench: writes DIR/samples.json, one time in ms per timed iteration, and the
 //        last timed iteration's DIR/final_state.npy (as in gate mode).
+// --device cuda (built only with CUDA): the same path on the GPU
+//        (affine_chain_gpu.h); K = 128, V a multiple of 32, not fp64; bench
+//        samples are kernel times from CUDA events. --mma-accumulate (cuda
+//        only, default residual): how the TF32 precisions sum their MMA k-steps
+//        (affine_chain_cuda.h, MmaAccumulate).
 // Exit codes: 0 success, 2 bad argument or environment, 3 internal failure.
 #include <chrono>
 #include <cmath>
@@ -26,6 +32,9 @@
 #include <CLI/CLI.hpp>
 
 #include "affine_chain.h"
+#if defined(DENSEFEED_AFFINE_CHAIN_CUDA)
+#include "affine_chain_gpu.h"
+#endif
 #include "harness_args.h"
 #include "harness_env.h"
 #include "npy_writer.h"
@@ -60,9 +69,12 @@ struct RawArgs {
   std::string seed;
   std::string out;
   std::string device = "cpu";
+  std::string mma_accumulate;
 };
 
 struct Config {
+  bool cuda = false;
+  std::string mma_accumulate = "residual";  // validated: residual, fp32 or tensor-core
   ac::CpPath path = ac::CpPath::unpartitioned;
   ac::Precision precision = ac::Precision::fp64;
   ac::Layout layout;
@@ -75,8 +87,12 @@ struct Config {
 Config resolve(const RawArgs& raw, const densefeed::HarnessEnv& env) {
   Config c;
   c.env = env;
+#if defined(DENSEFEED_AFFINE_CHAIN_CUDA)
+  c.cuda = raw.device == "cuda";
+#else
   if (raw.device == "cuda") throw UsageError("--device cuda: CUDA path not built");
-  if (raw.device != "cpu") {
+#endif
+  if (raw.device != "cpu" && raw.device != "cuda") {
     throw UsageError(fmt::format("--device: expected cpu or cuda, got '{}'", raw.device));
   }
   const auto path = ac::parse_path(raw.path);
@@ -113,6 +129,27 @@ Config resolve(const RawArgs& raw, const densefeed::HarnessEnv& env) {
   c.inputs.regime = *regime;
   c.inputs.dim_k = densefeed::parse_positive_arg("--dim-k", raw.dim_k);
   c.inputs.dim_v = densefeed::parse_positive_arg("--dim-v", raw.dim_v);
+  if (!raw.mma_accumulate.empty()) {
+    if (raw.mma_accumulate != "residual" && raw.mma_accumulate != "fp32" &&
+        raw.mma_accumulate != "tensor-core") {
+      throw UsageError(fmt::format(
+          "--mma-accumulate: expected residual, fp32 or tensor-core, got '{}'", raw.mma_accumulate));
+    }
+    if (!c.cuda) throw UsageError("--mma-accumulate: applies to --device cuda only");
+    c.mma_accumulate = raw.mma_accumulate;
+  }
+  if (c.cuda) {
+    if (c.precision == ac::Precision::fp64) {
+      throw UsageError("--precision fp64: runs on the CPU only (--device cpu)");
+    }
+    if (c.inputs.dim_k != 128) {
+      throw UsageError(fmt::format("--dim-k: --device cuda supports 128, got {}", c.inputs.dim_k));
+    }
+    if (c.inputs.dim_v % 32 != 0) {
+      throw UsageError(
+          fmt::format("--dim-v: --device cuda supports a multiple of 32, got {}", c.inputs.dim_v));
+    }
+  }
   c.inputs.seed = densefeed::seed_arg(raw.seed, env);
   c.out = densefeed::out_arg(raw.out, env);
   if (env.mode != densefeed::HarnessMode::gate && env.mode != densefeed::HarnessMode::bench) {
@@ -187,8 +224,41 @@ void run_bench(const Config& c) {
   densefeed::write_npy(c.out / "final_state.npy", out, shape);
 }
 
+#if defined(DENSEFEED_AFFINE_CHAIN_CUDA)
+ac::cuda::MmaAccumulate accumulate(const Config& c) {
+  if (c.mma_accumulate == "fp32") return ac::cuda::MmaAccumulate::fp32;
+  if (c.mma_accumulate == "tensor-core") return ac::cuda::MmaAccumulate::tensor_core;
+  return ac::cuda::MmaAccumulate::residual;
+}
+
+// Gate on the GPU: every head prepared and uploaded, then one run of all heads.
+void run_gate_cuda(const Config& c) {
+  ac::GpuCase gpu(c.inputs, c.layout, c.path, c.precision, c.heads, accumulate(c));
+  (void)gpu.run();
+  const std::vector<std::size_t> shape = {c.layout.seq_lens.size(), c.heads, c.inputs.dim_k,
+                                          c.inputs.dim_v};
+  densefeed::write_npy(c.out / "final_state.npy", gpu.finals(), shape);
+}
+
+// Bench on the GPU: preparation and upload untimed; sample i is run i's kernel
+// time over all heads from CUDA events (first event to last); the last timed
+// run's final states are written as in gate mode.
+void run_bench_cuda(const Config& c) {
+  ac::GpuCase gpu(c.inputs, c.layout, c.path, c.precision, c.heads, accumulate(c));
+  std::vector<double> samples;
+  for (unsigned it = 0; it < c.env.warmup + c.env.iters; ++it) {
+    const auto t = gpu.run();
+    if (it >= c.env.warmup) samples.push_back(t.total_ms);
+  }
+  densefeed::write_samples_json(c.out / "samples.json", samples);
+  const std::vector<std::size_t> shape = {c.layout.seq_lens.size(), c.heads, c.inputs.dim_k,
+                                          c.inputs.dim_v};
+  densefeed::write_npy(c.out / "final_state.npy", gpu.finals(), shape);
+}
+#endif
+
 int run(int argc, char** argv) {
-  CLI::App app{"affine_chain: context-parallel state passing of a gated-delta-rule layer (CPU)",
+  CLI::App app{"affine_chain: context-parallel state passing of a gated-delta-rule layer (CPU, CUDA)",
                "affine_chain"};
   RawArgs raw;
   app.add_option("--path", raw.path, "unpartitioned | partitioned")->required();
@@ -208,6 +278,8 @@ int run(int argc, char** argv) {
   app.add_option("--seed", raw.seed, "u64 input seed (default: DENSEFEED_SEED)");
   app.add_option("--out", raw.out, "output directory (default: DENSEFEED_OUT)");
   app.add_option("--device", raw.device, "cpu | cuda");
+  app.add_option("--mma-accumulate", raw.mma_accumulate,
+                 "cuda, TF32 precisions: residual (default) | fp32 | tensor-core");
   std::vector<std::string> args = densefeed::cli11_args(argc, argv);
   try {
     app.parse(args);
@@ -225,6 +297,13 @@ int run(int argc, char** argv) {
     throw UsageError(e.what());
   }
   std::filesystem::create_directories(config.out);
+#if defined(DENSEFEED_AFFINE_CHAIN_CUDA)
+  if (config.cuda) {
+    if (config.env.mode == densefeed::HarnessMode::bench) run_bench_cuda(config);
+    else run_gate_cuda(config);
+    return kExitOk;
+  }
+#endif
   if (config.env.mode == densefeed::HarnessMode::bench) {
     if (config.precision == ac::Precision::fp64) run_bench<double>(config);
     else run_bench<float>(config);

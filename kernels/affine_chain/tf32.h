@@ -62,8 +62,10 @@ DENSEFEED_HD inline float quiet_nan_tf32(std::uint32_t b) {
 }  // namespace tf32_detail
 
 // fp32 -> TF32 by dropping the low 13 mantissa bits (round toward zero): what
-// the tensor cores do with fp32 operands passed to a TF32 MMA unconverted, and
-// how Triton's default fp32 tl.dot behaved when measured on an H200.
+// the tensor cores do with fp32 operands passed to a TF32 MMA unconverted
+// (measured on the H200 for the A and the B operand of mma.sync m16n8k8,
+// tf32_device_check.cu, kernels/RESULTS.md), and how Triton's default fp32
+// tl.dot behaved when measured on an H200.
 // NaN -> quiet NaN with sign and high payload kept; +-Inf and +-0 unchanged.
 DENSEFEED_HD inline float tf32_truncate(float x) {
   const std::uint32_t b = tf32_detail::to_bits(x);

@@ -212,7 +212,17 @@ TEST_F(AffineChainHarness, BadInputExitsTwoWithOneLineNamingIt) {
       {{"--regime", "slow"}, {}, "--regime: expected long-memory or fast-decay"},
       {{"--heads", "two"}, {}, "--heads: expected a positive integer"},
       {{"--bogus", "1"}, {}, "--bogus"},
+#if defined(AFFINE_CHAIN_HAS_CUDA)
+      // Refused before any GPU is touched, so these hold on a machine without one.
+      {{"--device", "cuda"}, {}, "--dim-k: --device cuda supports 128, got 32"},
+      {{"--device", "cuda", "--dim-k", "128"}, {}, "--dim-v: --device cuda supports a multiple of 32, got 16"},
+      {{"--device", "cuda", "--precision", "fp64"}, {}, "--precision fp64: runs on the CPU only"},
+#else
       {{"--device", "cuda"}, {}, "--device cuda: CUDA path not built"},
+#endif
+      {{"--device", "gpu"}, {}, "--device: expected cpu or cuda, got 'gpu'"},
+      {{"--mma-accumulate", "tensor-core"}, {}, "--mma-accumulate: applies to --device cuda only"},
+      {{"--mma-accumulate", "bf16"}, {}, "--mma-accumulate: expected residual, fp32 or tensor-core, got 'bf16'"},
       {{"--seed", "-1"}, {}, "--seed: expected a decimal unsigned 64-bit integer"},
       {{}, {{"DENSEFEED_SEED", ""}}, "--seed: expected a seed (or DENSEFEED_SEED"},
       {{}, {{"DENSEFEED_MODE", "bench"}, {"DENSEFEED_ITERS", "many"}}, "DENSEFEED_ITERS='many'"},

@@ -137,6 +137,44 @@ TEST(PrecisionProduct, OneByOneShowsEachConversion) {
   EXPECT_EQ(bits(c[0]), 0x3F802000u);
 }
 
+// The rule measured on the H200 (tests/perf/device_affine_chain.sh, the
+// mma.sync m16n8k8 .tf32 experiments of tf32_device_check.cu): the tensor core
+// reads an unconverted fp32 operand, A or B, as its top 10 mantissa bits
+// (truncation, round toward zero), and a single product of two such operands is
+// exact. Precision tf32 must do the same on the CPU; the same three
+// experiments, on bit patterns where truncation and rounding differ.
+TEST(PrecisionProduct, Tf32ReadsBothOperandsAsTheTensorCoreDoes) {
+  const std::vector<std::uint32_t> in = {0x3F801FFFu, 0x3F801000u, 0xBFFFFFFFu, 0x3FAAAAABu};
+  const std::vector<std::uint32_t> cut = {0x3F800000u, 0x3F800000u, 0xBFFFE000u, 0x3FAAA000u};
+  const std::size_t n = in.size();
+  std::vector<float> x(n), identity(n * n, 0.0f), c(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = from(in[i]);
+  for (std::size_t i = 0; i < n; ++i) identity[i * n + i] = 1.0f;
+  // A operand: [1, n] x I.
+  precision_product(Precision::tf32, x, identity, c, 1, n, n);
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(bits(c[i]), cut[i]) << "A operand " << i;
+  // B operand: I x [n, 1].
+  precision_product(Precision::tf32, identity, x, c, n, n, 1);
+  for (std::size_t i = 0; i < n; ++i) EXPECT_EQ(bits(c[i]), cut[i]) << "B operand " << i;
+  // Single products x y: the truncated operands' exact product (what the MMA
+  // returned), not the round-to-nearest operands' nor the fp32 product.
+  struct Product {
+    std::uint32_t x, y, expected, round_nearest, fp32;
+  };
+  for (const Product& p : {Product{0x3FFFFFFFu, 0x3FFFFFFFu, 0x407FC004u, 0x40800000u, 0x407FFFFEu},
+                           Product{0x3F801FFFu, 0xC0401FFFu, 0xC0400000u, 0xC0405008u, 0xC0405005u},
+                           Product{0x3FAAAAABu, 0x3E4CCCCDu, 0x3E887778u, 0x3E887778u, 0x3E888889u}}) {
+    const std::vector<float> a = {from(p.x)}, b = {from(p.y)};
+    std::vector<float> d(1);
+    precision_product(Precision::tf32, a, b, d, 1, 1, 1);
+    EXPECT_EQ(bits(d[0]), p.expected) << std::hex << p.x << " * " << p.y;
+    precision_product(Precision::tf32_rn, a, b, d, 1, 1, 1);
+    EXPECT_EQ(bits(d[0]), p.round_nearest) << std::hex << p.x << " * " << p.y;
+    precision_product(Precision::ieee, a, b, d, 1, 1, 1);
+    EXPECT_EQ(bits(d[0]), p.fp32) << std::hex << p.x << " * " << p.y;
+  }
+}
+
 TEST(PrecisionProduct, AccumulatesInIkjOrderInFp32) {
   // [1, 2^-24, 2^-24] . [1, 1, 1]^T: summed left to right in fp32 each 2^-24 is a
   // tie against 1 and rounds to even (1.0), so the result is exactly 1.

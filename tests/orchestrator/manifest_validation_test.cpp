@@ -109,7 +109,7 @@ TEST_F(ManifestValidation, ParameterTheGateDoesNotDeclare) {
   text.replace(text.find("{precision: tf32x3}"), 19, "{precision: tf32x3, rel_l2: 1.0}");
   const auto e = error_of(text);
   EXPECT_EQ(e.rfind(prefix() + ":8:31: field 'candidate.params.rel_l2': gate 'cp-affine-chain' declares no parameter "
-                               "'rel_l2' (declared: precision)", 0),
+                               "'rel_l2' (declared: precision, device)", 0),
             0u)
       << e;
 }
