@@ -22,14 +22,10 @@ std::filesystem::path builds_dir(const std::filesystem::path& ledger_path) {
 
 }  // namespace
 
-ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, const RunOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
+ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& options) {
   ExperimentOutcome out;
   out.profile = options.profile;
-
-  // Everything that can be rejected as bad input is checked before the
-  // ledger is opened, so a rejected manifest leaves it as it was.
-  out.manifest = load_manifest(manifest_path, options.root);
+  out.manifest = std::move(manifest);
   const Manifest& m = out.manifest;
   const LockTable lock = read_lock(options.root);
   const std::string gate_rel = "gates/" + m.gate + ".yaml";
@@ -37,13 +33,12 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   // The gate file is checked against the lock before it is parsed: an edited
   // gate is never trusted, not even to list its parameters.
   out.lock_problems = check_locked_file(options.root, lock, gate_rel);
-  std::vector<Case> cases;
   if (out.lock_problems.empty()) {
     out.gate = load_gate(options.root, m.gate);
     out.lock_problems = check_frozen_files(options.root, lock, *out.gate);
     out.candidate_params = resolve_params(m, "candidate", m.candidate, *out.gate);
     out.base_params = resolve_params(m, "base", m.base, *out.gate);
-    cases = out.gate->profile_cases(options.profile);
+    out.gate->profile_cases(options.profile);  // an unknown profile is bad input now, not after recording
     out.provenance = read_provenance(options.root, *out.gate);
   } else {
     GateSpec unparsed;  // the edited gate is not parsed: record what git says of its file
@@ -81,10 +76,32 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
     m.doc.fail("/base", "the base is the candidate (same revision and parameters): that only measures noise; "
                         "give the base another revision or parameters");
   }
+  return out;
+}
 
+std::int64_t record_prepared(Ledger& ledger, const ExperimentOutcome& prepared, ExperimentEvent first, const std::string& owner) {
+  return ledger.record_experiment({&prepared.manifest, prepared.candidate_params, prepared.base_params, prepared.candidate_sha,
+                                   prepared.base_sha, prepared.worktree_dirty},
+                                  first, owner);
+}
+
+ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, const RunOptions& options) {
+  // Everything that can be rejected as bad input is checked before the
+  // ledger is opened, so a rejected manifest leaves it as it was.
+  ExperimentOutcome out = prepare_experiment(load_manifest(manifest_path, options.root), options);
   Ledger ledger(options.ledger_path);
-  out.experiment_id = ledger.record_experiment(
-      {&m, out.candidate_params, out.base_params, out.candidate_sha, out.base_sha, out.worktree_dirty});
+  ledger.recover_dead_owners();
+  out.experiment_id = record_prepared(ledger, out, ExperimentEvent::started, "run");
+  execute_experiment(out, ledger, options);
+  ledger.record_event(out.experiment_id, ExperimentEvent::finished, "run");
+  return out;
+}
+
+void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  const Manifest& m = out.manifest;
+  std::vector<Case> cases;
+  if (out.gate) cases = out.gate->profile_cases(options.profile);
   // Keyed on the ledger file, so two ledgers in one folder never share runs.
   out.work_dir = options.ledger_path.parent_path() / (options.ledger_path.stem().string() + "-runs") /
                  std::to_string(out.experiment_id);
@@ -155,7 +172,6 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
     out.verdict = worst(out.verdict, out.bench->verdict);
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return out;
 }
 
 }  // namespace densefeed

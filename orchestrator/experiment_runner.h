@@ -27,6 +27,7 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;  // drawn fresh (std::random_device) when absent
   int jobs = 1;
   bool bench = true;
+  std::vector<std::string> gpus;  // CUDA_VISIBLE_DEVICES values for the gate's case jobs; empty: CPU
 };
 
 struct ExperimentOutcome {
@@ -53,9 +54,26 @@ struct ExperimentOutcome {
   double wall_s = 0;
 };
 
-// Runs a manifest end to end. Throws InputError before writing anything to
-// the ledger when the manifest (or the gate it names) is bad; InfraError when
-// densefeed itself fails. A red or error verdict is returned, not thrown.
+class Ledger;
+enum class ExperimentEvent;
+
+// Runs a manifest end to end: prepare, record (state `started` by this
+// run), execute, record `finished`. Throws InputError before writing anything
+// to the ledger when the manifest (or the gate it names) is bad; InfraError
+// when densefeed itself fails. A red or error verdict is returned, not thrown.
 ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, const RunOptions& options);
+
+// Everything that can be refused as bad input, without touching the ledger:
+// the gate's lock, parameters, revisions (resolved to commits), the profile.
+// Returns the outcome's inputs (experiment_id 0). Throws InputError.
+ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& options);
+
+// Records a prepared experiment with its first event (queued by submit,
+// started by a run or worker). Returns its id.
+std::int64_t record_prepared(Ledger& ledger, const ExperimentOutcome& prepared, ExperimentEvent first, const std::string& owner);
+
+// Runs the stages of a prepared, recorded experiment (out.experiment_id set)
+// and records their results; fills `out`.
+void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options);
 
 }  // namespace densefeed

@@ -1,17 +1,28 @@
-// The SQLite ledger engineers review (schema: ledger_schema.sql, compiled in).
+// The SQLite ledger engineers review (schema: ledger_schema.sql and the
+// ledger_migration_N.sql files, compiled in; schemas/ledger.md documents it).
 // Only this file writes SQL. The schema, not this code, enforces that results
-// are append-only and that benchmark rows need a green gate run.
+// are append-only, that benchmark, trace and acceptance rows need a green gate
+// run, and that promotion needs approvals. Every recorded row is linked into
+// a sha256 hash chain (record_chain) that verify() recomputes.
+//
+// Concurrency: every write is one BEGIN IMMEDIATE transaction that waits up
+// to 60 s for other writers (busy timeout); the file is in WAL mode, so
+// readers never block writers. Migrations run on open inside such a
+// transaction, so several processes opening an old file at once migrate it
+// exactly once.
 #pragma once
 
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bench_runner.h"
+#include "process_identity.h"
 #include "environment.h"
 #include "gate_runner.h"
 #include "manifest.h"
@@ -29,6 +40,10 @@ struct ExperimentRecord {
   bool worktree_dirty = false;  // densefeed's checkout had uncommitted changes
 };
 
+// A change of an experiment's state (experiment_events.event).
+enum class ExperimentEvent { queued, started, requeued, interrupted, finished, cancel_requested, cancelled, rejected };
+const char* to_string(ExperimentEvent e);
+
 struct GateRunRecord {
   std::string gate;
   std::string gate_sha256;
@@ -38,6 +53,57 @@ struct GateRunRecord {
   std::string started_at;  // ISO 8601 UTC
   const GateResult* result = nullptr;  // the verdict lives here (lock problems: red, no cases)
   std::string provenance_json = "{}";  // Provenance as JSON
+  std::string sandbox;                  // how harnesses were confined ('' when not known)
+  std::vector<nlohmann::ordered_json> output_capture;  // per case (index as in result->cases); may be empty
+};
+
+// One trace check's result (trace_findings row).
+struct TraceFindingRecord {
+  std::string arm = "candidate";  // candidate | base
+  int check_index = 0;
+  std::string kind;               // overlap | exposed | share
+  nlohmann::ordered_json check;   // as the manifest wrote it
+  bool passed = false;
+  std::optional<double> value;    // overlap: fraction; exposed: ms; share: fraction
+  std::optional<double> bound;
+  nlohmann::ordered_json details = nlohmann::ordered_json::object();  // intervals involved
+  std::string trace_file;
+};
+
+// One evaluated acceptance criterion (acceptance_criteria row).
+struct CriterionRecord {
+  std::string criterion;   // as written
+  std::string statistic;   // median | mean | p90 | ...
+  std::optional<double> lhs, rhs;
+  bool passed = false;
+};
+
+struct AcceptanceRecord {
+  std::string verdict;     // pass | fail | error
+  std::string reason;
+  nlohmann::ordered_json metrics = nlohmann::ordered_json::object();
+  double wall_s = 0;
+  std::string started_at;
+  std::vector<CriterionRecord> criteria;
+};
+
+// An experiment taken from the queue by a worker.
+struct ClaimedExperiment {
+  std::int64_t id = 0;
+  std::string manifest_path;  // as submitted (for messages only)
+  std::string manifest_text;  // the text whose sha256 was recorded: what runs
+  std::string manifest_sha256;
+};
+
+// What verify() found: ok, or the first broken link of the hash chain.
+struct ChainCheck {
+  bool ok = true;
+  std::int64_t links = 0;          // links checked
+  std::int64_t first_broken_seq = 0;
+  std::string table;               // of the first broken link or the first unchained row
+  std::int64_t row_id = 0;
+  std::int64_t experiment_id = 0;  // 0 when the row is not an experiment's
+  std::string problem;             // '' when ok
 };
 
 class Ledger {
@@ -52,7 +118,27 @@ class Ledger {
   Ledger(const Ledger&) = delete;
   Ledger& operator=(const Ledger&) = delete;
 
-  std::int64_t record_experiment(const ExperimentRecord& record);
+  // Records a validated manifest with its first event: `queued` (submit) or
+  // `started` by `owner` (a run). Returns the experiment id.
+  std::int64_t record_experiment(const ExperimentRecord& record, ExperimentEvent first = ExperimentEvent::started,
+                                 const std::string& owner = "run");
+  // Appends a state change for `experiment_id`, by this process.
+  void record_event(std::int64_t experiment_id, ExperimentEvent event, const std::string& owner = "",
+                    const std::string& detail = "");
+  // The latest event of the experiment ("recorded" for a version-1 row with
+  // none). Throws InputError when there is no such experiment.
+  std::string state(std::int64_t experiment_id) const;
+  // Takes the oldest queued (or requeued) experiment for a worker, recording
+  // `started` in the same transaction, so two workers never take the same one.
+  std::optional<ClaimedExperiment> claim_next(const std::string& owner);
+  // Experiments whose latest event is `started` by a process of this host
+  // that no longer exists: a worker's are requeued once, then interrupted;
+  // a run's are interrupted. Returns the ids and what was recorded.
+  std::vector<std::pair<std::int64_t, ExperimentEvent>> recover_dead_owners();
+  // `densefeed cancel`: a queued experiment is cancelled at once; a started
+  // one gets cancel_requested (its worker stops it). Returns the new state;
+  // throws InputError when the experiment has already ended.
+  std::string cancel(std::int64_t experiment_id);
   // Gate run, its cases and metrics in one transaction; returns the gate run id.
   std::int64_t record_gate_run(std::int64_t experiment_id, const GateRunRecord& record);
   // Bench cases and the environment in one transaction. Throws InfraError
@@ -61,6 +147,17 @@ class Ledger {
   void record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, const BenchResult& bench,
                     const Environment& environment, const std::string& candidate_sha, const std::string& base_sha,
                     bool worktree_dirty);
+
+  void record_trace_findings(std::int64_t experiment_id, std::int64_t gate_run_id,
+                             const std::vector<TraceFindingRecord>& findings);
+  // Throws InputError with the database's reason when a trigger refuses
+  // (not declared, approval without a green gate).
+  void record_review(std::int64_t experiment_id, const std::string& category, const std::string& decision,
+                     const std::string& reviewer, const std::string& note);
+  // Throws InputError with the database's reason when the schema refuses
+  // the promotion (gate not green, a slower case, a category not approved).
+  std::int64_t record_promotion(std::int64_t experiment_id, const std::string& by);
+  std::int64_t record_acceptance(std::int64_t experiment_id, std::int64_t promotion_id, const AcceptanceRecord& record);
 
   // A noise-floor measurement (`densefeed bench calibrate`).
   struct Calibration {
@@ -75,14 +172,35 @@ class Ledger {
   // The latest noise floor per bench case label of `gate` on `host`.
   std::map<std::string, double> noise_floors(const std::string& gate, const std::string& host) const;
 
-  // One object per experiment, newest last: id, name, gate, verdict, reason, submitted_at, speedups.
-  nlohmann::ordered_json list() const;
+  struct ListFilter {
+    std::string gate;     // '' = any
+    std::string verdict;  // gate verdict or state ('' = any)
+    std::string since;    // ISO 8601 UTC prefix compared as text ('' = any)
+  };
+  // One object per experiment, newest last: id, name, gate, state, verdict, reason, submitted_at, speedups.
+  nlohmann::ordered_json list(const ListFilter& filter = {}) const;
   // Everything recorded for one experiment. Throws InputError if there is no such id.
   nlohmann::ordered_json show(std::int64_t experiment_id) const;
+
+  // Recomputes the hash chain from the recorded rows.
+  ChainCheck verify() const;
+  // Benchmark, trace and acceptance rows whose experiment has no green gate
+  // run (possible only if someone dropped the triggers): one string each.
+  std::vector<std::string> results_without_green_gate() const;
+  // Every table as {table: [rows]} (JSON columns kept as text).
+  nlohmann::ordered_json export_tables() const;
+  // One table's or view's column names and rows. Throws InputError when the
+  // ledger has no table or view of that name.
+  std::vector<std::string> columns(const std::string& table_or_view) const;
+  nlohmann::ordered_json rows(const std::string& table_or_view) const;
+  // Reviews of the experiment, its promotion and acceptance runs.
+  nlohmann::ordered_json review_state(std::int64_t experiment_id) const;
 
   const std::filesystem::path& path() const { return path_; }
 
  private:
+  // Appends the row to record_chain; call inside the transaction that inserted it.
+  void link(const std::string& table, std::int64_t row_id);
   std::filesystem::path path_;
   sqlite3* db_ = nullptr;
 };

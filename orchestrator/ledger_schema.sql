@@ -1,4 +1,5 @@
--- densefeed ledger, schema version 1. Read it with nothing but sqlite3.
+-- densefeed ledger, schema version 2 (schemas/ledger.md documents every table
+-- and column). Read it with nothing but sqlite3.
 -- Times are ISO 8601 UTC text; durations are seconds (REAL); benchmark
 -- figures are in the unit column (ms). Results are append-only and the
 -- database, not the application, refuses a speedup for a gate that is not green.

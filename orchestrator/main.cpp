@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "calibration.h"
+#include "cli.h"
 #include "environment.h"
 #include "error.h"
 #include "sha256.h"
@@ -24,6 +25,7 @@
 #include "tensor_file.h"
 
 namespace df = densefeed;
+using df::parse_unsigned;
 
 namespace {
 
@@ -34,17 +36,6 @@ int exit_code_for(df::Verdict v) {
     case df::Verdict::error: return 3;
   }
   return 3;
-}
-
-// Decimal digits only, no sign, no wrap-around: "-1" or 2^64 are refused.
-std::uint64_t parse_unsigned(const std::string& what, const std::string& text, std::uint64_t max) {
-  std::uint64_t value = 0;
-  const auto* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (text.empty() || text[0] == '+' || ec != std::errc() || ptr != end || value > max) {
-    throw df::InputError("command line", {}, what, fmt::format("expected an integer from 0 to {}, got '{}'", max, text));
-  }
-  return value;
 }
 
 std::filesystem::path default_root() {
@@ -61,69 +52,22 @@ void print_error(bool json, const char* kind, const std::string& message, const 
   std::cerr << "densefeed: " << message << "\n";
 }
 
-void print_ledger_list(const nlohmann::ordered_json& rows) {
-  std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<8} {:<7} {:<21} {}\n", "id", "experiment", "gate", "verdict", "profile",
-                           "submitted", "speedups / reason");
-  for (const auto& r : rows) {
-    std::string tail;
-    for (const auto& s : r["speedups"]) {
-      tail += fmt::format("{}{}: {} {:.3f}x [{:.3f}, {:.3f}]", tail.empty() ? "" : "; ", s["case"].get<std::string>(),
-                          s["verdict"].get<std::string>(), s["speedup"].get<double>(), s["speedup_lo"].get<double>(),
-                          s["speedup_hi"].get<double>());
-    }
-    if (tail.empty()) tail = r["reason"].get<std::string>();
-    std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<8} {:<7} {:<21} {}\n", r["id"].get<std::int64_t>(), r["name"].get<std::string>(),
-                             r["gate"].get<std::string>(), r["verdict"].get<std::string>(),
-                             r["profile"].is_string() ? r["profile"].get<std::string>() : "-", r["submitted_at"].get<std::string>(), tail);
-  }
-}
-
-void print_ledger_show(const nlohmann::ordered_json& e) {
-  std::cout << fmt::format("experiment {} '{}' by '{}', submitted {}\n", e["id"].get<std::int64_t>(), e["name"].get<std::string>(),
-                           e["author"].get<std::string>(), e["submitted_at"].get<std::string>());
-  std::cout << fmt::format("  manifest {} (sha256 {})\n  hypothesis: {}\n  predicted:  {}\n", e["manifest_path"].get<std::string>(),
-                           e["manifest_sha256"].get<std::string>(), e["hypothesis"].get<std::string>(),
-                           e["predicted_effect"].get<std::string>());
-  std::cout << fmt::format("  candidate {} {}   base {} {}\n", e["candidate_revision"].get<std::string>(), e["candidate_params"].dump(),
-                           e["base_revision"].get<std::string>(), e["base_params"].dump());
-  const auto& g = e["gate_run"];
-  if (g.is_null()) {
-    std::cout << "  gate: no gate run recorded\n";
-  } else {
-    std::cout << fmt::format("  gate {} (sha256 {}), profile {}, seed {}: {}{}\n", g["gate"].get<std::string>(),
-                             g["gate_sha256"].get<std::string>().substr(0, 16), g["profile"].get<std::string>(),
-                             g["seed"].get<std::string>(), g["verdict"].get<std::string>(),
-                             g["reason"].get<std::string>().empty() ? "" : " — " + g["reason"].get<std::string>());
-    for (const auto& p : g["lock_problems"]) std::cout << "    lock: " << p.get<std::string>() << "\n";
-    for (const auto& c : g["cases"]) {
-      std::string metrics;
-      for (const auto& m : c["metrics"]) {
-        metrics += fmt::format(" {}.{}={} (bound {:.1e})", m["output"].get<std::string>(), m["metric"].get<std::string>(),
-                               m["value"].is_null() ? "nan" : fmt::format("{:.2e}", m["value"].get<double>()), m["bound"].get<double>());
-      }
-      std::cout << fmt::format("    {:<6} {:<50}{}{}\n", c["verdict"].get<std::string>(), c["case_label"].get<std::string>(), metrics,
-                               metrics.empty() ? " " + c["reason"].get<std::string>() : "");
-    }
-  }
-  for (const auto& b : e["bench_cases"]) {
-    std::cout << fmt::format("  bench {}: {} — speedup {:.3f}x [{:.3f}, {:.3f}], p = {:.3g}, {} rounds; base {:.4g} {}, candidate {:.4g} {}\n",
-                             b["case_label"].get<std::string>(), b["verdict"].get<std::string>(), b["speedup"].get<double>(),
-                             b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>(), b["p_value"].get<double>(),
-                             b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(), b["unit"].get<std::string>(),
-                             b["candidate_median"].get<double>(), b["unit"].get<std::string>());
-  }
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   df::kill_children_on_termination();
   CLI::App app{"densefeed: dense-feedback experiments for agent-driven kernel optimisation"};
   app.require_subcommand(1);
-  std::string root_text = default_root().string();
-  app.add_option("--root", root_text, "densefeed checkout holding gates/, schemas/ (env DENSEFEED_ROOT)")->capture_default_str();
-  std::string ledger_text;
-  bool json = false;
+  df::CliContext ctx;
+  ctx.root_text = default_root().string();
+  app.add_option("--root", ctx.root_text, "densefeed checkout holding gates/, schemas/ (env DENSEFEED_ROOT)")->capture_default_str();
+  std::string& root_text = ctx.root_text;
+  std::string& ledger_text = ctx.ledger_text;
+  bool& json = ctx.json;
+  std::vector<df::CliVerb> verbs;
+  for (auto&& family : {df::add_ledger_verbs(app, ctx), df::add_review_verbs(app, ctx), df::add_queue_verbs(app, ctx)}) {
+    verbs.insert(verbs.end(), family.begin(), family.end());
+  }
 
   auto* run = app.add_subcommand("run", "validate a manifest, run its gate, then (green only) its benchmark; record all in the ledger");
   std::string manifest;
@@ -140,17 +84,6 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   run->add_flag("--no-bench", no_bench, "stop after the gate");
   run->add_flag("--json", json, "print one JSON document");
-
-  auto* ledger_cmd = app.add_subcommand("ledger", "read the ledger");
-  ledger_cmd->require_subcommand(1);
-  auto* ledger_list = ledger_cmd->add_subcommand("list", "every recorded experiment with its verdict");
-  auto* ledger_show = ledger_cmd->add_subcommand("show", "everything recorded for one experiment");
-  std::string show_id;
-  ledger_show->add_option("ID", show_id, "experiment id")->required();
-  for (auto* sub : {ledger_list, ledger_show}) {
-    sub->add_option("--ledger", ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
-    sub->add_flag("--json", json, "print JSON");
-  }
 
   auto* gate_cmd = app.add_subcommand("gate", "frozen correctness gates");
   gate_cmd->require_subcommand(1);
@@ -215,6 +148,9 @@ int main(int argc, char** argv) {
   const std::filesystem::path root = std::filesystem::absolute(root_text);
   const std::filesystem::path ledger_path = ledger_text.empty() ? root / ".densefeed" / "ledger.db" : std::filesystem::path(ledger_text);
   try {
+    for (const auto& verb : verbs) {
+      if (verb.app->parsed()) return verb.run();
+    }
     if (run->parsed()) {
       options.root = root;
       options.ledger_path = std::filesystem::absolute(ledger_path);
@@ -224,14 +160,6 @@ int main(int argc, char** argv) {
       if (json) std::cout << df::report_json(outcome, options.ledger_path.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);
       return exit_code_for(outcome.verdict);
-    }
-    if (ledger_list->parsed() || ledger_show->parsed()) {
-      const df::Ledger ledger(ledger_path, df::Ledger::Mode::read_only);
-      const auto doc = ledger_list->parsed() ? ledger.list() : ledger.show(static_cast<std::int64_t>(parse_unsigned("ID", show_id, INT64_MAX)));
-      if (json) std::cout << doc.dump(2) << "\n";
-      else if (ledger_list->parsed()) print_ledger_list(doc);
-      else print_ledger_show(doc);
-      return 0;
     }
     if (gate_lock->parsed()) {
       const auto changes = df::write_lock(root, lock_names);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "acceptance.h"
 #include "error.h"
 #include "schema_validator.h"
 #include "sha256.h"
@@ -27,9 +28,25 @@ Arm read_arm(const nlohmann::ordered_json& v) {
 
 }  // namespace
 
+namespace {
+
+Manifest from_document(YamlDocument doc, const std::filesystem::path& root);
+
+}  // namespace
+
 Manifest load_manifest(const std::filesystem::path& path, const std::filesystem::path& root) {
+  return from_document(load_yaml_file(path), root);
+}
+
+Manifest parse_manifest(const std::string& text, const std::string& label, const std::filesystem::path& root) {
+  return from_document(parse_yaml(text, label), root);
+}
+
+namespace {
+
+Manifest from_document(YamlDocument doc, const std::filesystem::path& root) {
   Manifest m;
-  m.doc = load_yaml_file(path);
+  m.doc = std::move(doc);
   SchemaValidator(root / "schemas" / "experiment.schema.json").validate(m.doc);
   const auto& v = m.doc.value;
   m.sha256 = sha256_hex(m.doc.text);
@@ -42,6 +59,18 @@ Manifest load_manifest(const std::filesystem::path& path, const std::filesystem:
   m.risk = v.value("risk", std::vector<std::string>{});
   m.candidate = read_arm(v["candidate"]);
   m.base = read_arm(v["base"]);
+  if (v.contains("acceptance")) {
+    m.acceptance = v["acceptance"];
+    const auto& criteria = m.acceptance["criteria"];
+    for (std::size_t i = 0; i < criteria.size(); ++i) {
+      try {
+        parse_criterion(criteria[i].get<std::string>());
+      } catch (const std::invalid_argument& e) {
+        m.doc.fail(fmt::format("/acceptance/criteria/{}", i), e.what());
+      }
+    }
+  }
+  if (v.contains("trace")) m.trace = v["trace"];
   if (!std::filesystem::is_regular_file(gate_path(root, m.gate))) {
     const auto names = list_gates(root);
     m.doc.fail("/gate", fmt::format("no gate named '{}' in {} (available: {})", m.gate,
@@ -49,6 +78,8 @@ Manifest load_manifest(const std::filesystem::path& path, const std::filesystem:
   }
   return m;
 }
+
+}  // namespace
 
 nlohmann::ordered_json resolve_params(const Manifest& manifest, const std::string& arm_field, const Arm& arm,
                                       const GateSpec& gate) {

@@ -34,12 +34,20 @@ struct Manifest {
   std::vector<std::string> risk;
   Arm candidate;
   Arm base;
+  // Pre-registered end-to-end criteria: {command, statistic, timeout_s,
+  // criteria[]} as written (null when absent); bound by sha256 at submission.
+  nlohmann::ordered_json acceptance;
+  // Trace stage: {command, window, timeout_s, checks[]} as written (null when absent).
+  nlohmann::ordered_json trace;
 };
 
 // Reads and validates a manifest against root/schemas/experiment.schema.json
 // and checks that its gate exists under root/gates. Throws InputError
 // (file:line:column, field, what was expected).
 Manifest load_manifest(const std::filesystem::path& path, const std::filesystem::path& root);
+// The same for a manifest's text (a queued one, read back from the ledger);
+// `label` names it in errors.
+Manifest parse_manifest(const std::string& text, const std::string& label, const std::filesystem::path& root);
 
 // Checks an arm's params against the gate (declared, right type, in the enum)
 // and returns them completed with the gate's defaults. Throws InputError

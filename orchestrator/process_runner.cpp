@@ -1,6 +1,7 @@
 #include "process_runner.h"
 
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +13,7 @@
 
 #include <boost/filesystem.hpp>
 #include <boost/process.hpp>
+#include <boost/process/extend.hpp>
 #include <fmt/format.h>
 
 #include "error.h"
@@ -82,6 +84,7 @@ std::filesystem::path self_dir() {
 std::string ProcessResult::describe() const {
   if (!started) return "could not start: " + start_error;
   if (timed_out) return fmt::format("timed out after {:.1f} s and was killed", wall_s);
+  if (cancelled) return fmt::format("was cancelled after {:.1f} s and killed", wall_s);
   if (signal != 0) return fmt::format("killed by signal {} ({})", signal, sigabbrev_np(signal) ? sigabbrev_np(signal) : "?");
   return fmt::format("exit code {}", exit_code);
 }
@@ -113,9 +116,16 @@ ProcessResult run_process(const ProcessSpec& spec) {
   bp::group group;
   bp::child child;
   std::error_code ec;
+  // The child dies with this thread's process even when that is SIGKILLed
+  // (which no handler sees): PR_SET_PDEATHSIG, proc(5)/prctl(2).
+  const pid_t parent = getpid();
+  const auto die_with_parent = bp::extend::on_exec_setup([parent](auto&) {
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(127);
+  });
   child = bp::child(bp::exe = exe.string(), bp::args = args, env, bp::std_in < bp::null,
                     bp::std_out > spec.stdout_path.string(), bp::std_err > spec.stderr_path.string(),
-                    bp::start_dir = spec.cwd.string(), group, ec);
+                    bp::start_dir = spec.cwd.string(), group, die_with_parent, ec);
   if (ec) {
     result.start_error = ec.message();
     return result;
@@ -128,8 +138,10 @@ ProcessResult run_process(const ProcessSpec& spec) {
   const auto deadline = start + spec.timeout;
   auto sleep = std::chrono::milliseconds(1);
   while (child.running(ec) && !ec) {
-    if (std::chrono::steady_clock::now() >= deadline) {
-      result.timed_out = true;
+    const bool cancelled = spec.cancel && spec.cancel->load();
+    if (cancelled || std::chrono::steady_clock::now() >= deadline) {
+      result.timed_out = !cancelled;
+      result.cancelled = cancelled;
       ::kill(-group.native_handle(), SIGTERM);
       const auto grace_end = std::chrono::steady_clock::now() + spec.kill_grace;
       while (child.running(ec) && !ec && std::chrono::steady_clock::now() < grace_end) {

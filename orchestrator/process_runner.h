@@ -4,6 +4,7 @@
 // Only this file starts processes.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -24,6 +25,9 @@ struct ProcessSpec {
   std::filesystem::path stderr_path;
   std::chrono::milliseconds timeout{600'000};
   std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL
+  // When set and it becomes true, the group is ended as at a timeout
+  // (ProcessResult::cancelled); `densefeed cancel` of a running experiment.
+  const std::atomic<bool>* cancel = nullptr;
 };
 
 struct ProcessResult {
@@ -32,10 +36,11 @@ struct ProcessResult {
   int exit_code = -1;       // when it exited normally
   int signal = 0;           // when a signal ended it
   bool timed_out = false;
+  bool cancelled = false;   // ended through ProcessSpec::cancel
   double wall_s = 0;        // from spawn to reaping, seconds
   std::string resolved_exe;
 
-  bool ok() const { return started && !timed_out && signal == 0 && exit_code == 0; }
+  bool ok() const { return started && !timed_out && !cancelled && signal == 0 && exit_code == 0; }
   // "exit code 2", "killed by signal 11 (SIGSEGV)", "timed out after 10 s", ...
   std::string describe() const;
 };

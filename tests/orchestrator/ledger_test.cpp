@@ -178,5 +178,84 @@ TEST_F(LedgerInvariants, ReopeningKeepsEverything) {
   EXPECT_EQ(ledger.list().size(), 1u);
 }
 
+TEST_F(LedgerInvariants, NoTraceFindingOrAcceptanceOnARedGateThroughPlainSql) {
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO trace_findings(experiment_id, gate_run_id, arm, check_index, kind, check_json, passed) "
+                                 "VALUES (" + std::to_string(experiment_) + ", " + std::to_string(gate_run_) + ", 'candidate', 0, 'overlap', '{}', 1)"),
+            "trace_findings: the experiment has no green gate run");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO acceptance_runs(experiment_id, promotion_id, verdict, wall_s, started_at, finished_at) "
+                                 "VALUES (" + std::to_string(experiment_) + ", 1, 'pass', 1, 'a', 'b')"),
+            "acceptance_runs: the experiment is not promoted or its gate is not green");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO acceptance_criteria(acceptance_run_id, criterion_index, criterion, statistic, passed) "
+                                 "VALUES (99, 0, 'x <= 1', 'median', 1)"),
+            "acceptance_criteria: no such acceptance run");
+}
+
+TEST_F(LedgerInvariants, PromotionNeedsEveryDeclaredCategoryApprovedAndNoSlowerCase) {
+  Ledger ledger(db_path());
+  const auto green_id = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "ieee"}}});
+  GateResult green;
+  const auto run = ledger.record_gate_run(green_id, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 1, utc_now(), &green});
+  const std::string promote = "INSERT INTO promotions(experiment_id, promoted_by, promoted_at) VALUES (" + std::to_string(green_id) + ", 'x', 'now')";
+  EXPECT_EQ(plain_sql(db_path(), promote), "promotions: a declared risk category has no approval");  // the manifest declares numerics
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO reviews(experiment_id, category, decision, reviewer, reviewed_at) VALUES (" +
+                                     std::to_string(green_id) + ", 'production', 'approve', 'a', 'now')"),
+            "reviews: the experiment does not exist or does not declare this risk category");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO reviews(experiment_id, category, decision, reviewer, reviewed_at) VALUES (" +
+                                     std::to_string(green_id) + ", 'numerics', 'approve', '', 'now')"),
+            "CHECK constraint failed: length(reviewer) > 0");
+  ledger.record_review(green_id, "numerics", "approve", "alice", "");
+  ledger.record_review(green_id, "numerics", "reject", "bob", "on second thought");
+  EXPECT_EQ(plain_sql(db_path(), promote), "promotions: a declared risk category has no approval");  // the latest decision counts
+  ledger.record_review(green_id, "numerics", "approve", "bob", "");
+  EXPECT_EQ(plain_sql(db_path(), bench_insert(green_id, run).replace(bench_insert(green_id, run).find("'faster'"), 8, "'slower'")), "");
+  EXPECT_EQ(plain_sql(db_path(), promote), "promotions: a bench case of the experiment is slower");
+  EXPECT_THROW(ledger.record_promotion(green_id, "carol"), InputError);
+}
+
+TEST_F(LedgerInvariants, NewTablesAreAppendOnlyAndTheChainOnlyGrowsFromItsEnd) {
+  Ledger ledger(db_path());
+  // One row in each (row triggers do not fire on an empty table).
+  const auto id = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "ieee"}}});
+  GateResult green;
+  const auto run = ledger.record_gate_run(id, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 1, utc_now(), &green});
+  ledger.record_trace_findings(id, run, {TraceFindingRecord{"candidate", 0, "overlap", {{"overlap", {}}}, true, 0.9, 0.5, {}, "t.json"}});
+  ledger.record_review(id, "numerics", "approve", "alice", "");
+  const auto promotion = ledger.record_promotion(id, "carol");
+  ledger.record_acceptance(id, promotion, {"pass", "", {{"x", 1}}, 0.1, utc_now(), {{"x <= 1", "value", 1.0, 1.0, true}}});
+  for (const char* table : {"experiment_events", "reviews", "promotions", "trace_findings", "acceptance_runs", "acceptance_criteria", "record_chain"}) {
+    EXPECT_EQ(plain_sql(db_path(), std::string("DELETE FROM ") + table), std::string(table) + " is append-only") << table;
+    EXPECT_EQ(plain_sql(db_path(), std::string("UPDATE ") + table + " SET rowid = rowid"), std::string(table) + " is append-only") << table;
+  }
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO record_chain(experiment_id, table_name, row_id, columns, content_sha256, prev_hash, hash) "
+                                 "VALUES (1, 'experiments', 999, '[]', '" + std::string(64, 'a') + "', 'forged', '" + std::string(64, 'b') + "')"),
+            "record_chain: prev_hash must be the hash of the last link");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO experiment_events(experiment_id, event, at) VALUES (999, 'queued', 'now')"),
+            "experiment_events: no such experiment");
+  EXPECT_TRUE(ledger.verify().ok);
+}
+
+TEST_F(LedgerInvariants, AnEventFromADeadOwnerIsRecoveredAccordingToWhoOwnedIt) {
+  Ledger ledger(db_path());
+  // experiment_ was recorded `started` by this (living) process: untouched.
+  EXPECT_TRUE(ledger.recover_dead_owners().empty());
+  EXPECT_EQ(ledger.state(experiment_), "started");
+  // A worker and a run that died: pid 1 is not this host's densefeed (its start time differs).
+  const auto w = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "ieee"}}}, ExperimentEvent::queued, "submit");
+  const auto r = ledger.record_experiment({&manifest_, {{"precision", "tf32-rn"}}, {{"precision", "ieee"}}}, ExperimentEvent::queued, "submit");
+  const auto host = current_process().host;
+  for (const auto& [id, owner] : {std::pair{w, "worker"}, std::pair{r, "run"}}) {
+    EXPECT_EQ(plain_sql(db_path(), "INSERT INTO experiment_events(experiment_id, event, owner, owner_host, owner_pid, owner_start, at) VALUES (" +
+                                       std::to_string(id) + ", 'started', '" + owner + "', '" + host + "', 1, 'not-a-start-time', 'now')"),
+              "");
+  }
+  // (rows inserted by plain SQL are not in the chain: verify says so)
+  EXPECT_FALSE(ledger.verify().ok);
+  const auto recovered = ledger.recover_dead_owners();
+  ASSERT_EQ(recovered.size(), 2u);
+  EXPECT_EQ(ledger.state(w), "requeued");
+  EXPECT_EQ(ledger.state(r), "interrupted");
+  EXPECT_EQ(ledger.state(experiment_), "started");
+}
+
 }  // namespace
 }  // namespace densefeed

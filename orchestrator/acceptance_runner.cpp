@@ -1,0 +1,76 @@
+#include "acceptance_runner.h"
+
+#include <chrono>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "acceptance.h"
+#include "command_template.h"
+#include "error.h"
+#include "process_runner.h"
+
+namespace densefeed {
+
+AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const nlohmann::ordered_json& params,
+                                const AcceptanceOptions& options) {
+  AcceptanceRecord r;
+  r.started_at = utc_now();
+  const auto start = std::chrono::steady_clock::now();
+  const std::string statistic = acceptance.value("statistic", "median");
+  std::vector<Criterion> criteria;
+  for (const auto& c : acceptance.at("criteria")) criteria.push_back(parse_criterion(c.get<std::string>()));
+
+  std::error_code ec;
+  std::filesystem::remove_all(options.work_dir, ec);
+  std::filesystem::create_directories(options.work_dir / "out", ec);
+  if (ec) throw InfraError(fmt::format("{}: cannot create the acceptance folder: {}", options.work_dir.string(), ec.message()));
+
+  ProcessSpec spec;
+  spec.argv = render_command(acceptance.at("command").get<std::vector<std::string>>(),
+                             {nlohmann::ordered_json::object(), params, options.seed, (options.work_dir / "out").string()});
+  spec.exe_dir = options.exe_dir;
+  spec.env = {{"DENSEFEED_MODE", "acceptance"},
+              {"DENSEFEED_CASE", "{}"},
+              {"DENSEFEED_SEED", std::to_string(options.seed)},
+              {"DENSEFEED_OUT", (options.work_dir / "out").string()}};
+  spec.cwd = options.work_dir;
+  spec.stdout_path = options.work_dir / "stdout.log";
+  spec.stderr_path = options.work_dir / "stderr.log";
+  spec.timeout = std::chrono::milliseconds(static_cast<long long>(acceptance.value("timeout_s", 600.0) * 1000));
+  const ProcessResult p = run_process(spec);
+  const auto finish = [&](std::string verdict, std::string reason) {
+    r.verdict = std::move(verdict);
+    r.reason = std::move(reason);
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  };
+  if (!p.ok()) {
+    return finish("fail", fmt::format("the acceptance command {}; stderr: {}", p.describe(), file_tail(spec.stderr_path, 6)));
+  }
+  const auto metrics_path = options.work_dir / "out" / "metrics.json";
+  std::ifstream in(metrics_path);
+  if (!in) return finish("fail", fmt::format("{}: the acceptance command exited 0 but wrote no metrics.json", metrics_path.string()));
+  try {
+    r.metrics = nlohmann::ordered_json::parse(in);
+  } catch (const nlohmann::json::exception& e) {
+    return finish("fail", fmt::format("{}: not JSON: {}", metrics_path.string(), e.what()));
+  }
+  if (!r.metrics.is_object()) {
+    return finish("fail", fmt::format("{}: expected an object {{NAME: number | [numbers]}}", metrics_path.string()));
+  }
+  bool all = true;
+  std::string first_failure;
+  for (const auto& c : evaluate_criteria(criteria, r.metrics, statistic)) {
+    r.criteria.push_back({c.text, c.statistic, c.lhs, c.rhs, c.passed});
+    if (!c.passed && first_failure.empty()) {
+      first_failure = c.problem.empty() ? fmt::format("'{}' does not hold: {} vs {}", c.text, c.lhs ? fmt::format("{:.6g}", *c.lhs) : "?",
+                                                      c.rhs ? fmt::format("{:.6g}", *c.rhs) : "?")
+                                        : fmt::format("'{}': {}", c.text, c.problem);
+    }
+    all = all && c.passed;
+  }
+  return finish(all ? "pass" : "fail", all ? "" : first_failure);
+}
+
+}  // namespace densefeed

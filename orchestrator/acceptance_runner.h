@@ -1,0 +1,30 @@
+// The acceptance stage: after `densefeed promote`, runs the manifest's
+// pre-registered end-to-end command (DENSEFEED_MODE=acceptance) and checks
+// its metrics.json against the pre-registered criteria (acceptance.h).
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "ledger.h"
+
+namespace densefeed {
+
+struct AcceptanceOptions {
+  std::filesystem::path work_dir;  // emptied; the command runs in work_dir with its outputs in work_dir/out
+  std::filesystem::path exe_dir;   // the candidate's build (empty: densefeed's own)
+  std::uint64_t seed = 0;
+};
+
+// `acceptance` is the manifest's section as recorded ({command, statistic,
+// timeout_s (default 600 s), criteria[]}); `params` the candidate's
+// parameters. Verdict pass when every criterion holds; fail when one does
+// not, or the command crashed, timed out, exited non-zero or wrote no valid
+// metrics.json ({NAME: number | [numbers]}), with the reason. Throws
+// InfraError only when the run folder cannot be made.
+AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const nlohmann::ordered_json& params,
+                                const AcceptanceOptions& options);
+
+}  // namespace densefeed

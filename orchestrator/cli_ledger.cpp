@@ -1,0 +1,361 @@
+// ledger list|show|compare|export|verify and audit: what engineers and CI
+// read from the ledger. All of them open it read-only except that an old
+// ledger is migrated on open.
+#include <charconv>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <map>
+
+#include <boost/property_tree/ptree.hpp>
+#include <boost/property_tree/xml_parser.hpp>
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "error.h"
+#include "gate_lock.h"
+#include "gate_spec.h"
+#include "ledger.h"
+
+namespace densefeed {
+namespace {
+
+std::string cell(const nlohmann::ordered_json& v) {
+  if (v.is_null()) return "-";
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
+  return v.dump();
+}
+
+void print_ledger_list(const nlohmann::ordered_json& rows) {
+  std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<11} {:<8} {:<7} {:<21} {}\n", "id", "experiment", "gate", "state", "verdict",
+                           "profile", "submitted", "speedups / reason");
+  for (const auto& r : rows) {
+    std::string tail;
+    for (const auto& s : r["speedups"]) {
+      tail += fmt::format("{}{}: {} {:.3f}x [{:.3f}, {:.3f}]", tail.empty() ? "" : "; ", s["case"].get<std::string>(),
+                          s["verdict"].get<std::string>(), s["speedup"].get<double>(), s["speedup_lo"].get<double>(),
+                          s["speedup_hi"].get<double>());
+    }
+    if (tail.empty()) tail = r["reason"].get<std::string>();
+    std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<11} {:<8} {:<7} {:<21} {}\n", r["id"].get<std::int64_t>(), r["name"].get<std::string>(),
+                             r["gate"].get<std::string>(), r["state"].get<std::string>(), r["verdict"].get<std::string>(),
+                             r["profile"].is_string() ? r["profile"].get<std::string>() : "-", r["submitted_at"].get<std::string>(), tail);
+  }
+}
+
+void print_ledger_show(const nlohmann::ordered_json& e) {
+  std::cout << fmt::format("experiment {} '{}' by '{}', submitted {}\n", e["id"].get<std::int64_t>(), e["name"].get<std::string>(),
+                           e["author"].get<std::string>(), e["submitted_at"].get<std::string>());
+  std::cout << fmt::format("  manifest {} (sha256 {})\n  hypothesis: {}\n  predicted:  {}\n", e["manifest_path"].get<std::string>(),
+                           e["manifest_sha256"].get<std::string>(), e["hypothesis"].get<std::string>(),
+                           e["predicted_effect"].get<std::string>());
+  std::cout << fmt::format("  candidate {} {}   base {} {}\n", e["candidate_revision"].get<std::string>(), e["candidate_params"].dump(),
+                           e["base_revision"].get<std::string>(), e["base_params"].dump());
+  const auto& g = e["gate_run"];
+  if (g.is_null()) {
+    std::cout << "  gate: no gate run recorded\n";
+  } else {
+    std::cout << fmt::format("  gate {} (sha256 {}), profile {}, seed {}: {}{}\n", g["gate"].get<std::string>(),
+                             g["gate_sha256"].get<std::string>().substr(0, 16), g["profile"].get<std::string>(),
+                             g["seed"].get<std::string>(), g["verdict"].get<std::string>(),
+                             g["reason"].get<std::string>().empty() ? "" : " — " + g["reason"].get<std::string>());
+    for (const auto& p : g["lock_problems"]) std::cout << "    lock: " << p.get<std::string>() << "\n";
+    for (const auto& c : g["cases"]) {
+      std::string metrics;
+      for (const auto& m : c["metrics"]) {
+        metrics += fmt::format(" {}.{}={} (bound {:.1e})", m["output"].get<std::string>(), m["metric"].get<std::string>(),
+                               m["value"].is_null() ? "nan" : fmt::format("{:.2e}", m["value"].get<double>()), m["bound"].get<double>());
+      }
+      std::cout << fmt::format("    {:<6} {:<50}{}{}\n", c["verdict"].get<std::string>(), c["case_label"].get<std::string>(), metrics,
+                               metrics.empty() ? " " + c["reason"].get<std::string>() : "");
+    }
+  }
+  for (const auto& b : e["bench_cases"]) {
+    std::cout << fmt::format("  bench {}: {} — speedup {:.3f}x [{:.3f}, {:.3f}], p = {:.3g}, {} rounds; base {:.4g} {}, candidate {:.4g} {}\n",
+                             b["case_label"].get<std::string>(), b["verdict"].get<std::string>(), b["speedup"].get<double>(),
+                             b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>(), b["p_value"].get<double>(),
+                             b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(), b["unit"].get<std::string>(),
+                             b["candidate_median"].get<double>(), b["unit"].get<std::string>());
+  }
+  for (const auto& t : e["trace_findings"]) {
+    std::cout << fmt::format("  trace {} check {} ({}): {} — value {}, bound {}\n", t["arm"].get<std::string>(),
+                             t["check_index"].get<std::int64_t>(), t["kind"].get<std::string>(),
+                             t["passed"].get<bool>() ? "passed" : "FAILED", cell(t["value"]), cell(t["bound"]));
+  }
+  std::cout << "  state: " << e["state"].get<std::string>();
+  for (const auto& [category, decision] : e["categories"].items()) std::cout << fmt::format("; {}: {}", category, cell(decision));
+  if (!e["promotion"].is_null()) {
+    std::cout << fmt::format("; promoted by {} at {}", e["promotion"]["promoted_by"].get<std::string>(),
+                             e["promotion"]["promoted_at"].get<std::string>());
+  }
+  std::cout << "\n";
+  for (const auto& a : e["acceptance_runs"]) {
+    std::cout << fmt::format("  acceptance: {}{}\n", a["verdict"].get<std::string>(),
+                             a["reason"].get<std::string>().empty() ? "" : " — " + a["reason"].get<std::string>());
+    for (const auto& c : a["criteria"]) {
+      std::cout << fmt::format("    {:<6} {:<48} {} {} vs {}\n", c["passed"].get<bool>() ? "pass" : "FAIL", c["criterion"].get<std::string>(),
+                               c["statistic"].get<std::string>(), cell(c["lhs"]), cell(c["rhs"]));
+    }
+  }
+}
+
+// What two experiments are compared on, as flat "path" -> value pairs.
+void flatten(const nlohmann::ordered_json& v, const std::string& path, std::map<std::string, nlohmann::ordered_json>& out) {
+  if (v.is_object()) {
+    for (const auto& [k, x] : v.items()) flatten(x, path.empty() ? k : path + "." + k, out);
+  } else {
+    out[path] = v;
+  }
+}
+
+nlohmann::ordered_json comparable(const nlohmann::ordered_json& e) {
+  nlohmann::ordered_json c;
+  for (const char* k : {"name", "gate", "author", "candidate_revision", "candidate_sha", "base_revision", "base_sha",
+                        "worktree_dirty", "state"}) {
+    c["experiment"][k] = e[k];
+  }
+  c["experiment"]["candidate_params"] = e["candidate_params"];
+  c["experiment"]["base_params"] = e["base_params"];
+  c["experiment"]["risk"] = e["risk"].dump();
+  if (!e["gate_run"].is_null()) {
+    const auto& g = e["gate_run"];
+    for (const char* k : {"verdict", "reason", "profile", "seed", "gate_sha256"}) c["gate"][k] = g[k];
+    for (const auto& cs : g["cases"]) {
+      auto& row = c["gate"]["cases"][cs["case_label"].get<std::string>()];
+      row["verdict"] = cs["verdict"];
+      for (const auto& m : cs["metrics"]) row[m["output"].get<std::string>() + "." + m["metric"].get<std::string>()] = m["value"];
+    }
+  }
+  for (const auto& b : e["bench_cases"]) {
+    auto& row = c["bench"][b["case_label"].get<std::string>()];
+    for (const char* k : {"verdict", "speedup", "speedup_lo", "speedup_hi", "base_median", "candidate_median"}) row[k] = b[k];
+  }
+  for (const auto& t : e["trace_findings"]) {
+    auto& row = c["trace"][fmt::format("{}[{}]", t["arm"].get<std::string>(), t["check_index"].get<std::int64_t>())];
+    row["kind"] = t["kind"];
+    row["passed"] = t["passed"];
+    row["value"] = t["value"];
+  }
+  if (!e["acceptance_runs"].empty()) {
+    const auto& a = e["acceptance_runs"].back();
+    c["acceptance"]["verdict"] = a["verdict"];
+    for (const auto& k : a["criteria"]) c["acceptance"][k["criterion"].get<std::string>()] = k["lhs"];
+  }
+  return c;
+}
+
+// RFC 4180: quote a field that holds a comma, quote, CR or LF; double quotes inside.
+std::string csv_field(const nlohmann::ordered_json& v) {
+  std::string s = v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.is_number_float() ? fmt::format("{}", v.get<double>()) : v.dump();
+  if (s.find_first_of(",\"\r\n") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char ch : s) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+  return q + "\"";
+}
+
+}  // namespace
+
+std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
+  std::vector<CliVerb> verbs;
+  auto* ledger_cmd = app.add_subcommand("ledger", "read the ledger");
+  ledger_cmd->require_subcommand(1);
+
+  auto* list = ledger_cmd->add_subcommand("list", "every recorded experiment with its state and verdicts");
+  auto filter = std::make_shared<Ledger::ListFilter>();
+  list->add_option("--gate", filter->gate, "only this gate");
+  list->add_option("--verdict", filter->verdict, "only this gate verdict (green, red, error, pending) or state (queued, started, finished, interrupted, cancelled, ...)");
+  list->add_option("--since", filter->since, "only submitted at or after this UTC time (ISO 8601 prefix, e.g. 2026-11-29 or 2026-11-29T20:00)");
+  add_ledger_and_json(list, ctx);
+  verbs.push_back({list, [&ctx, filter] {
+                     if (!filter->since.empty() && (filter->since.size() < 4 || !std::isdigit(static_cast<unsigned char>(filter->since[0])))) {
+                       throw InputError("command line", {}, "--since", "expected an ISO 8601 UTC time such as 2026-11-29 or 2026-11-29T20:00, got '" + filter->since + "'");
+                     }
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     const auto rows = ledger.list(*filter);
+                     if (ctx.json) std::cout << rows.dump(2) << "\n";
+                     else print_ledger_list(rows);
+                     return 0;
+                   }});
+
+  auto* show = ledger_cmd->add_subcommand("show", "everything recorded for one experiment");
+  auto show_id = std::make_shared<std::string>();
+  show->add_option("ID", *show_id, "experiment id")->required();
+  add_ledger_and_json(show, ctx);
+  verbs.push_back({show, [&ctx, show_id] {
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     const auto doc = ledger.show(parse_experiment_id(*show_id));
+                     if (ctx.json) std::cout << doc.dump(2) << "\n";
+                     else print_ledger_show(doc);
+                     return 0;
+                   }});
+
+  auto* compare = ledger_cmd->add_subcommand("compare", "two experiments side by side: only what differs, with deltas");
+  auto ids = std::make_shared<std::pair<std::string, std::string>>();
+  compare->add_option("ID1", ids->first, "experiment id")->required();
+  compare->add_option("ID2", ids->second, "experiment id")->required();
+  add_ledger_and_json(compare, ctx);
+  verbs.push_back({compare, [&ctx, ids] {
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     const auto a_id = parse_experiment_id(ids->first), b_id = parse_experiment_id(ids->second);
+                     std::map<std::string, nlohmann::ordered_json> a, b;
+                     flatten(comparable(ledger.show(a_id)), "", a);
+                     flatten(comparable(ledger.show(b_id)), "", b);
+                     std::map<std::string, std::pair<nlohmann::ordered_json, nlohmann::ordered_json>> keys;
+                     for (const auto& [k, v] : a) keys[k].first = v;
+                     for (const auto& [k, v] : b) keys[k].second = v;
+                     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+                     for (const auto& [k, v] : keys) {
+                       if (v.first == v.second) continue;
+                       nlohmann::ordered_json row = {{"field", k}, {"a", v.first}, {"b", v.second}};
+                       if (v.first.is_number() && v.second.is_number()) {
+                         const double x = v.first.get<double>(), y = v.second.get<double>();
+                         row["delta"] = y - x;
+                         if (x != 0) row["ratio"] = y / x;
+                       }
+                       rows.push_back(row);
+                     }
+                     if (ctx.json) {
+                       std::cout << nlohmann::ordered_json{{"a", a_id}, {"b", b_id}, {"differences", rows}}.dump(2) << "\n";
+                       return 0;
+                     }
+                     std::cout << fmt::format("{:<56} {:>18} {:>18} {:>12}\n", "field (only what differs)", fmt::format("#{}", a_id),
+                                              fmt::format("#{}", b_id), "delta");
+                     for (const auto& r : rows) {
+                       std::string delta;
+                       if (r.contains("delta")) {
+                         delta = fmt::format("{:+.3g}", r["delta"].get<double>());
+                         if (r.contains("ratio")) delta += fmt::format(" (x{:.3g})", r["ratio"].get<double>());
+                       }
+                       std::cout << fmt::format("{:<56} {:>18} {:>18} {:>12}\n", r["field"].get<std::string>(), cell(r["a"]),
+                                                cell(r["b"]), delta);
+                     }
+                     if (rows.empty()) std::cout << "no differences\n";
+                     return 0;
+                   }});
+
+  auto* exp = ledger_cmd->add_subcommand("export", "the ledger's tables as JSON ({table: [rows]}), or one table or view as CSV");
+  auto format = std::make_shared<std::string>("json");
+  auto table = std::make_shared<std::string>("experiment_verdicts");
+  exp->add_option("--format", *format, "json or csv")->check(CLI::IsMember({"json", "csv"}))->capture_default_str();
+  exp->add_option("--table", *table, "csv: the table or view to write")->capture_default_str();
+  exp->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  verbs.push_back({exp, [&ctx, format, table] {
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     if (*format == "json") {
+                       std::cout << ledger.export_tables().dump(2) << "\n";
+                       return 0;
+                     }
+                     const auto rows = ledger.rows(*table);
+                     std::vector<std::string> columns = ledger.columns(*table);
+                     for (std::size_t i = 0; i < columns.size(); ++i) std::cout << (i ? "," : "") << csv_field(columns[i]);
+                     std::cout << "\r\n";
+                     for (const auto& r : rows) {
+                       std::size_t i = 0;
+                       for (const auto& c : columns) std::cout << (i++ ? "," : "") << csv_field(r[c]);
+                       std::cout << "\r\n";
+                     }
+                     return 0;
+                   }});
+
+  auto* verify = ledger_cmd->add_subcommand("verify", "recompute the hash chain of every recorded row; report the first broken link");
+  add_ledger_and_json(verify, ctx);
+  verbs.push_back({verify, [&ctx] {
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     const ChainCheck c = ledger.verify();
+                     if (ctx.json) {
+                       nlohmann::ordered_json doc = {{"ok", c.ok}, {"links", c.links}};
+                       if (!c.ok) {
+                         doc["first_broken"] = {{"seq", c.first_broken_seq}, {"table", c.table}, {"row_id", c.row_id},
+                                                {"experiment_id", c.experiment_id}, {"problem", c.problem}};
+                       }
+                       std::cout << doc.dump(2) << "\n";
+                     } else if (c.ok) {
+                       std::cout << fmt::format("{}: hash chain intact ({} links)\n", ctx.ledger_path().string(), c.links);
+                     } else {
+                       std::cout << fmt::format("{}: hash chain BROKEN at link {}: {} row {}{}: {}\n", ctx.ledger_path().string(),
+                                                c.first_broken_seq, c.table, c.row_id,
+                                                c.experiment_id ? fmt::format(" (experiment {})", c.experiment_id) : "", c.problem);
+                     }
+                     return c.ok ? 0 : 1;
+                   }});
+
+  auto* audit = app.add_subcommand("audit", "CI: exit 1 if a result lacks a green gate, a gate or frozen file differs from gates/gates.lock, or the hash chain is broken");
+  auto junit = std::make_shared<std::string>();
+  audit->add_option("--junit", *junit, "also write JUnit XML here");
+  add_ledger_and_json(audit, ctx);
+  verbs.push_back({audit, [&ctx, junit] {
+                     struct Check {
+                       std::string name;
+                       std::vector<std::string> failures;
+                     };
+                     std::vector<Check> checks;
+                     const auto root = ctx.root();
+                     {
+                       const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                       checks.push_back({"no speedup, trace or acceptance result without a green gate", ledger.results_without_green_gate()});
+                       const ChainCheck c = ledger.verify();
+                       Check chain{"hash chain intact", {}};
+                       if (!c.ok) {
+                         chain.failures.push_back(fmt::format("link {}: {} row {}{}: {}", c.first_broken_seq, c.table, c.row_id,
+                                                              c.experiment_id ? fmt::format(" (experiment {})", c.experiment_id) : "",
+                                                              c.problem));
+                       }
+                       checks.push_back(chain);
+                     }
+                     const auto lock = read_lock(root);
+                     const auto names = list_gates(root);
+                     if (names.empty()) throw InputError((root / "gates").string(), {}, "", "no gates (*.yaml) here: is --root the densefeed checkout?");
+                     for (const auto& name : names) {
+                       auto problems = check_locked_file(root, lock, "gates/" + name + ".yaml");
+                       if (problems.empty()) {
+                         const auto frozen = check_frozen_files(root, lock, load_gate(root, name));
+                         problems.insert(problems.end(), frozen.begin(), frozen.end());
+                       }
+                       checks.push_back({"gate " + name + " and its frozen files match gates/gates.lock", problems});
+                     }
+                     bool ok = true;
+                     nlohmann::ordered_json doc = {{"ledger", ctx.ledger_path().string()}, {"checks", nlohmann::ordered_json::array()}};
+                     for (const auto& c : checks) {
+                       ok = ok && c.failures.empty();
+                       doc["checks"].push_back({{"check", c.name}, {"ok", c.failures.empty()}, {"failures", c.failures}});
+                       if (!ctx.json) {
+                         std::cout << fmt::format("{:<4} {}\n", c.failures.empty() ? "ok" : "FAIL", c.name);
+                         for (const auto& f : c.failures) std::cout << "       " << f << "\n";
+                       }
+                     }
+                     doc["ok"] = ok;
+                     if (ctx.json) std::cout << doc.dump(2) << "\n";
+                     if (!junit->empty()) {
+                       namespace pt = boost::property_tree;
+                       pt::ptree suites, suite;
+                       std::size_t failed = 0;
+                       for (const auto& c : checks) failed += c.failures.empty() ? 0 : 1;
+                       suite.put("<xmlattr>.name", "densefeed-audit");
+                       suite.put("<xmlattr>.tests", checks.size());
+                       suite.put("<xmlattr>.failures", failed);
+                       for (const auto& c : checks) {
+                         pt::ptree tc;
+                         tc.put("<xmlattr>.classname", "densefeed.audit");
+                         tc.put("<xmlattr>.name", c.name);
+                         if (!c.failures.empty()) {
+                           std::string text;
+                           for (const auto& f : c.failures) text += f + "\n";
+                           pt::ptree failure;
+                           failure.put("<xmlattr>.message", c.failures.front());
+                           failure.put_value(text);
+                           tc.add_child("failure", failure);
+                         }
+                         suite.add_child("testcase", tc);
+                       }
+                       suites.add_child("testsuites.testsuite", suite);
+                       std::ofstream out(*junit);
+                       if (!out) throw InputError(*junit, {}, "--junit", "cannot write the JUnit file here");
+                       pt::write_xml(out, suites, pt::xml_writer_make_settings<std::string>(' ', 2));
+                     }
+                     return ok ? 0 : 1;
+                   }});
+  return verbs;
+}
+
+}  // namespace densefeed

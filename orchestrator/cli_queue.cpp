@@ -1,0 +1,308 @@
+// submit, worker, status and cancel: the queue agents submit to. The queue is
+// the ledger itself (experiment_events): `submit` records a validated
+// manifest as queued and returns at once; workers take experiments in
+// submission order, each in a child `densefeed` process, so that a crash in
+// one experiment never takes the worker down and a cancel can end it.
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli.h"
+#include "error.h"
+#include "experiment_runner.h"
+#include "ledger.h"
+#include "process_runner.h"
+#include "report.h"
+
+namespace densefeed {
+namespace {
+
+bool terminal(const std::string& state) {
+  return state == "finished" || state == "interrupted" || state == "cancelled" || state == "rejected" || state == "recorded";
+}
+
+// A compact verdict document for `status`.
+nlohmann::ordered_json status_json(const nlohmann::ordered_json& e) {
+  nlohmann::ordered_json s = {{"experiment_id", e["id"]}, {"experiment", e["name"]}, {"gate", e["gate"]}, {"state", e["state"]}};
+  s["gate_verdict"] = e["gate_run"].is_null() ? nlohmann::ordered_json("pending") : e["gate_run"]["verdict"];
+  s["reason"] = e["gate_run"].is_null() ? nlohmann::ordered_json("") : e["gate_run"]["reason"];
+  s["bench"] = nlohmann::ordered_json::array();
+  for (const auto& b : e["bench_cases"]) {
+    s["bench"].push_back({{"case", b["case_label"]}, {"verdict", b["verdict"]}, {"speedup", b["speedup"]},
+                          {"speedup_lo", b["speedup_lo"]}, {"speedup_hi", b["speedup_hi"]}});
+  }
+  s["events"] = e["events"];
+  return s;
+}
+
+// GPU indices for --gpus: "auto" asks nvidia-smi (none without it), "none"
+// is none, else a comma-separated list of indices or UUIDs.
+std::vector<std::string> find_gpus(const std::string& spec) {
+  std::vector<std::string> gpus;
+  if (spec == "none") return gpus;
+  if (spec == "auto") {
+    const auto out = capture_output({"nvidia-smi", "--query-gpu=index", "--format=csv,noheader"}, std::filesystem::current_path(),
+                                    std::chrono::seconds(20));
+    if (!out) return gpus;
+    std::istringstream in(*out);
+    for (std::string line; std::getline(in, line);) {
+      line.erase(0, line.find_first_not_of(" \t"));
+      line.erase(line.find_last_not_of(" \t\r") + 1);
+      if (!line.empty()) gpus.push_back(line);
+    }
+    return gpus;
+  }
+  std::istringstream in(spec);
+  for (std::string g; std::getline(in, g, ',');) {
+    if (g.empty() || g.find_first_not_of("0123456789abcdefABCDEF-GPUgpu") != std::string::npos) {
+      throw InputError("command line", {}, "--gpus", "expected auto, none or a comma-separated list of GPU indices or UUIDs, got '" + spec + "'");
+    }
+    gpus.push_back(g);
+  }
+  return gpus;
+}
+
+std::atomic<bool> g_stop{false};
+
+}  // namespace
+
+std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
+  std::vector<CliVerb> verbs;
+
+  auto* submit = app.add_subcommand("submit", "validate manifests and queue them (returns their ids at once; workers run them)");
+  auto manifests = std::make_shared<std::vector<std::string>>();
+  submit->add_option("MANIFEST", *manifests, "experiment manifest(s) (YAML)")->required();
+  add_ledger_and_json(submit, ctx);
+  verbs.push_back({submit, [&ctx, manifests] {
+                     RunOptions options;
+                     options.root = ctx.root();
+                     options.ledger_path = ctx.ledger_path();
+                     // Every manifest is checked before the ledger is opened: one bad
+                     // manifest and nothing is queued.
+                     std::vector<ExperimentOutcome> prepared;
+                     for (const auto& m : *manifests) prepared.push_back(prepare_experiment(load_manifest(m, options.root), options));
+                     Ledger ledger(options.ledger_path);
+                     nlohmann::ordered_json queued = nlohmann::ordered_json::array();
+                     for (const auto& p : prepared) {
+                       const auto id = record_prepared(ledger, p, ExperimentEvent::queued, "submit");
+                       queued.push_back({{"experiment_id", id}, {"experiment", p.manifest.name}, {"manifest", p.manifest.doc.path}, {"state", "queued"}});
+                       if (!ctx.json) {
+                         std::cout << fmt::format("experiment {} queued ({}); follow it with: densefeed status {} --wait\n", id,
+                                                  p.manifest.name, id);
+                       }
+                     }
+                     if (ctx.json) {
+                       // One manifest: one object; several: an array of them.
+                       auto doc = queued.size() == 1 ? queued[0] : nlohmann::ordered_json{{"queued", queued}};
+                       doc["ledger"] = options.ledger_path.string();
+                       std::cout << doc.dump(2) << "\n";
+                     }
+                     return 0;
+                   }});
+
+  auto* worker = app.add_subcommand("worker", "run queued experiments in submission order (several workers may share a ledger)");
+  struct WorkerArgs {
+    int slots = 1;
+    std::string gpus = "auto";
+    bool once = false;
+    std::string profile = "quick";
+    int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  };
+  auto wa = std::make_shared<WorkerArgs>();
+  worker->add_option("--slots", wa->slots, "experiments at once")->check(CLI::Range(1, 64))->capture_default_str();
+  worker->add_option("--gpus", wa->gpus, "auto (nvidia-smi), none, or a list such as 0,1")->capture_default_str();
+  worker->add_flag("--once", wa->once, "exit when the queue is empty instead of waiting for more");
+  worker->add_option("--profile", wa->profile, "gate profile")->capture_default_str();
+  worker->add_option("--jobs", wa->jobs, "harness processes at once per experiment (CPU slots)")->check(CLI::Range(1, 256))->capture_default_str();
+  worker->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  verbs.push_back({worker, [&ctx, wa] {
+                     const auto gpus = find_gpus(wa->gpus);
+                     const auto ledger_path = ctx.ledger_path();
+                     {
+                       Ledger ledger(ledger_path);
+                       for (const auto& [id, event] : ledger.recover_dead_owners()) {
+                         std::cout << fmt::format("experiment {}: its owner died; {}\n", id, to_string(event)) << std::flush;
+                       }
+                     }
+                     if (gpus.empty()) std::cout << fmt::format("worker: {} CPU slot(s)\n", wa->slots) << std::flush;
+                     else std::cout << fmt::format("worker: {} slot(s) over GPU(s) {}\n", wa->slots, fmt::join(gpus, ",")) << std::flush;
+                     std::signal(SIGTERM, [](int) { g_stop = true; });
+                     std::signal(SIGINT, [](int) { g_stop = true; });
+                     std::mutex print;
+                     std::vector<std::thread> threads;
+                     for (int slot = 0; slot < wa->slots; ++slot) {
+                       // Each slot's GPUs: a share of the list, round robin.
+                       std::vector<std::string> mine;
+                       for (std::size_t g = static_cast<std::size_t>(slot); g < gpus.size(); g += static_cast<std::size_t>(wa->slots)) mine.push_back(gpus[g]);
+                       if (!gpus.empty() && mine.empty()) mine.push_back(gpus[static_cast<std::size_t>(slot) % gpus.size()]);
+                       threads.emplace_back([&, slot, mine] {
+                         Ledger ledger(ledger_path);
+                         while (!g_stop) {
+                           const auto claimed = ledger.claim_next("worker");
+                           if (!claimed) {
+                             if (wa->once) return;
+                             std::this_thread::sleep_for(std::chrono::seconds(1));
+                             continue;
+                           }
+                           const auto dir = ledger_path.parent_path() / (ledger_path.stem().string() + "-runs") / std::to_string(claimed->id);
+                           std::filesystem::create_directories(dir);
+                           ProcessSpec spec;
+                           spec.argv = {(self_dir() / "densefeed").string(), "--root", ctx.root().string(), "worker-run",
+                                        std::to_string(claimed->id), "--ledger", ledger_path.string(), "--profile", wa->profile,
+                                        "--jobs", std::to_string(mine.empty() ? wa->jobs : static_cast<int>(mine.size()))};
+                           if (!mine.empty()) {
+                             spec.argv.push_back("--gpus");
+                             spec.argv.push_back(fmt::format("{}", fmt::join(mine, ",")));
+                           }
+                           spec.cwd = dir;
+                           spec.stdout_path = dir / "worker-run.stdout.log";
+                           spec.stderr_path = dir / "worker-run.stderr.log";
+                           spec.timeout = std::chrono::hours(24 * 7);
+                           std::atomic<bool> cancel{false}, done{false};
+                           std::thread watcher([&] {
+                             const Ledger reader(ledger_path, Ledger::Mode::read_only);
+                             while (!done) {
+                               if (g_stop || reader.state(claimed->id) == "cancel_requested") cancel = true;
+                               std::this_thread::sleep_for(std::chrono::milliseconds(250));
+                             }
+                           });
+                           spec.cancel = &cancel;
+                           const ProcessResult p = run_process(spec);
+                           done = true;
+                           watcher.join();
+                           const auto state = ledger.state(claimed->id);
+                           std::string line;
+                           if (p.cancelled && !g_stop) {
+                             ledger.record_event(claimed->id, ExperimentEvent::cancelled, "worker", "cancelled while running");
+                             line = "cancelled";
+                           } else if (g_stop && state == "started") {
+                             // The worker was asked to stop: the experiment goes back to the queue once.
+                             ledger.record_event(claimed->id, ExperimentEvent::requeued, "worker", "the worker stopped");
+                             line = "requeued (worker stopping)";
+                           } else if (state == "started" || state == "cancel_requested") {
+                             ledger.record_event(claimed->id, ExperimentEvent::interrupted, "worker",
+                                                 "its densefeed process " + p.describe() + "; see " + spec.stderr_path.string());
+                             line = "interrupted: " + p.describe();
+                           } else {
+                             line = state + (p.exit_code == 0 ? " (green)" : p.exit_code == 1 ? " (red)" : fmt::format(" (exit {})", p.exit_code));
+                           }
+                           const std::lock_guard lock(print);
+                           std::cout << fmt::format("slot {}: experiment {} ({}): {}\n", slot, claimed->id, claimed->manifest_path, line)
+                                     << std::flush;
+                         }
+                       });
+                     }
+                     for (auto& t : threads) t.join();
+                     return 0;
+                   }});
+
+  // What a worker runs for one experiment (hidden: workers call it).
+  auto* worker_run = app.add_subcommand("worker-run", "");
+  worker_run->group("");
+  struct WorkerRunArgs {
+    std::string id, profile = "quick", gpus;
+    int jobs = 1;
+  };
+  auto wr = std::make_shared<WorkerRunArgs>();
+  worker_run->add_option("ID", wr->id)->required();
+  worker_run->add_option("--profile", wr->profile);
+  worker_run->add_option("--jobs", wr->jobs)->check(CLI::Range(1, 256));
+  worker_run->add_option("--gpus", wr->gpus);
+  worker_run->add_option("--ledger", ctx.ledger_text);
+  verbs.push_back({worker_run, [&ctx, wr] {
+                     // Dies with its worker, so a killed worker leaves no experiment running.
+                     prctl(PR_SET_PDEATHSIG, SIGTERM);
+                     const auto id = parse_experiment_id(wr->id);
+                     RunOptions options;
+                     options.root = ctx.root();
+                     options.ledger_path = ctx.ledger_path();
+                     options.profile = wr->profile;
+                     options.jobs = wr->jobs;
+                     Ledger ledger(options.ledger_path);
+                     const auto e = ledger.show(id);
+                     ExperimentOutcome out;
+                     try {
+                       out = prepare_experiment(parse_manifest(e["manifest_text"].get<std::string>(), e["manifest_path"].get<std::string>(), options.root),
+                                                options);
+                     } catch (const InputError& err) {
+                       ledger.record_event(id, ExperimentEvent::rejected, "worker", err.what());
+                       throw;
+                     }
+                     out.experiment_id = id;
+                     execute_experiment(out, ledger, options);
+                     ledger.record_event(id, ExperimentEvent::finished, "worker");
+                     std::cout << render_text_report(out);
+                     return out.verdict == Verdict::green ? 0 : out.verdict == Verdict::red ? 1 : 3;
+                   }});
+
+  auto* status = app.add_subcommand("status", "an experiment's state and verdicts");
+  struct StatusArgs {
+    std::string id;
+    bool wait = false;
+    double timeout_s = 0;
+  };
+  auto sa = std::make_shared<StatusArgs>();
+  status->add_option("ID", sa->id, "experiment id")->required();
+  status->add_flag("--wait", sa->wait, "wait until it has ended (finished, interrupted, cancelled or rejected)");
+  status->add_option("--timeout", sa->timeout_s, "with --wait: give up after this many seconds (exit 3); 0 = never")->check(CLI::NonNegativeNumber);
+  add_ledger_and_json(status, ctx);
+  verbs.push_back({status, [&ctx, sa] {
+                     const auto id = parse_experiment_id(sa->id);
+                     const auto start = std::chrono::steady_clock::now();
+                     nlohmann::ordered_json e;
+                     while (true) {
+                       {
+                         const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                         e = ledger.show(id);
+                       }
+                       if (!sa->wait || terminal(e["state"].get<std::string>())) break;
+                       if (sa->timeout_s > 0 && std::chrono::steady_clock::now() - start > std::chrono::duration<double>(sa->timeout_s)) {
+                         throw InfraError(fmt::format("experiment {} is still {} after {} s", id, e["state"].get<std::string>(), sa->timeout_s));
+                       }
+                       std::this_thread::sleep_for(std::chrono::milliseconds(200));
+                     }
+                     const auto s = status_json(e);
+                     if (ctx.json) {
+                       std::cout << s.dump(2) << "\n";
+                     } else {
+                       std::cout << fmt::format("experiment {} ({}): {}; gate {}{}\n", id, s["experiment"].get<std::string>(),
+                                                s["state"].get<std::string>(), s["gate_verdict"].get<std::string>(),
+                                                s["reason"].get<std::string>().empty() ? "" : " — " + s["reason"].get<std::string>());
+                       for (const auto& b : s["bench"]) {
+                         std::cout << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", b["case"].get<std::string>(),
+                                                  b["verdict"].get<std::string>(), b["speedup"].get<double>(), b["speedup_lo"].get<double>(),
+                                                  b["speedup_hi"].get<double>());
+                       }
+                       if (!e["events"].empty() && !e["events"].back()["detail"].get<std::string>().empty()) {
+                         std::cout << "  " << e["events"].back()["detail"].get<std::string>() << "\n";
+                       }
+                     }
+                     const auto v = s["gate_verdict"].get<std::string>();
+                     if (s["state"] != "finished") return 0;
+                     return v == "green" ? 0 : v == "red" ? 1 : 3;
+                   }});
+
+  auto* cancel = app.add_subcommand("cancel", "cancel a queued experiment, or stop a running one");
+  auto cancel_id = std::make_shared<std::string>();
+  cancel->add_option("ID", *cancel_id, "experiment id")->required();
+  add_ledger_and_json(cancel, ctx);
+  verbs.push_back({cancel, [&ctx, cancel_id] {
+                     const auto id = parse_experiment_id(*cancel_id);
+                     Ledger ledger(ctx.ledger_path());
+                     const auto state = ledger.cancel(id);
+                     if (ctx.json) std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"state", state}}.dump(2) << "\n";
+                     else std::cout << fmt::format("experiment {}: {}\n", id, state);
+                     return 0;
+                   }});
+  return verbs;
+}
+
+}  // namespace densefeed

@@ -1,0 +1,157 @@
+// review approve|reject and promote: the human decisions the ledger records.
+// The database refuses a promotion that its invariants forbid; the checks
+// here only say why in words first.
+#include <cstdlib>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "acceptance_runner.h"
+#include "cli.h"
+#include "error.h"
+#include "gate_lock.h"
+#include "gate_spec.h"
+#include "ledger.h"
+#include "revision_build.h"
+
+namespace densefeed {
+namespace {
+
+std::string default_user() {
+  const char* u = std::getenv("USER");
+  return u && *u ? u : "";
+}
+
+// Why `e` (Ledger::show) cannot be promoted; empty when it can.
+std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e) {
+  std::vector<std::string> why;
+  if (e["gate_run"].is_null()) why.push_back(fmt::format("it has no gate run (state {})", e["state"].get<std::string>()));
+  else if (e["gate_run"]["verdict"] != "green") why.push_back("its gate is " + e["gate_run"]["verdict"].get<std::string>() + ": " + e["gate_run"]["reason"].get<std::string>());
+  for (const auto& b : e["bench_cases"]) {
+    if (b["verdict"] == "slower") {
+      why.push_back(fmt::format("bench case {} is slower (speedup {:.3f}x [{:.3f}, {:.3f}])", b["case_label"].get<std::string>(),
+                                b["speedup"].get<double>(), b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>()));
+    }
+  }
+  for (const auto& [category, decision] : e["categories"].items()) {
+    if (decision != "approve") {
+      why.push_back(fmt::format("risk category '{}' is not approved (latest decision: {}); run: densefeed review approve {} --by NAME --category {}",
+                                category, decision.get<std::string>(), e["id"].get<std::int64_t>(), category));
+    }
+  }
+  if (!e["promotion"].is_null()) why.push_back("it is already promoted");
+  if (!e["acceptance"].is_object() || !e["acceptance"].contains("criteria")) {
+    why.push_back("its manifest pre-registered no acceptance criteria (acceptance.criteria), so there is nothing to accept it by; submit a new manifest with them");
+  }
+  return why;
+}
+
+}  // namespace
+
+std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
+  std::vector<CliVerb> verbs;
+  auto* review = app.add_subcommand("review", "record a human decision on an experiment's risk categories");
+  review->require_subcommand(1);
+  for (const char* decision : {"approve", "reject"}) {
+    auto* verb = review->add_subcommand(decision, std::string(decision) + " the experiment's risk categories (all it declares, or --category)");
+    struct Args {
+      std::string id, by, note;
+      std::vector<std::string> categories;
+    };
+    auto args = std::make_shared<Args>();
+    verb->add_option("ID", args->id, "experiment id")->required();
+    verb->add_option("--by", args->by, "who decides (a person)")->required();
+    verb->add_option("--note", args->note, "why");
+    verb->add_option("--category", args->categories, "numerics, concurrency, architecture or production (default: every category the manifest declares)");
+    add_ledger_and_json(verb, ctx);
+    const std::string d = decision;
+    verbs.push_back({verb, [&ctx, args, d] {
+                       const auto id = parse_experiment_id(args->id);
+                       if (args->by.find_first_not_of(" \t") == std::string::npos) {
+                         throw InputError("command line", {}, "--by", "expected the reviewer's name");
+                       }
+                       Ledger ledger(ctx.ledger_path());
+                       auto categories = args->categories;
+                       const auto state = ledger.review_state(id);
+                       if (categories.empty()) {
+                         for (const auto& [k, v] : state["categories"].items()) categories.push_back(k);
+                       }
+                       if (categories.empty()) {
+                         ledger.show(id);  // no such experiment: InputError
+                         throw InputError("command line", {}, "ID", fmt::format("experiment {} declares no risk category, so there is nothing to review", id));
+                       }
+                       for (const auto& c : categories) ledger.record_review(id, c, d, args->by, args->note);
+                       const auto after = ledger.review_state(id);
+                       if (ctx.json) std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"categories", after["categories"]}}.dump(2) << "\n";
+                       else {
+                         for (const auto& [k, v] : after["categories"].items()) std::cout << fmt::format("experiment {} {}: {}\n", id, k, v.get<std::string>());
+                       }
+                       return 0;
+                     }});
+  }
+
+  auto* promote = app.add_subcommand("promote", "move a green, approved experiment with no slower bench case to its pre-registered acceptance run");
+  struct PromoteArgs {
+    std::string id, by = default_user();
+  };
+  auto pa = std::make_shared<PromoteArgs>();
+  promote->add_option("ID", pa->id, "experiment id")->required();
+  promote->add_option("--by", pa->by, "who promotes (default: $USER)")->capture_default_str();
+  add_ledger_and_json(promote, ctx);
+  verbs.push_back({promote, [&ctx, pa] {
+                     const auto id = parse_experiment_id(pa->id);
+                     if (pa->by.empty()) throw InputError("command line", {}, "--by", "expected who promotes ($USER is not set)");
+                     Ledger ledger(ctx.ledger_path());
+                     const auto e = ledger.show(id);
+                     const auto blockers = promotion_blockers(e);
+                     if (!blockers.empty()) {
+                       if (ctx.json) {
+                         std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"promoted", false}, {"reasons", blockers}}.dump(2) << "\n";
+                       } else {
+                         std::cout << fmt::format("experiment {} cannot be promoted:\n", id);
+                         for (const auto& b : blockers) std::cout << "  - " << b << "\n";
+                       }
+                       return 1;
+                     }
+                     // The candidate runs from its own build, as in the gate.
+                     AcceptanceOptions options;
+                     options.work_dir = ctx.ledger_path().parent_path() / (ctx.ledger_path().stem().string() + "-runs") /
+                                        std::to_string(id) / "acceptance";
+                     options.seed = std::stoull(e["gate_run"]["seed"].get<std::string>());
+                     if (e["candidate_revision"] != "WORKTREE") {
+                       const auto root = ctx.root();
+                       const auto lock = read_lock(root);
+                       const auto gate_name = e["gate"].get<std::string>();
+                       auto problems = check_locked_file(root, lock, "gates/" + gate_name + ".yaml");
+                       if (!problems.empty()) throw InputError(problems.front(), {}, "", "the gate does not match its lock; not promoting");
+                       const auto gate = load_gate(root, gate_name);
+                       const auto b = build_revision(gate, root, e["candidate_sha"].get<std::string>(),
+                                                     ctx.ledger_path().parent_path() / (ctx.ledger_path().stem().string() + "-builds"));
+                       if (!b.ok) throw InfraError("the candidate's build failed: " + b.failure);
+                       options.exe_dir = b.bin;
+                     }
+                     const auto promotion = ledger.record_promotion(id, pa->by);
+                     const auto record = run_acceptance(e["acceptance"], e["candidate_params"], options);
+                     ledger.record_acceptance(id, promotion, record);
+                     if (ctx.json) {
+                       nlohmann::ordered_json doc = {{"experiment_id", id}, {"promoted", true}, {"acceptance", record.verdict},
+                                                     {"reason", record.reason}, {"criteria", nlohmann::ordered_json::array()}};
+                       for (const auto& c : record.criteria) {
+                         doc["criteria"].push_back({{"criterion", c.criterion}, {"statistic", c.statistic}, {"lhs", c.lhs ? nlohmann::ordered_json(*c.lhs) : nlohmann::ordered_json()},
+                                                    {"rhs", c.rhs ? nlohmann::ordered_json(*c.rhs) : nlohmann::ordered_json()}, {"passed", c.passed}});
+                       }
+                       std::cout << doc.dump(2) << "\n";
+                     } else {
+                       std::cout << fmt::format("experiment {} promoted by {}; acceptance: {}{}\n", id, pa->by, record.verdict,
+                                                record.reason.empty() ? "" : " — " + record.reason);
+                       for (const auto& c : record.criteria) {
+                         std::cout << fmt::format("  {:<6} {:<48} {}: {} vs {}\n", c.passed ? "pass" : "FAIL", c.criterion, c.statistic,
+                                                  c.lhs ? fmt::format("{:.6g}", *c.lhs) : "?", c.rhs ? fmt::format("{:.6g}", *c.rhs) : "?");
+                       }
+                     }
+                     return record.verdict == "pass" ? 0 : 1;
+                   }});
+  return verbs;
+}
+
+}  // namespace densefeed

@@ -1,0 +1,516 @@
+// The ledger engineers review and the queue agents submit to, through the
+// real CLI: real processes (killed with SIGKILL where the test says so), a
+// real SQLite file, and plain SQL to check what was recorded.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sqlite3.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fcntl.h>
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "sha256.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
+const std::string kExe = DENSEFEED_EXE;
+const std::string kWriter = LEDGER_WRITER_EXE;
+
+// One case, no benchmark: the queue's tests run hundreds of experiments.
+const char* kGate = R"(gate: quick
+description: y_i = scale * sin(seed / 1000 + i), float32 against a float64 reference.
+reference:
+  command: [cheat_harness, --role, reference, --n, "{case.n}", --seed, "{seed}", --out, "{out}"]
+candidate:
+  command: [cheat_harness, --role, candidate, --mode, "{param.mode}", --n, "{case.n}",
+            --slowdown, "{param.slowdown}", --seed, "{seed}", --out, "{out}"]
+params:
+  mode: {type: string, enum: [honest, zeros, hang, crash], default: honest}
+  slowdown: {type: number, default: 1}
+outputs:
+  y:
+    dtype: float32
+    reference_dtype: float64
+    shape: ["{case.n}"]
+    tolerance: {rel_l2: 1.0e-5}
+cases:
+  grid:
+    - {n: [64]}
+profiles:
+  quick: {}
+  full: {}
+timeout_s: 120
+freezes: []
+)";
+
+// Runs `sql` on its own connection; returns the first column of each row.
+std::vector<std::string> sql_rows(const std::filesystem::path& db_path, const std::string& sql, std::string* error = nullptr) {
+  sqlite3* db = nullptr;
+  sqlite3_open(db_path.c_str(), &db);
+  sqlite3_busy_timeout(db, 30'000);
+  std::vector<std::string> rows;
+  char* message = nullptr;
+  const int rc = sqlite3_exec(
+      db, sql.c_str(),
+      [](void* out, int, char** values, char**) {
+        static_cast<std::vector<std::string>*>(out)->push_back(values[0] ? values[0] : "NULL");
+        return 0;
+      },
+      &rows, &message);
+  if (error) *error = rc == SQLITE_OK ? "" : (message ? message : "?");
+  sqlite3_free(message);
+  sqlite3_close(db);
+  return rows;
+}
+
+std::string sql_one(const std::filesystem::path& db, const std::string& sql) {
+  const auto rows = sql_rows(db, sql);
+  return rows.empty() ? "" : rows[0];
+}
+
+// A process started in the background, killed and reaped by the test.
+class Background {
+ public:
+  explicit Background(std::vector<std::string> argv, const std::filesystem::path& log) {
+    pid_ = fork();
+    if (pid_ == 0) {
+      setpgid(0, 0);
+      const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(fd, 1);
+      dup2(fd, 2);
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(a.data());
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+  }
+  ~Background() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  void kill9() {
+    ::kill(pid_, SIGKILL);
+    waitpid(pid_, nullptr, 0);
+    pid_ = 0;
+  }
+  int wait() {
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  }
+
+ private:
+  pid_t pid_ = 0;
+};
+
+class LedgerEndToEnd : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root_ = dir_ / "root";
+    std::filesystem::create_directories(root_ / "schemas");
+    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
+      std::filesystem::copy_file(kRoot / "schemas" / schema, root_ / "schemas" / schema);
+    }
+    testing::write_file(root_ / "gates" / "quick.yaml", kGate);
+    ASSERT_EQ(densefeed({"gate", "lock"}).exit_code, 0);
+  }
+  testing::CliResult densefeed(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--root", root_.string()});
+    return testing::run_cli(kExe, args, dir_.path());
+  }
+  std::vector<std::string> argv(std::vector<std::string> args) {
+    args.insert(args.begin(), {kExe, "--root", root_.string()});
+    return args;
+  }
+  // Writes a manifest; `extra` is appended as YAML.
+  std::filesystem::path manifest(const std::string& name, const std::string& mode, const std::string& extra = "") {
+    const auto path = dir_ / (name + ".yaml");
+    testing::write_file(path, "experiment: " + name + "\nhypothesis: h\npredicted_effect: p\ngate: quick\n" +
+                                  "candidate: {revision: WORKTREE, params: {mode: " + mode + "}}\n" +
+                                  "base: {revision: WORKTREE, params: {mode: honest, slowdown: 2}}\n" + extra);
+    return path;
+  }
+  std::filesystem::path ledger() const { return dir_ / "ledger.db"; }
+  std::string L() const { return ledger().string(); }
+  // Polls until `sql` returns `want` (or 60 s pass).
+  bool wait_for(const std::string& sql, const std::string& want) {
+    for (int i = 0; i < 600; ++i) {
+      if (std::filesystem::exists(ledger()) && sql_one(ledger(), sql) == want) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return false;
+  }
+  std::string state(int id) { return sql_one(ledger(), "SELECT state FROM experiment_states WHERE experiment_id = " + std::to_string(id)); }
+  std::string events(int id) {
+    std::string out;
+    for (const auto& e : sql_rows(ledger(), "SELECT event FROM experiment_events WHERE experiment_id = " + std::to_string(id) + " ORDER BY id")) {
+      out += (out.empty() ? "" : ",") + e;
+    }
+    return out;
+  }
+  // True once no process has `text` in its command line (polls for 10 s).
+  static bool no_process_mentions(const std::string& text) {
+    for (int i = 0; i < 100; ++i) {
+      if (testing::run_cli("/usr/bin/pgrep", {"-f", text}, "/").out.empty()) return true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    testing::run_cli("/usr/bin/pkill", {"-9", "-f", text}, "/");
+    return false;
+  }
+  testing::TempDir dir_;
+  std::filesystem::path root_;
+};
+
+TEST_F(LedgerEndToEnd, SubmitQueuesAtOnceAndRefusesBadInputWithNothingQueued) {
+  const auto good = manifest("good", "honest");
+  const auto bad = dir_ / "bad.yaml";
+  testing::write_file(bad, "experiment: bad\nhypothesis: h\npredicted_effect: p\ngate: quick\n"
+                           "candidate: {revision: WORKTREE, params: {mode: sneaky}}\nbase: {revision: WORKTREE}\n");
+  const auto refused = densefeed({"submit", good.string(), bad.string(), "--ledger", L(), "--json"});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("bad.yaml:5"), std::string::npos) << refused.err;
+  EXPECT_FALSE(std::filesystem::exists(ledger()));
+
+  const auto ok = densefeed({"submit", good.string(), "--ledger", L(), "--json"});
+  ASSERT_EQ(ok.exit_code, 0) << ok.err;
+  const auto doc = nlohmann::json::parse(ok.out);
+  EXPECT_EQ(doc["experiment_id"], 1);
+  EXPECT_EQ(doc["state"], "queued");
+  EXPECT_EQ(state(1), "queued");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM gate_runs"), "0");
+  const auto status = densefeed({"status", "1", "--ledger", L(), "--json"});
+  EXPECT_EQ(status.exit_code, 0);
+  EXPECT_EQ(nlohmann::json::parse(status.out)["state"], "queued");
+}
+
+TEST_F(LedgerEndToEnd, EightConcurrentSubmittersThenTwoWorkersRunEveryExperimentExactlyOnce) {
+  std::vector<std::unique_ptr<Background>> submitters;
+  for (int p = 0; p < 8; ++p) {
+    std::vector<std::string> args = {"submit", "--ledger", L()};
+    for (int k = 0; k < 50; ++k) args.push_back(manifest(fmt::format("s{}-{}", p, k), "honest").string());
+    submitters.push_back(std::make_unique<Background>(argv(args), dir_ / fmt::format("submit-{}.log", p)));
+  }
+  for (int p = 0; p < 8; ++p) EXPECT_EQ(submitters[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("submit-{}.log", p));
+  ASSERT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM experiments"), "400");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(DISTINCT name) FROM experiments"), "400");
+
+  Background a(argv({"worker", "--once", "--ledger", L(), "--jobs", "1"}), dir_ / "worker-a.log");
+  Background b(argv({"worker", "--once", "--ledger", L(), "--jobs", "1"}), dir_ / "worker-b.log");
+  EXPECT_EQ(a.wait(), 0) << testing::read_file(dir_ / "worker-a.log");
+  EXPECT_EQ(b.wait(), 0) << testing::read_file(dir_ / "worker-b.log");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM experiment_states WHERE state = 'finished'"), "400");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM experiment_events WHERE event = 'started'"), "400");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM gate_runs WHERE verdict = 'green'"), "400");
+  // Both workers took a share (each takes the oldest queued one in turn).
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(DISTINCT owner_pid) FROM experiment_events WHERE event = 'started'"), "2");
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+}
+
+TEST_F(LedgerEndToEnd, AKilledWorkersExperimentIsRequeuedOnceThenMarkedInterrupted) {
+  ASSERT_EQ(densefeed({"submit", manifest("hangs", "hang").string(), "--ledger", L()}).exit_code, 0);
+  {
+    Background w(argv({"worker", "--ledger", L(), "--jobs", "1"}), dir_ / "w1.log");
+    ASSERT_TRUE(wait_for("SELECT COUNT(*) FROM experiment_events WHERE event = 'started'", "1")) << testing::read_file(dir_ / "w1.log");
+    w.kill9();
+  }
+  {
+    Background w(argv({"worker", "--ledger", L(), "--jobs", "1"}), dir_ / "w2.log");
+    ASSERT_TRUE(wait_for("SELECT COUNT(*) FROM experiment_events WHERE event = 'started'", "2")) << testing::read_file(dir_ / "w2.log");
+    EXPECT_EQ(events(1), "queued,started,requeued,started");
+    w.kill9();
+  }
+  const auto third = densefeed({"worker", "--once", "--ledger", L()});
+  EXPECT_EQ(third.exit_code, 0) << third.err;
+  EXPECT_EQ(events(1), "queued,started,requeued,started,interrupted");
+  // No harness of the killed workers is left running: they die with their worker.
+  EXPECT_TRUE(no_process_mentions(dir_.path().string()));
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+}
+
+TEST_F(LedgerEndToEnd, ARunKilledInItsGateLeavesAnIntactLedgerAndIsInterruptedAtTheNextStart) {
+  ASSERT_EQ(densefeed({"run", manifest("first", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  const auto before = sql_rows(ledger(), "SELECT hash FROM record_chain ORDER BY seq");
+  {
+    Background run(argv({"run", manifest("killed", "hang").string(), "--ledger", L(), "--no-bench"}), dir_ / "run.log");
+    ASSERT_TRUE(wait_for("SELECT state FROM experiment_states WHERE experiment_id = 2", "started"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // inside the gate: the harness hangs
+    run.kill9();
+  }
+  // SIGKILL cannot be caught, but the harness dies with its parent.
+  EXPECT_TRUE(no_process_mentions(dir_.path().string()));
+  EXPECT_EQ(state(2), "started");  // nobody has looked yet
+  const auto list = densefeed({"ledger", "list", "--ledger", L(), "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  ASSERT_EQ(densefeed({"run", manifest("third", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  EXPECT_EQ(state(2), "interrupted");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM gate_runs WHERE experiment_id = 2"), "0");
+  const auto after = sql_rows(ledger(), "SELECT hash FROM record_chain ORDER BY seq");
+  ASSERT_GE(after.size(), before.size());
+  EXPECT_TRUE(std::equal(before.begin(), before.end(), after.begin()));  // earlier rows intact
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+}
+
+TEST_F(LedgerEndToEnd, CancelEndsAQueuedExperimentAtOnceAndStopsARunningOne) {
+  ASSERT_EQ(densefeed({"submit", manifest("hangs", "hang").string(), manifest("later", "honest").string(), "--ledger", L()}).exit_code, 0);
+  EXPECT_EQ(densefeed({"cancel", "2", "--ledger", L()}).exit_code, 0);
+  EXPECT_EQ(state(2), "cancelled");
+  Background w(argv({"worker", "--once", "--ledger", L(), "--jobs", "1"}), dir_ / "w.log");
+  ASSERT_TRUE(wait_for("SELECT state FROM experiment_states WHERE experiment_id = 1", "started"));
+  const auto c = densefeed({"cancel", "1", "--ledger", L(), "--json"});
+  EXPECT_EQ(c.exit_code, 0) << c.err;
+  EXPECT_EQ(nlohmann::json::parse(c.out)["state"], "cancel_requested");
+  EXPECT_EQ(w.wait(), 0) << testing::read_file(dir_ / "w.log");  // --once: the queue is empty after the cancel
+  EXPECT_EQ(state(1), "cancelled");
+  const auto again = densefeed({"cancel", "1", "--ledger", L()});
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.err.find("already ended (cancelled)"), std::string::npos) << again.err;
+}
+
+TEST_F(LedgerEndToEnd, PromotionNeedsGreenApprovedAndRunsThePreRegisteredAcceptance) {
+  const std::string acceptance = "risk: [numerics, production]\nacceptance:\n  command: [metrics_harness, \"prefill=10,10.2,9.9\", "
+                                 "\"prefill_kv=10.3,10.4,10.1,10.2\", ttft_p50_ms=180]\n  criteria: [\"prefill_kv <= 1.05 * prefill\", "
+                                 "\"ttft_p50_ms <= 200\", \"p90(prefill) < 10.2\"]\n";
+  ASSERT_EQ(densefeed({"run", manifest("accept", "honest", acceptance).string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+
+  auto p = densefeed({"promote", "1", "--by", "carol", "--ledger", L(), "--json"});
+  EXPECT_EQ(p.exit_code, 1);
+  auto doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["promoted"], false);
+  EXPECT_EQ(doc["reasons"].size(), 2u) << p.out;  // two categories not approved
+  EXPECT_NE(doc["reasons"][0].get<std::string>().find("'numerics' is not approved (latest decision: none)"), std::string::npos);
+
+  EXPECT_EQ(densefeed({"review", "approve", "1", "--by", "alice", "--category", "numerics", "--ledger", L()}).exit_code, 0);
+  EXPECT_EQ(densefeed({"review", "reject", "1", "--by", "bob", "--category", "production", "--note", "not yet", "--ledger", L()}).exit_code, 0);
+  EXPECT_EQ(densefeed({"promote", "1", "--by", "carol", "--ledger", L()}).exit_code, 1);
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM awaiting_review"), "1");
+  EXPECT_EQ(densefeed({"review", "approve", "1", "--by", "bob", "--category", "production", "--ledger", L()}).exit_code, 0);
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM awaiting_review"), "0");
+  const auto unknown = densefeed({"review", "approve", "1", "--by", "bob", "--category", "concurrency", "--ledger", L()});
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.err.find("does not declare this risk category"), std::string::npos) << unknown.err;
+
+  p = densefeed({"promote", "1", "--by", "carol", "--ledger", L(), "--json"});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  doc = nlohmann::json::parse(p.out);
+  EXPECT_EQ(doc["acceptance"], "pass");
+  ASSERT_EQ(doc["criteria"].size(), 3u);
+  EXPECT_DOUBLE_EQ(doc["criteria"][0]["lhs"].get<double>(), 10.25);               // median of 4 samples
+  EXPECT_DOUBLE_EQ(doc["criteria"][0]["rhs"].get<double>(), 1.05 * 10.0);        // 1.05 x median of 3
+  EXPECT_EQ(doc["criteria"][1]["statistic"], "value");
+  EXPECT_NEAR(doc["criteria"][2]["lhs"].get<double>(), 10.16, 1e-12);            // p90, linear interpolation
+  EXPECT_EQ(sql_one(ledger(), "SELECT verdict FROM acceptance_runs"), "pass");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM acceptance_criteria WHERE passed = 1"), "3");
+  EXPECT_EQ(sql_one(ledger(), "SELECT acceptance_verdict FROM experiment_verdicts WHERE experiment_id = 1"), "pass");
+  const auto twice = densefeed({"promote", "1", "--by", "carol", "--ledger", L()});
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.out.find("already promoted"), std::string::npos) << twice.out;
+}
+
+TEST_F(LedgerEndToEnd, AFailingCriterionOrACrashingAcceptanceCommandIsAFailWithItsReason) {
+  const std::string slow = "acceptance:\n  command: [metrics_harness, \"prefill=10,10,10\", \"prefill_kv=12,12,12\"]\n"
+                           "  criteria: [\"prefill_kv <= 1.05 * prefill\"]\n";
+  const std::string crash = "acceptance:\n  command: [metrics_harness, --crash]\n  criteria: [\"x <= 1\"]\n";
+  const std::string missing = "acceptance:\n  command: [metrics_harness, \"y=1\"]\n  criteria: [\"x <= 1\"]\n";
+  ASSERT_EQ(densefeed({"run", manifest("slow", "honest", slow).string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  ASSERT_EQ(densefeed({"run", manifest("crash", "honest", crash).string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  ASSERT_EQ(densefeed({"run", manifest("missing", "honest", missing).string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  auto p = densefeed({"promote", "1", "--by", "carol", "--ledger", L()});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_NE(p.out.find("'prefill_kv <= 1.05 * prefill' does not hold: 12 vs 10.5"), std::string::npos) << p.out;
+  p = densefeed({"promote", "2", "--by", "carol", "--ledger", L()});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_NE(p.out.find("killed by signal 11 (SEGV)"), std::string::npos) << p.out;
+  p = densefeed({"promote", "3", "--by", "carol", "--ledger", L()});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_NE(p.out.find("metrics.json has no metric 'x'"), std::string::npos) << p.out;
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(verdict) FROM acceptance_runs"), "fail,fail,fail");
+}
+
+TEST_F(LedgerEndToEnd, ARedGateCannotBeApprovedOrPromotedEvenThroughPlainSql) {
+  ASSERT_EQ(densefeed({"run", manifest("red", "zeros", "risk: [numerics]\nacceptance:\n  command: [metrics_harness, x=1]\n  criteria: [\"x <= 1\"]\n").string(),
+                       "--ledger", L(), "--no-bench"}).exit_code, 1);
+  const auto r = densefeed({"review", "approve", "1", "--by", "alice", "--ledger", L()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("only an experiment with a green gate run can be approved"), std::string::npos) << r.err;
+  const auto p = densefeed({"promote", "1", "--by", "carol", "--ledger", L()});
+  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_NE(p.out.find("its gate is red"), std::string::npos) << p.out;
+  std::string error;
+  sql_rows(ledger(), "INSERT INTO promotions(experiment_id, promoted_by, promoted_at) VALUES (1, 'mallory', 'now')", &error);
+  // (the approval trigger may speak first: the category is not approved either)
+  EXPECT_EQ(error.rfind("promotions: ", 0), 0u) << error;
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM promotions"), "0");
+  sql_rows(ledger(), "INSERT INTO acceptance_runs(experiment_id, promotion_id, verdict, wall_s, started_at, finished_at) VALUES (1, 1, 'pass', 1, 'a', 'b')", &error);
+  EXPECT_EQ(error, "acceptance_runs: the experiment is not promoted or its gate is not green");
+}
+
+TEST_F(LedgerEndToEnd, AuditPassesACleanLedgerAndFailsOnTamperingWithJUnit) {
+  ASSERT_EQ(densefeed({"run", manifest("a", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  ASSERT_EQ(densefeed({"run", manifest("b", "zeros").string(), "--ledger", L(), "--no-bench"}).exit_code, 1);
+  const auto xml = dir_ / "audit.xml";
+  auto a = densefeed({"audit", "--ledger", L(), "--junit", xml.string()});
+  EXPECT_EQ(a.exit_code, 0) << a.out << a.err;
+  EXPECT_NE(testing::read_file(xml).find("failures=\"0\""), std::string::npos);
+
+  // Someone with sqlite3 drops the guard and records a speedup for the red gate.
+  std::string error;
+  sql_rows(ledger(), "DROP TRIGGER bench_cases_require_green_gate; INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, "
+                     "case_json, unit, verdict, reason, base_median, base_relative_spread, candidate_median, candidate_relative_spread, "
+                     "speedup, speedup_lo, speedup_hi, ci_confidence, p_value, rounds, threshold, rounds_json) VALUES (2, 2, 'n=64', "
+                     "'{}', 'ms', 'faster', '', 2, 0, 1, 0, 2, 1.9, 2.1, 0.95, 0.001, 9, 0.01, '[]')", &error);
+  ASSERT_EQ(error, "");
+  a = densefeed({"audit", "--ledger", L(), "--junit", xml.string(), "--json"});
+  EXPECT_EQ(a.exit_code, 1);
+  const auto doc = nlohmann::json::parse(a.out);
+  EXPECT_EQ(doc["checks"][0]["ok"], false);
+  EXPECT_NE(doc["checks"][0]["failures"][0].get<std::string>().find("bench_cases row 1 (n=64) of experiment 2 has no green gate run"),
+            std::string::npos);
+  EXPECT_EQ(doc["checks"][1]["ok"], false);  // the inserted row is not in the chain either
+  const auto junit = testing::read_file(xml);
+  EXPECT_NE(junit.find("failures=\"2\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<failure message=\"bench_cases row 1"), std::string::npos) << junit;
+
+  // An edited gate is an audit failure too.
+  testing::write_file(root_ / "gates" / "quick.yaml", std::string(kGate) + "# edited\n");
+  a = densefeed({"audit", "--ledger", L()});
+  EXPECT_EQ(a.exit_code, 1);
+  EXPECT_NE(a.out.find("FAIL gate quick"), std::string::npos) << a.out;
+}
+
+TEST_F(LedgerEndToEnd, VerifyNamesTheFirstBrokenLink) {
+  ASSERT_EQ(densefeed({"run", manifest("a", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  ASSERT_EQ(densefeed({"run", manifest("b", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+  std::string error;
+  sql_rows(ledger(), "DROP TRIGGER experiments_no_update; UPDATE experiments SET hypothesis = 'rewritten' WHERE id = 2", &error);
+  ASSERT_EQ(error, "");
+  auto v = densefeed({"ledger", "verify", "--ledger", L(), "--json"});
+  EXPECT_EQ(v.exit_code, 1);
+  auto doc = nlohmann::json::parse(v.out);
+  EXPECT_EQ(doc["first_broken"]["table"], "experiments");
+  EXPECT_EQ(doc["first_broken"]["row_id"], 2);
+  EXPECT_EQ(doc["first_broken"]["problem"], "the row was changed after it was recorded");
+  // Removing a link is seen at the next one.
+  sql_rows(ledger(), "UPDATE experiments SET hypothesis = 'h' WHERE id = 2; DROP TRIGGER record_chain_no_delete; "
+                     "DELETE FROM record_chain WHERE seq = 3", &error);
+  ASSERT_EQ(error, "");
+  v = densefeed({"ledger", "verify", "--ledger", L(), "--json"});
+  EXPECT_EQ(v.exit_code, 1);
+  doc = nlohmann::json::parse(v.out);
+  EXPECT_EQ(doc["first_broken"]["seq"], 4);
+  EXPECT_NE(doc["first_broken"]["problem"].get<std::string>().find("prev_hash"), std::string::npos);
+}
+
+TEST_F(LedgerEndToEnd, CorruptOrForeignFilesAreRefusedAndLeftUntouched) {
+  const auto garbage = dir_ / "garbage.db";
+  testing::write_file(garbage, std::string(8192, 'x'));
+  const auto foreign = dir_ / "foreign.db";
+  sql_rows(foreign, "CREATE TABLE notes(text TEXT); INSERT INTO notes VALUES ('mine')");
+  ASSERT_EQ(densefeed({"run", manifest("a", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  ASSERT_EQ(densefeed({"ledger", "list", "--ledger", L()}).exit_code, 0);  // checkpoints nothing new; the file is settled
+  const auto damaged = dir_ / "damaged.db";
+  std::filesystem::copy_file(ledger(), damaged);
+  std::filesystem::resize_file(damaged, std::filesystem::file_size(damaged) / 2);
+  for (const auto& [file, want] : {std::pair{garbage, "not an SQLite database"}, std::pair{foreign, "not a densefeed ledger"},
+                                   std::pair{damaged, "damaged"}}) {
+    const auto sha = sha256_file(file);
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"ledger", "list", "--ledger", file.string()},
+          std::vector<std::string>{"submit", manifest("s", "honest").string(), "--ledger", file.string()},
+          std::vector<std::string>{"run", manifest("r", "honest").string(), "--ledger", file.string(), "--no-bench"}}) {
+      const auto r = densefeed(args);
+      EXPECT_EQ(r.exit_code, 2) << file << " " << args[0] << "\n" << r.out << r.err;
+      EXPECT_NE(r.err.find(want), std::string::npos) << r.err;
+      EXPECT_EQ(sha256_file(file), sha) << file << " " << args[0];
+    }
+  }
+}
+
+TEST_F(LedgerEndToEnd, EightProcessesRecordingAHundredExperimentsEachLoseNothing) {
+  std::vector<std::unique_ptr<Background>> writers;
+  const auto m = kRoot / "experiments" / "cp-affine-chain-tf32.yaml";
+  for (int p = 0; p < 8; ++p) {
+    writers.push_back(std::make_unique<Background>(
+        std::vector<std::string>{kWriter, L(), m.string(), kRoot.string(), "100", std::to_string(p)}, dir_ / fmt::format("writer-{}.log", p)));
+  }
+  for (int p = 0; p < 8; ++p) EXPECT_EQ(writers[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("writer-{}.log", p));
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM experiments"), "800");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(DISTINCT candidate_params) FROM experiments"), "800");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM gate_runs"), "800");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM experiment_states WHERE state = 'finished'"), "800");
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+}
+
+TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAtOnce) {
+  // Build a version-1 file exactly as densefeed 1 did, with one experiment.
+  std::string error;
+  sql_rows(ledger(), testing::read_file(kRoot / "orchestrator" / "ledger_schema.sql") +
+                         "INSERT INTO schema_info(version) VALUES (1);"
+                         "INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, hypothesis, predicted_effect, gate, "
+                         "candidate_revision, candidate_params, base_revision, base_params, submitted_at) VALUES ('old', 'm.yaml', 'x', '" +
+                         std::string(64, '0') + "', 'h', 'p', 'quick', 'WORKTREE', '{}', 'WORKTREE', '{}', '2026-01-01T00:00:00Z');",
+           &error);
+  ASSERT_EQ(error, "");
+  std::vector<std::unique_ptr<Background>> readers;
+  for (int p = 0; p < 6; ++p) {
+    readers.push_back(std::make_unique<Background>(argv({"ledger", "list", "--ledger", L()}), dir_ / fmt::format("open-{}.log", p)));
+  }
+  for (int p = 0; p < 6; ++p) EXPECT_EQ(readers[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("open-{}.log", p));
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2");
+  EXPECT_EQ(sql_one(ledger(), "SELECT state FROM experiment_states WHERE experiment_id = 1"), "recorded");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM record_chain"), "1");  // the old row, sealed
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+  ASSERT_EQ(densefeed({"run", manifest("new", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+}
+
+TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvAndJson) {
+  ASSERT_EQ(densefeed({"run", manifest("a", "honest").string(), "--ledger", L(), "--no-bench", "--seed", "7"}).exit_code, 0);
+  ASSERT_EQ(densefeed({"run", manifest("b", "zeros").string(), "--ledger", L(), "--no-bench", "--seed", "7"}).exit_code, 1);
+  auto list = nlohmann::json::parse(densefeed({"ledger", "list", "--verdict", "red", "--ledger", L(), "--json"}).out);
+  ASSERT_EQ(list.size(), 1u);
+  EXPECT_EQ(list[0]["name"], "b");
+  list = nlohmann::json::parse(densefeed({"ledger", "list", "--gate", "quick", "--since", "2000-01-01", "--ledger", L(), "--json"}).out);
+  EXPECT_EQ(list.size(), 2u);
+  list = nlohmann::json::parse(densefeed({"ledger", "list", "--since", "2999", "--ledger", L(), "--json"}).out);
+  EXPECT_EQ(list.size(), 0u);
+  EXPECT_EQ(densefeed({"ledger", "list", "--since", "yesterday", "--ledger", L()}).exit_code, 2);
+
+  const auto cmp = densefeed({"ledger", "compare", "1", "2", "--ledger", L(), "--json"});
+  ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
+  std::map<std::string, nlohmann::json> diff;
+  const auto cmp_doc = nlohmann::json::parse(cmp.out);
+  for (const auto& d : cmp_doc["differences"]) diff[d["field"].get<std::string>()] = d;
+  EXPECT_EQ(diff.count("gate.seed"), 0u);  // the same seed: not shown
+  EXPECT_EQ(diff["experiment.candidate_params.mode"]["b"], "zeros") << cmp.out;
+  EXPECT_EQ(diff["gate.verdict"]["a"], "green");
+  EXPECT_EQ(diff["gate.cases.n=64.y.rel_l2"]["b"], 1.0);
+  EXPECT_TRUE(diff["gate.cases.n=64.y.rel_l2"].contains("delta"));
+
+  const auto csv = densefeed({"ledger", "export", "--format", "csv", "--ledger", L()});
+  ASSERT_EQ(csv.exit_code, 0);
+  EXPECT_EQ(csv.out.substr(0, csv.out.find("\r\n")),
+            "experiment_id,name,gate,author,submitted_at,state,gate_verdict,reason,profile,seed,bench_cases,bench_faster,bench_slower,"
+            "trace_failed,trace_checks,acceptance_verdict,promoted");
+  EXPECT_NE(csv.out.find(",b,quick,"), std::string::npos);
+  EXPECT_EQ(densefeed({"ledger", "export", "--format", "csv", "--table", "nope", "--ledger", L()}).exit_code, 2);
+  const auto json = nlohmann::json::parse(densefeed({"ledger", "export", "--ledger", L()}).out);
+  EXPECT_EQ(json["experiments"].size(), 2u);
+  EXPECT_EQ(json["schema_info"].size(), 2u);
+}
+
+}  // namespace
+}  // namespace densefeed
