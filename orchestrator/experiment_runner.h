@@ -27,6 +27,9 @@ struct RunOptions {
   std::optional<std::uint64_t> seed;  // drawn fresh (std::random_device) when absent
   int jobs = 1;
   bool bench = true;
+  // Candidate and base commands (and revision builds) under bwrap when it
+  // can start (sandbox.h); false: --no-sandbox.
+  bool sandbox = true;
 };
 
 struct ExperimentOutcome {
@@ -50,6 +53,9 @@ struct ExperimentOutcome {
   std::string bench_skipped;          // why the bench did not run
   Verdict verdict = Verdict::green;   // gate verdict, then the bench's if it failed to run
   std::filesystem::path work_dir;     // harness folders and logs
+  // Whether untrusted commands ran sandboxed: on, off (--no-sandbox), or
+  // unavailable with bwrap's reason (the report warns once).
+  SandboxStatus sandbox;
   double wall_s = 0;
 };
 

@@ -18,6 +18,7 @@
 #include "experiment_runner.h"
 #include "gate_lock.h"
 #include "process_runner.h"
+#include "process_tree.h"
 #include "ledger.h"
 #include "report.h"
 #include "tensor_compare.h"
@@ -118,6 +119,7 @@ void print_ledger_show(const nlohmann::ordered_json& e) {
 
 int main(int argc, char** argv) {
   df::kill_children_on_termination();
+  df::adopt_orphans();
   CLI::App app{"densefeed: dense-feedback experiments for agent-driven kernel optimisation"};
   app.require_subcommand(1);
   std::string root_text = default_root().string();
@@ -139,6 +141,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   run->add_flag("--no-bench", no_bench, "stop after the gate");
+  bool no_sandbox = false;
+  run->add_flag("--no-sandbox", no_sandbox, "run candidate and base commands without bwrap (recorded in the report)");
   run->add_flag("--json", json, "print one JSON document");
 
   auto* ledger_cmd = app.add_subcommand("ledger", "read the ledger");
@@ -220,6 +224,7 @@ int main(int argc, char** argv) {
       options.ledger_path = std::filesystem::absolute(ledger_path);
       if (seed_opt->count() > 0) options.seed = parse_unsigned("--seed", seed_text, UINT64_MAX);
       options.bench = !no_bench;
+      options.sandbox = !no_sandbox;
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.ledger_path.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);
