@@ -61,6 +61,7 @@ ArmRound read_samples(const std::filesystem::path& path) {
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
                       const nlohmann::ordered_json& candidate_params, const BenchOptions& options) {
   BenchResult result;
+  result.sandbox = sandbox_status(options.sandbox);
   const int max_rounds = options.fixed_rounds ? *options.fixed_rounds : gate.bench.looks.back();
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     const Case& c = gate.bench.cases[ci];
@@ -100,10 +101,18 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.stdout_path = dir / "stdout.log";
         spec.stderr_path = dir / "stderr.log";
         spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+        if (result.sandbox.on()) {
+          spec.launcher = sandbox_argv(harness_policy(dir, resolve_executable(spec.argv[0], spec.exe_dir),
+                                                      options.private_dir.empty() ? options.work_dir : options.private_dir,
+                                                      options.sandbox_readable));
+        }
         const ProcessResult pr = run_process(spec);
         result.harness_wall_s += pr.wall_s;
         try {
-          if (!pr.ok()) throw std::runtime_error(fmt::format("{}; stderr: {}", pr.describe(), file_tail(dir / "stderr.log", 4)));
+          if (!pr.ok()) {
+            const LogTail tail = log_tail(spec.stdout_path, spec.stderr_path, 4);
+            throw std::runtime_error(fmt::format("it {}{}", pr.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
+          }
           (is_base ? bc.base : bc.candidate).push_back(read_samples(dir / "out" / "samples.json"));
           if (auto ref = options.reference_out.find(c.label); !is_base && ref != options.reference_out.end()) {
             for (const auto& out : gate.outputs) {

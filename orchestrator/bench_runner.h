@@ -17,6 +17,7 @@
 #include "bench_statistics.h"
 #include "case_grid.h"
 #include "gate_spec.h"
+#include "sandbox.h"
 #include "verdict.h"
 
 namespace densefeed {
@@ -42,6 +43,7 @@ struct BenchResult {
   std::string reason;
   std::vector<BenchCaseResult> cases;
   double harness_wall_s = 0;
+  SandboxStatus sandbox;  // whether both arms' commands ran sandboxed, and if not why
 };
 
 struct BenchOptions {
@@ -60,6 +62,11 @@ struct BenchOptions {
   // candidate's bench runs must write outputs that pass the gate against them,
   // so what is timed is what was gated. Empty (calibration): not checked.
   std::map<std::string, std::filesystem::path> reference_out;
+  // Both arms' commands under bwrap when it can start (sandbox.h): the base
+  // is untrusted code as much as the candidate. false: --no-sandbox.
+  bool sandbox = true;
+  std::filesystem::path private_dir;  // hidden from the arms; empty: work_dir
+  std::vector<std::filesystem::path> sandbox_readable;  // revision folders /tmp or private_dir would hide
 };
 
 // Runs the gate's candidate command in bench mode (DENSEFEED_MODE=bench,

@@ -113,6 +113,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
     int slots = 1;
     std::string gpus = "auto";
     bool once = false;
+    bool no_sandbox = false;
     std::string profile = "quick";
     int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   };
@@ -120,6 +121,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   worker->add_option("--slots", wa->slots, "experiments at once")->check(CLI::Range(1, 64))->capture_default_str();
   worker->add_option("--gpus", wa->gpus, "auto (nvidia-smi), none, or a list such as 0,1")->capture_default_str();
   worker->add_flag("--once", wa->once, "exit when the queue is empty instead of waiting for more");
+  worker->add_flag("--no-sandbox", wa->no_sandbox, "run candidate and base commands without bwrap (recorded with each gate run)");
   worker->add_option("--profile", wa->profile, "gate profile")->capture_default_str();
   worker->add_option("--jobs", wa->jobs, "harness processes at once per experiment (CPU slots)")->check(CLI::Range(1, 256))->capture_default_str();
   worker->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
@@ -158,6 +160,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                            spec.argv = {(self_dir() / "densefeed").string(), "--root", ctx.root().string(), "worker-run",
                                         std::to_string(claimed->id), "--ledger", ledger_path.string(), "--profile", wa->profile,
                                         "--jobs", std::to_string(mine.empty() ? wa->jobs : static_cast<int>(mine.size()))};
+                           if (wa->no_sandbox) spec.argv.push_back("--no-sandbox");
                            if (!mine.empty()) {
                              spec.argv.push_back("--gpus");
                              spec.argv.push_back(fmt::format("{}", fmt::join(mine, ",")));
@@ -210,12 +213,14 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   struct WorkerRunArgs {
     std::string id, profile = "quick", gpus;
     int jobs = 1;
+    bool no_sandbox = false;
   };
   auto wr = std::make_shared<WorkerRunArgs>();
   worker_run->add_option("ID", wr->id)->required();
   worker_run->add_option("--profile", wr->profile);
   worker_run->add_option("--jobs", wr->jobs)->check(CLI::Range(1, 256));
   worker_run->add_option("--gpus", wr->gpus);
+  worker_run->add_flag("--no-sandbox", wr->no_sandbox);
   worker_run->add_option("--ledger", ctx.ledger_text);
   verbs.push_back({worker_run, [&ctx, wr] {
                      // Dies with its worker, so a killed worker leaves no experiment running.
@@ -226,6 +231,11 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      options.ledger_path = ctx.ledger_path();
                      options.profile = wr->profile;
                      options.jobs = wr->jobs;
+                     options.sandbox = !wr->no_sandbox;
+                     if (!wr->gpus.empty()) {
+                       std::istringstream in(wr->gpus);
+                       for (std::string g; std::getline(in, g, ',');) options.gpus.push_back(g);
+                     }
                      Ledger ledger(options.ledger_path);
                      const auto e = ledger.show(id);
                      ExperimentOutcome out;

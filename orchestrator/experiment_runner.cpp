@@ -106,13 +106,18 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   out.work_dir = options.ledger_path.parent_path() / (options.ledger_path.stem().string() + "-runs") /
                  std::to_string(out.experiment_id);
   const std::string started_at = utc_now();
+  out.sandbox = sandbox_status(options.sandbox);
+  // Every run's folder, with every reference's outputs: hidden from
+  // sandboxed commands, so that no candidate can copy a reference's answer.
+  const auto runs_dir = out.work_dir.parent_path();
+  std::vector<std::filesystem::path> revision_dirs;  // revision builds the sandbox must still show
 
   if (!out.lock_problems.empty()) {
     out.gate_result.verdict = Verdict::red;
     out.gate_result.reason = fmt::format("gate '{}' does not match gates/gates.lock ({}); no case ran", m.gate,
                                          out.lock_problems.front());
   } else {
-    GateRunOptions gate_options{out.work_dir, options.profile, out.seed, options.jobs, {}};
+    GateRunOptions gate_options{out.work_dir, options.profile, out.seed, options.jobs, {}, options.sandbox, runs_dir, {}};
     bool runnable = true;
     if (m.candidate.revision != kWorktree) {
       // Gates and frozen files come from densefeed's checkout; a candidate
@@ -127,7 +132,10 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
         out.gate_result.reason = fmt::format("the candidate revision {} changes frozen files: {}; no case ran",
                                              out.candidate_sha.substr(0, 12), fmt::join(changed, ", "));
       } else {
-        const RevisionBuild b = build_revision(*out.gate, options.root, out.candidate_sha, builds_dir(options.ledger_path));
+        const RevisionBuild b =
+            build_revision(*out.gate, options.root, out.candidate_sha, builds_dir(options.ledger_path), options.sandbox);
+        revision_dirs.push_back(b.src.parent_path());
+        gate_options.sandbox_readable = revision_dirs;
         if (!b.ok) {
           runnable = false;
           out.gate_result.verdict = Verdict::red;
@@ -139,9 +147,20 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     }
     if (runnable) out.gate_result = run_gate(*out.gate, cases, out.candidate_params, gate_options);
   }
-  const std::int64_t gate_run_id = ledger.record_gate_run(
-      out.experiment_id, {m.gate, out.gate_sha256, out.lock_problems, options.profile, out.seed, started_at, &out.gate_result,
-                          provenance_json(out.provenance).dump()});
+  GateRunRecord record{m.gate, out.gate_sha256, out.lock_problems, options.profile, out.seed, started_at, &out.gate_result,
+                       provenance_json(out.provenance).dump(), out.sandbox.text(), {}};
+  for (const auto& c : out.gate_result.cases) {
+    nlohmann::ordered_json capture = nlohmann::ordered_json::object();
+    for (const auto& [who, p] : {std::pair{"reference", &c.reference_process}, std::pair{"candidate", &c.candidate_process}}) {
+      if (!p->started) continue;
+      capture[who] = {{"exit_code", p->exit_code}, {"signal", p->signal}, {"timed_out", p->timed_out},
+                      {"stdout_bytes", p->stdout_capture.bytes}, {"stdout_dropped", p->stdout_capture.dropped},
+                      {"stderr_bytes", p->stderr_capture.bytes}, {"stderr_dropped", p->stderr_capture.dropped},
+                      {"strays_killed", p->strays_killed}};
+    }
+    record.output_capture.push_back(capture);
+  }
+  const std::int64_t gate_run_id = ledger.record_gate_run(out.experiment_id, record);
   out.verdict = out.gate_result.verdict;
 
   if (out.verdict != Verdict::green) {
@@ -153,17 +172,20 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   } else {
     out.environment = collect_environment();
     BenchOptions bench_options{out.work_dir, out.seed, {}, out.candidate_bin,
-                               ledger.noise_floors(m.gate, out.environment.host), m.predicted_speedup, std::nullopt, {}};
+                               ledger.noise_floors(m.gate, out.environment.host), m.predicted_speedup, std::nullopt, {},
+                               options.sandbox, runs_dir, {}};
     for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
     if (m.base.revision != kWorktree) {
-      const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path));
+      const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path), options.sandbox);
+      revision_dirs.push_back(b.src.parent_path());
       bench_options.base_exe_dir = b.bin;
       if (!b.ok) {
         // Never measure something else in the base's place.
         out.bench = BenchResult{Verdict::error, fmt::format("the base's build at {} failed, so nothing was measured: {}",
-                                                            out.base_sha.substr(0, 12), b.failure), {}, 0};
+                                                            out.base_sha.substr(0, 12), b.failure), {}, 0, out.sandbox};
       }
     }
+    bench_options.sandbox_readable = revision_dirs;
     if (!out.bench) out.bench = run_bench(*out.gate, out.base_params, out.candidate_params, bench_options);
     if (out.bench->verdict == Verdict::green) {
       ledger.record_bench(out.experiment_id, gate_run_id, *out.bench, out.environment, out.candidate_sha, out.base_sha,

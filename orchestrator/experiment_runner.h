@@ -28,6 +28,9 @@ struct RunOptions {
   int jobs = 1;
   bool bench = true;
   std::vector<std::string> gpus;  // CUDA_VISIBLE_DEVICES values for the gate's case jobs; empty: CPU
+  // Candidate and base commands (and revision builds) under bwrap when it
+  // can start (sandbox.h); false: --no-sandbox.
+  bool sandbox = true;
 };
 
 struct ExperimentOutcome {
@@ -51,6 +54,9 @@ struct ExperimentOutcome {
   std::string bench_skipped;          // why the bench did not run
   Verdict verdict = Verdict::green;   // gate verdict, then the bench's if it failed to run
   std::filesystem::path work_dir;     // harness folders and logs
+  // Whether untrusted commands ran sandboxed: on, off (--no-sandbox), or
+  // unavailable with bwrap's reason (the report warns once).
+  SandboxStatus sandbox;
   double wall_s = 0;
 };
 

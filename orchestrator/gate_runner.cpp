@@ -22,6 +22,7 @@ struct Job {
   std::filesystem::path exe_dir;
   nlohmann::ordered_json case_json;
   std::filesystem::path dir;
+  bool sandboxed = false;  // a candidate command while the sandbox is on
   ProcessResult result;
 };
 
@@ -32,7 +33,7 @@ void fresh_dir(const std::filesystem::path& dir) {
   if (ec) throw InfraError(fmt::format("{}: cannot create the run folder: {}", dir.string(), ec.message()));
 }
 
-void run_job(Job& job, const GateSpec& gate, std::uint64_t seed) {
+void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options) {
   ProcessSpec spec;
   spec.argv = job.argv;
   spec.exe_dir = job.exe_dir;
@@ -44,11 +45,16 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed) {
   spec.stdout_path = job.dir / "stdout.log";
   spec.stderr_path = job.dir / "stderr.log";
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+  if (job.sandboxed) {
+    spec.launcher = sandbox_argv(harness_policy(job.dir, resolve_executable(job.argv[0], job.exe_dir),
+                                                options.private_dir.empty() ? options.work_dir : options.private_dir,
+                                                options.sandbox_readable));
+  }
   job.result = run_process(spec);
 }
 
 // Runs `jobs` on `n` threads; each job is independent.
-void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t seed) {
+void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options) {
   std::atomic<std::size_t> next{0};
   std::vector<std::thread> threads;
   std::exception_ptr failure;
@@ -57,7 +63,7 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
     threads.emplace_back([&] {
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         try {
-          run_job(*jobs[i], gate, seed);
+          run_job(*jobs[i], gate, seed, options);
         } catch (...) {
           std::lock_guard lock(failure_mutex);
           failure = std::current_exception();
@@ -69,8 +75,22 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
   if (failure) std::rethrow_exception(failure);
 }
 
-std::string process_failure(const char* who, const Job& job) {
-  return fmt::format("{} {}", who, job.result.describe());
+// "the candidate was killed by signal 11 (SIGSEGV); last stderr line: ...".
+// The reason stays one line (the ledger lists it per case); the last lines
+// themselves go with the case (log_tail) into the report.
+std::string process_failure(const char* who, const Job& job, const LogTail& tail) {
+  std::string reason = fmt::format("{} {}", who, job.result.describe());
+  if (!tail.text.empty()) {
+    std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
+    if (last.size() > 200) last = last.substr(0, 200) + "...";
+    // Harness output is untrusted: control characters are escaped so that
+    // it cannot fake or hide lines where the reason is printed.
+    std::string shown;
+    for (unsigned char ch : last) shown += ch < 0x20 || ch == 0x7F ? fmt::format("\\x{:02x}", ch) : std::string(1, static_cast<char>(ch));
+    last = shown;
+    reason += fmt::format("; last {} line: {}", tail.stream, last);
+  }
+  return reason;
 }
 
 // NAME.npy, or tensor NAME of the single .safetensors file in `dir`.
@@ -93,9 +113,9 @@ TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, 
     refuse_link(safetensors[0]);
     return TensorFile::open_safetensors(safetensors[0], out.name);
   }
-  throw std::runtime_error(fmt::format("{}: missing (the harness wrote neither {}.npy nor one .safetensors file{})",
+  throw std::runtime_error(fmt::format("{}: missing: the harness exited 0 without writing {}.npy or one .safetensors file{}",
                                        npy.string(), out.name,
-                                       safetensors.size() > 1 ? fmt::format("; found {}", safetensors.size()) : ""));
+                                       safetensors.size() > 1 ? fmt::format(" (found {})", safetensors.size()) : ""));
 }
 
 // Checks a tensor's dtype and shape against the gate; returns what is wrong.
@@ -153,6 +173,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
                     const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GateResult gate_result;
+  gate_result.sandbox = sandbox_status(options.sandbox);
   const auto ref_names = placeholders(gate.reference_command);
 
   std::map<std::vector<std::string>, std::size_t> reference_index;  // argv (with {out} unrendered) -> job
@@ -187,6 +208,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cand.argv = render_command(gate.candidate_command, {c.values, candidate_params, options.seed, (cand.dir / "out").string()});
     cand.case_json = c.values;
     cand.exe_dir = options.candidate_exe_dir;
+    cand.sandboxed = gate_result.sandbox.on();
   }
 
   std::vector<Job*> jobs;
@@ -195,7 +217,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
   // Empty every output folder first: a stale file from an earlier run can
   // never be compared.
   for (auto* j : jobs) fresh_dir(j->dir);
-  run_all(jobs, options.jobs, gate, options.seed);
+  run_all(jobs, options.jobs, gate, options.seed, options);
 
   std::vector<bool> reference_counted(references.size(), false);
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -210,16 +232,21 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     }
     cr.candidate_wall_s = cand.result.wall_s;
     cr.reference_out = ref.dir / "out";
+    cr.reference_process = ref.result;
+    cr.candidate_process = cand.result;
     gate_result.harness_wall_s += cand.result.wall_s;
 
+    const auto fail = [&](Verdict v, const char* who, const Job& job) {
+      const LogTail tail = log_tail(job.dir / "stdout.log", job.dir / "stderr.log");
+      cr.verdict = v;
+      cr.reason = process_failure(who, job, tail);
+      cr.log_tail = tail.text;
+      cr.log_tail_stream = tail.stream;
+    };
     if (!ref.result.ok()) {
-      cr.verdict = Verdict::error;
-      cr.reason = process_failure("the reference", ref);
-      cr.log_tail = file_tail(ref.dir / "stderr.log");
+      fail(Verdict::error, "the reference", ref);
     } else if (!cand.result.ok()) {
-      cr.verdict = Verdict::red;
-      cr.reason = process_failure("the candidate", cand);
-      cr.log_tail = file_tail(cand.dir / "stderr.log");
+      fail(Verdict::red, "the candidate", cand);
     } else {
       for (const auto& out : gate.outputs) {
         cr.outputs.push_back(compare_output(out, cr.gate_case.values, ref.dir / "out", cand.dir / "out"));

@@ -12,6 +12,8 @@
 
 #include "case_grid.h"
 #include "gate_spec.h"
+#include "process_runner.h"
+#include "sandbox.h"
 #include "tensor_compare.h"
 #include "verdict.h"
 
@@ -29,8 +31,16 @@ struct CaseResult {
   std::vector<OutputResult> outputs;
   double reference_wall_s = 0;  // 0 when the reference was shared with an earlier case
   double candidate_wall_s = 0;
-  std::string log_tail;  // stderr tail of the failing process
+  // The failing process's last lines (process_limits.h kLogTailLines) of
+  // stderr, or of stdout when stderr is empty; log_tail_stream says which.
+  std::string log_tail;
+  std::string log_tail_stream;
   std::filesystem::path reference_out;  // the reference's outputs (the bench checks against them)
+  // How each process ended and what it wrote: exit code or signal, timeout,
+  // stdout/stderr bytes and bytes dropped beyond the cap, strays killed.
+  // The reference's is shared by the cases that share its run.
+  ProcessResult reference_process;
+  ProcessResult candidate_process;
 };
 
 struct GateRunOptions {
@@ -39,6 +49,15 @@ struct GateRunOptions {
   std::uint64_t seed = 0;
   int jobs = 1;  // processes at once
   std::filesystem::path candidate_exe_dir;  // a revision's build; empty: densefeed's own
+  // Candidate commands under bwrap when it can start (sandbox.h); false:
+  // --no-sandbox. The reference never runs sandboxed.
+  bool sandbox = true;
+  // Hidden from sandboxed commands (the ledger's runs folder, where every
+  // reference's outputs lie); empty: work_dir.
+  std::filesystem::path private_dir;
+  // Also readable under the sandbox where /tmp or private_dir would hide
+  // them: a revision's source and build folders.
+  std::vector<std::filesystem::path> sandbox_readable;
 };
 
 struct GateResult {
@@ -47,6 +66,7 @@ struct GateResult {
   std::vector<CaseResult> cases;
   double wall_s = 0;          // the whole stage, seconds
   double harness_wall_s = 0;  // sum of every harness process's wall time, seconds
+  SandboxStatus sandbox;      // whether the candidate commands ran sandboxed, and if not why
 };
 
 // Opens NAME.npy (or tensor NAME of one .safetensors file) in each folder and

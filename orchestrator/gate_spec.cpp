@@ -104,7 +104,7 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
   gate.description = trim_trailing_space(v.value("description", ""));
   gate.reference_command = v["reference"]["command"].get<std::vector<std::string>>();
   gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
-  gate.timeout_s = v.value("timeout_s", 600.0);
+  gate.timeout_s = v.value("timeout_s", kDefaultHarnessTimeoutS);
 
   if (v.contains("params")) {
     for (const auto& [pname, p] : v["params"].items()) {

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "case_grid.h"
+#include "process_limits.h"
 #include "tolerance.h"
 #include "yaml_document.h"
 
@@ -61,7 +62,7 @@ struct BenchSpec {
 struct BuildSpec {
   std::vector<std::vector<std::string>> commands;
   std::string bin = "{build}/bin";
-  double timeout_s = 1800;  // per command, seconds
+  double timeout_s = kDefaultBuildTimeoutS;  // per command, seconds
 };
 
 struct GateSpec {
@@ -74,7 +75,7 @@ struct GateSpec {
   std::vector<OutputSpec> outputs;
   std::vector<Case> cases;
   std::map<std::string, ProfileFilter> profiles;
-  double timeout_s = 600;  // per harness process, seconds
+  double timeout_s = kDefaultHarnessTimeoutS;  // per harness process, seconds
   std::vector<std::string> freezes;  // paths relative to the densefeed root
   BenchSpec bench;
   std::optional<BuildSpec> build;  // absent: the gate accepts WORKTREE arms only

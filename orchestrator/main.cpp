@@ -19,6 +19,7 @@
 #include "experiment_runner.h"
 #include "gate_lock.h"
 #include "process_runner.h"
+#include "process_tree.h"
 #include "ledger.h"
 #include "report.h"
 #include "tensor_compare.h"
@@ -56,6 +57,7 @@ void print_error(bool json, const char* kind, const std::string& message, const 
 
 int main(int argc, char** argv) {
   df::kill_children_on_termination();
+  df::adopt_orphans();
   CLI::App app{"densefeed: dense-feedback experiments for agent-driven kernel optimisation"};
   app.require_subcommand(1);
   df::CliContext ctx;
@@ -83,6 +85,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256))
       ->capture_default_str();
   run->add_flag("--no-bench", no_bench, "stop after the gate");
+  bool no_sandbox = false;
+  run->add_flag("--no-sandbox", no_sandbox, "run candidate and base commands without bwrap (recorded in the report)");
   run->add_flag("--json", json, "print one JSON document");
 
   auto* gate_cmd = app.add_subcommand("gate", "frozen correctness gates");
@@ -156,6 +160,7 @@ int main(int argc, char** argv) {
       options.ledger_path = std::filesystem::absolute(ledger_path);
       if (seed_opt->count() > 0) options.seed = parse_unsigned("--seed", seed_text, UINT64_MAX);
       options.bench = !no_bench;
+      options.sandbox = !no_sandbox;
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.ledger_path.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);

@@ -1,14 +1,18 @@
 #include "process_runner.h"
 
+#include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <mutex>
+#include <set>
 #include <thread>
 
 #include <boost/filesystem.hpp>
@@ -17,6 +21,7 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "process_tree.h"
 
 namespace bp = boost::process;
 
@@ -26,6 +31,14 @@ namespace {
 // Process groups now running, for the termination handler. Slots hold a
 // pgid or 0; lock-free atomics are async-signal-safe.
 std::array<std::atomic<pid_t>, 512> g_groups{};
+// Held while a command is spawned and registered, and while strays are
+// swept, so that a sweep never takes a fresh leader for a stray.
+std::mutex g_spawn_mutex;
+// The token (environment DENSEFEED_RUN_TOKEN) of each running command, by
+// process group; guarded by g_spawn_mutex.
+std::map<pid_t, std::string> g_tokens;
+std::atomic<std::uint64_t> g_token_counter{0};
+constexpr const char* kTokenName = "DENSEFEED_RUN_TOKEN";
 
 class GroupRegistration {
  public:
@@ -83,14 +96,56 @@ std::filesystem::path self_dir() {
 
 std::string ProcessResult::describe() const {
   if (!started) return "could not start: " + start_error;
-  if (timed_out) return fmt::format("timed out after {:.1f} s and was killed", wall_s);
+  if (timed_out) {
+    return fmt::format("timed out after {:g} s and was killed ({})", timeout_s,
+                       sigkill_needed ? fmt::format("it outlived SIGTERM by the {:g} s grace period: SIGKILL", kill_grace_s)
+                                      : std::string("SIGTERM ended it"));
+  }
   if (cancelled) return fmt::format("was cancelled after {:.1f} s and killed", wall_s);
-  if (signal != 0) return fmt::format("killed by signal {} ({})", signal, sigabbrev_np(signal) ? sigabbrev_np(signal) : "?");
-  return fmt::format("exit code {}", exit_code);
+  if (signal != 0) {
+    const char* abbrev = sigabbrev_np(signal);
+    return fmt::format("was killed by signal {} ({})", signal, abbrev ? std::string("SIG") + abbrev : "unknown");
+  }
+  return fmt::format("exited with code {}", exit_code);
 }
+
+namespace {
+
+// Sends `sig` to the group and to every process below the leader that left
+// it; returns those others, so that they can be followed after the leader
+// is gone.
+std::vector<pid_t> signal_command(pid_t leader, int sig) {
+  // The tree is read before any signal: a leader that dies of it hands its
+  // children to another parent at once.
+  std::vector<pid_t> outside;
+  const auto all = list_processes();
+  for (pid_t d : descendants(all, leader)) {
+    for (const auto& p : all) {
+      if (p.pid == d && p.pgid != leader && p.state != 'Z') outside.push_back(d);
+    }
+  }
+  ::kill(-leader, sig);
+  for (pid_t p : outside) ::kill(p, sig);
+  return outside;
+}
+
+// Call with g_spawn_mutex held.
+RunningCommands running_commands() {
+  RunningCommands running;
+  running.token_name = kTokenName;
+  for (const auto& slot : g_groups) {
+    if (const pid_t g = slot.load(); g > 0) running.groups.insert(g);
+  }
+  for (const auto& [group, token] : g_tokens) running.tokens.insert(token);
+  return running;
+}
+
+}  // namespace
 
 ProcessResult run_process(const ProcessSpec& spec) {
   ProcessResult result;
+  result.timeout_s = std::chrono::duration<double>(spec.timeout).count();
+  result.kill_grace_s = std::chrono::duration<double>(spec.kill_grace).count();
   if (spec.argv.empty()) {
     result.start_error = "empty command";
     return result;
@@ -103,62 +158,148 @@ ProcessResult run_process(const ProcessSpec& spec) {
     return result;
   }
   result.resolved_exe = exe.string();
-  for (const auto& p : {spec.stdout_path, spec.stderr_path}) {
-    std::ofstream touch(p, std::ios::trunc);
-    if (!touch) throw InfraError(fmt::format("{}: cannot create the log file", p.string()));
+  std::filesystem::path program = exe;
+  std::vector<std::string> args;
+  if (!spec.launcher.empty()) {
+    program = resolve_executable(spec.launcher[0]);
+    if (program.empty()) {
+      result.start_error = fmt::format("launcher '{}' not found", spec.launcher[0]);
+      return result;
+    }
+    args.assign(spec.launcher.begin() + 1, spec.launcher.end());
+    args.push_back(exe.string());
   }
+  args.insert(args.end(), spec.argv.begin() + 1, spec.argv.end());
+  OutputCapture out(spec.stdout_path, spec.output_cap_bytes);
+  OutputCapture err(spec.stderr_path, spec.output_cap_bytes);
 
   bp::environment env = boost::this_process::environment();
   for (const auto& [k, v] : spec.env) env[k] = v;
-  std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+  // Marks every process of this command, even one that leaves its group, so
+  // that a sweep after another command leaves it to this one.
+  const std::string token = fmt::format("{}-{}", ::getpid(), g_token_counter++);
+  env[kTokenName] = token;
+  const int out_fd = out.write_fd();
+  const int err_fd = err.write_fd();
 
   const auto start = std::chrono::steady_clock::now();
   bp::group group;
   bp::child child;
   std::error_code ec;
-  // The child dies with this thread's process even when that is SIGKILLed
-  // (which no handler sees): PR_SET_PDEATHSIG, proc(5)/prctl(2).
-  const pid_t parent = getpid();
-  const auto die_with_parent = bp::extend::on_exec_setup([parent](auto&) {
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (getppid() != parent) _exit(127);
-  });
-  child = bp::child(bp::exe = exe.string(), bp::args = args, env, bp::std_in < bp::null,
-                    bp::std_out > spec.stdout_path.string(), bp::std_err > spec.stderr_path.string(),
-                    bp::start_dir = spec.cwd.string(), group, die_with_parent, ec);
+  std::optional<GroupRegistration> registration;
+  {
+    // A sweep for strays must never see a leader that is not registered yet.
+    const std::lock_guard lock(g_spawn_mutex);
+    const pid_t parent = getpid();
+    child = bp::child(bp::exe = program.string(), bp::args = args, env, bp::std_in < bp::null,
+                      bp::start_dir = spec.cwd.string(), group,
+                      bp::extend::on_exec_setup = [out_fd, err_fd, parent](auto&) {
+                        // In the child, before exec: async-signal-safe calls only.
+                        ::dup2(out_fd, STDOUT_FILENO);
+                        ::dup2(err_fd, STDERR_FILENO);
+                        // It dies with densefeed even when densefeed is SIGKILLed,
+                        // which no handler sees (prctl(2) PR_SET_PDEATHSIG).
+                        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                        if (::getppid() != parent) ::_exit(127);
+                      },
+                      ec);
+    if (!ec) {
+      registration.emplace(static_cast<pid_t>(group.native_handle()));
+      g_tokens[static_cast<pid_t>(group.native_handle())] = token;
+    }
+  }
+  out.close_write_end();
+  err.close_write_end();
   if (ec) {
     result.start_error = ec.message();
     return result;
   }
   result.started = true;
-  const GroupRegistration registration(static_cast<pid_t>(group.native_handle()));
+  const pid_t leader = static_cast<pid_t>(group.native_handle());
 
-  // Poll rather than wait_for: Boost.Process 1.74's wait_for is unreliable
-  // with several children at once.
+  // Poll the log pipes (and, between, the child) rather than wait_for:
+  // Boost.Process 1.74's wait_for is unreliable with several children at
+  // once, and the pipes must be drained while the child runs.
   const auto deadline = start + spec.timeout;
-  auto sleep = std::chrono::milliseconds(1);
-  while (child.running(ec) && !ec) {
-    const bool cancelled = spec.cancel && spec.cancel->load();
-    if (cancelled || std::chrono::steady_clock::now() >= deadline) {
-      result.timed_out = !cancelled;
-      result.cancelled = cancelled;
-      ::kill(-group.native_handle(), SIGTERM);
-      const auto grace_end = std::chrono::steady_clock::now() + spec.kill_grace;
-      while (child.running(ec) && !ec && std::chrono::steady_clock::now() < grace_end) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-      }
+  std::chrono::steady_clock::time_point grace_end;
+  std::vector<pid_t> signalled_outside;  // left the group; followed to the end
+  auto idle = std::chrono::milliseconds(1);
+  for (;;) {
+    const auto now = std::chrono::steady_clock::now();
+    const auto next = result.timed_out ? grace_end : deadline;
+    const auto until_next = std::chrono::duration_cast<std::chrono::milliseconds>(next - now) + std::chrono::milliseconds(1);
+    std::array<pollfd, 2> fds{};
+    nfds_t n = 0;
+    for (const OutputCapture* c : {&out, &err}) {
+      if (!c->at_eof()) fds[n++] = {c->read_fd(), POLLIN, 0};
+    }
+    if (n > 0) {
+      ::poll(fds.data(), n, static_cast<int>(std::clamp<long long>(until_next.count(), 0, 20)));
+    } else {
+      std::this_thread::sleep_for(std::min(idle, std::max(until_next, std::chrono::milliseconds(0))));
+      idle = std::min(idle * 2, std::chrono::milliseconds(20));
+    }
+    out.drain();
+    err.drain();
+    if (!child.running(ec) || ec) break;
+    const bool cancel_now = spec.cancel && spec.cancel->load();
+    if (!result.timed_out && (cancel_now || std::chrono::steady_clock::now() >= deadline)) {
+      // A cancel ends it exactly as a timeout does; told apart below.
+      result.timed_out = true;
+      result.cancelled = cancel_now;
+      signalled_outside = signal_command(leader, SIGTERM);
+      grace_end = std::chrono::steady_clock::now() + spec.kill_grace;
+    } else if (result.timed_out && std::chrono::steady_clock::now() >= grace_end) {
+      result.sigkill_needed = true;
       break;
     }
-    std::this_thread::sleep_for(sleep);
-    sleep = std::min(sleep * 2, std::chrono::milliseconds(20));
   }
+  if (result.cancelled) result.timed_out = false;
   // Whatever the leader did, nothing of its group may outlive the case.
+  if (result.sigkill_needed) {
+    for (pid_t p : signal_command(leader, SIGKILL)) signalled_outside.push_back(p);
+  }
   group.terminate(ec);
+  for (pid_t p : signalled_outside) ::kill(p, SIGKILL);
   child.wait(ec);
+  {
+    const std::lock_guard lock(g_spawn_mutex);
+    registration.reset();
+    g_tokens.erase(leader);
+    if (adopting_orphans() && spec.launcher.empty()) {
+      for (pid_t p : sweep_adopted_orphans(running_commands(), leader, spec.kill_grace)) signalled_outside.push_back(p);
+    }
+  }
+  // A process found below the command at its timeout is found again as an
+  // orphan once its parent is gone: each counts once.
+  std::sort(signalled_outside.begin(), signalled_outside.end());
+  result.strays_killed = static_cast<std::size_t>(
+      std::unique(signalled_outside.begin(), signalled_outside.end()) - signalled_outside.begin());
+  if (adopting_orphans() && !spec.launcher.empty()) {
+    // Nothing a launcher with its own PID namespace started can escape it;
+    // only the launcher's own helpers (bwrap's namespace init, which can
+    // outlive bwrap's main process by a moment) may have been adopted, in
+    // the command's group, already sent SIGKILL with it: reap them, without
+    // a walk of /proc.
+    const auto end = std::chrono::steady_clock::now() + spec.kill_grace;
+    int status = 0;
+    for (pid_t r; (r = ::waitpid(-leader, &status, WNOHANG)) >= 0 && std::chrono::steady_clock::now() < end;) {
+      if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+  }
+  result.stdout_capture = out.finish();
+  result.stderr_capture = err.finish();
   result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const int status = child.native_exit_code();
-  if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
-  else if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
+  if (WIFSIGNALED(status)) {
+    result.signal = WTERMSIG(status);
+  } else if (WIFEXITED(status)) {
+    result.exit_code = WEXITSTATUS(status);
+    if (!spec.launcher.empty() && result.exit_code > 128 && result.exit_code <= 128 + SIGRTMAX) {
+      result.signal = result.exit_code - 128;
+      result.exit_code = -1;
+    }
+  }
   return result;
 }
 
@@ -202,6 +343,12 @@ std::string file_tail(const std::filesystem::path& path, std::size_t max_lines, 
     start = nl;
   }
   return start == 0 ? text : text.substr(start + 1);
+}
+
+LogTail log_tail(const std::filesystem::path& stdout_path, const std::filesystem::path& stderr_path, std::size_t max_lines) {
+  if (auto text = file_tail(stderr_path, max_lines); !text.empty()) return {"stderr", text};
+  if (auto text = file_tail(stdout_path, max_lines); !text.empty()) return {"stdout", text};
+  return {};
 }
 
 }  // namespace densefeed

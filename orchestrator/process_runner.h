@@ -1,16 +1,34 @@
 // Starts harness processes (Boost.Process): argv, no shell, stdin from
-// /dev/null, stdout/stderr to files, its own process group, a timeout after
-// which the whole group gets SIGTERM and, after a grace period, SIGKILL.
-// Only this file starts processes.
+// /dev/null, stdout/stderr to capped log files, its own process group, a
+// timeout after which the whole group gets SIGTERM and, after a grace
+// period, SIGKILL. Defaults: process_limits.h. Only this file starts
+// processes.
+//
+// What is killed: the command's process group; at a timeout also every
+// process below it that left the group (setsid, setpgid), found through
+// /proc while its parent chain still leads to the command; and, when
+// densefeed adopts orphans (adopt_orphans(), as the CLI does), any process
+// that left its group and lost its parent, swept (a walk of /proc, about
+// 1 ms per 150 processes) after each command without a launcher ends.
+// Under the sandbox (a launcher with its own PID namespace) the kernel ends
+// every process the command started when the sandbox ends. Every command
+// gets DENSEFEED_RUN_TOKEN (unique per command) in its environment: an
+// orphan that still carries the token of a command that is running is left
+// to that command's end; one without (it cleared its environment) is ended
+// at the next command's end, whichever that is.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
+
+#include "output_capture.h"
+#include "process_limits.h"
 
 namespace densefeed {
 
@@ -23,8 +41,16 @@ struct ProcessSpec {
   std::filesystem::path cwd;
   std::filesystem::path stdout_path;
   std::filesystem::path stderr_path;
-  std::chrono::milliseconds timeout{600'000};
-  std::chrono::milliseconds kill_grace{2'000};  // between SIGTERM and SIGKILL
+  std::chrono::milliseconds timeout{static_cast<long long>(kDefaultHarnessTimeoutS * 1000)};
+  std::chrono::milliseconds kill_grace = kDefaultKillGrace;  // between SIGTERM and SIGKILL
+  // Bytes kept of stdout and of stderr, each; the rest is counted, dropped.
+  std::uint64_t output_cap_bytes = kDefaultOutputCapBytes;
+  // Runs the command as launcher + {resolved argv[0], argv[1]...} (the
+  // sandbox's bwrap prefix). A launcher reports the command's death by
+  // signal N as exit code 128 + N (bwrap, like a shell); that is read back
+  // as signal N, so a command that itself exits 129..192 under a launcher is
+  // reported as killed by that signal.
+  std::vector<std::string> launcher;
   // When set and it becomes true, the group is ended as at a timeout
   // (ProcessResult::cancelled); `densefeed cancel` of a running experiment.
   const std::atomic<bool>* cancel = nullptr;
@@ -37,20 +63,42 @@ struct ProcessResult {
   int signal = 0;           // when a signal ended it
   bool timed_out = false;
   bool cancelled = false;   // ended through ProcessSpec::cancel
+  double timeout_s = 0;      // the limit it ran under, seconds
+  double kill_grace_s = 0;   // SIGTERM to SIGKILL, seconds
+  bool sigkill_needed = false;  // timed out and outlived SIGTERM by the grace period
+  // Processes that had left its process group (setsid, setpgid) and were
+  // killed: found below it at its timeout, or adopted as orphans after it
+  // ended. Under the sandbox only the first kind is counted: what is left
+  // when it ends dies with its PID namespace, uncounted.
+  std::size_t strays_killed = 0;
+  CaptureCounts stdout_capture;  // bytes written to stdout, bytes dropped beyond the cap
+  CaptureCounts stderr_capture;
   double wall_s = 0;        // from spawn to reaping, seconds
   std::string resolved_exe;
 
   bool ok() const { return started && !timed_out && !cancelled && signal == 0 && exit_code == 0; }
-  // "exit code 2", "killed by signal 11 (SIGSEGV)", "timed out after 10 s", ...
+  // What ended it, to follow "the candidate ": "exited with code 2", "was
+  // killed by signal 11 (SIGSEGV)", "timed out after 10 s and was killed
+  // (SIGTERM ended it)", "could not start: ...", "exited with code 0".
   std::string describe() const;
 };
 
 // Runs one process to completion. Never throws for anything the child does;
-// throws InfraError only if the output files cannot be created.
+// throws InfraError only if the log files or their pipes cannot be created.
 ProcessResult run_process(const ProcessSpec& spec);
 
 // The last `max_lines` lines (at most `max_bytes`) of a text file, for messages.
-std::string file_tail(const std::filesystem::path& path, std::size_t max_lines = 12, std::size_t max_bytes = 4096);
+std::string file_tail(const std::filesystem::path& path, std::size_t max_lines = kLogTailLines, std::size_t max_bytes = 4096);
+
+// A failing process's log tail for its verdict: the last lines of its
+// stderr, or of its stdout when stderr is empty. `stream` says which
+// ("stderr", "stdout"; empty when both are).
+struct LogTail {
+  std::string stream;
+  std::string text;
+};
+LogTail log_tail(const std::filesystem::path& stdout_path, const std::filesystem::path& stderr_path,
+                 std::size_t max_lines = kLogTailLines);
 
 // On SIGINT, SIGTERM or SIGHUP, kill every process group run_process has
 // running, then end densefeed by the same signal: a killed densefeed leaves

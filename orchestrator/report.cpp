@@ -29,10 +29,61 @@ std::string threshold_source(const BenchCaseResult& c) {
   return fmt::format("the 1 % minimum; the calibrated floor is {:.2f}%", 100 * *c.calibrated_floor);
 }
 
+// As printable(), but keeping line breaks: a log tail shown as lines.
+std::string printable_lines(const std::string& text) {
+  std::string out;
+  std::size_t begin = 0;
+  while (begin <= text.size()) {
+    const std::size_t nl = text.find('\n', begin);
+    out += printable(text.substr(begin, nl == std::string::npos ? std::string::npos : nl - begin));
+    if (nl == std::string::npos) break;
+    out += '\n';
+    begin = nl + 1;
+  }
+  return out;
+}
+
 std::string sci(double v) { return std::isnan(v) ? "nan" : fmt::format("{:.2e}", v); }
 
 nlohmann::ordered_json number_or_null(double v) {
   return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf"));
+}
+
+// One line for the whole run: a sandbox that could not start is said once,
+// not per case.
+std::string sandbox_line(const SandboxStatus& s) {
+  switch (s.mode) {
+    case SandboxMode::on: return "on (bwrap: candidate and base commands see a read-only filesystem, no network)";
+    case SandboxMode::off: return fmt::format("OFF ({}): candidate and base commands ran unconfined", s.reason);
+    case SandboxMode::unavailable:
+      return fmt::format("WARNING: unavailable, candidate and base commands ran unconfined: {}", s.reason);
+  }
+  return "?";
+}
+
+nlohmann::ordered_json process_json(const ProcessResult& p) {
+  using J = nlohmann::ordered_json;
+  return {{"started", p.started},
+          {"exit_code", p.started && p.signal == 0 && !p.timed_out ? J(p.exit_code) : J(nullptr)},
+          {"signal", p.signal != 0 ? J(p.signal) : J(nullptr)},
+          {"timed_out", p.timed_out},
+          {"sigkill_needed", p.sigkill_needed},
+          {"strays_killed", p.strays_killed},
+          {"stdout_bytes", p.stdout_capture.bytes},
+          {"stdout_dropped", p.stdout_capture.dropped},
+          {"stderr_bytes", p.stderr_capture.bytes},
+          {"stderr_dropped", p.stderr_capture.dropped},
+          {"wall_s", p.wall_s},
+          {"description", p.describe()}};
+}
+
+std::string indented(const std::string& text, const std::string& indent) {
+  std::string out = indent;
+  for (char c : text) {
+    out += c;
+    if (c == '\n') out += indent;
+  }
+  return out;
 }
 
 std::vector<TrendTable> trends(const ExperimentOutcome& o) {
@@ -172,6 +223,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
   } else {
     s += fmt::format("  provenance: WARNING ({}): {}\n", p.root, fmt::join(p.uncommitted, "; "));
   }
+  s += "  sandbox: " + sandbox_line(o.sandbox) + "\n";
   std::size_t width = 4;
   for (const auto& c : g.cases) width = std::max(width, c.gate_case.label.size());
   if (!g.cases.empty()) {
@@ -204,7 +256,17 @@ std::string render_text_report(const ExperimentOutcome& o) {
         }
         if (!out.comparison.note.empty()) s += fmt::format("      {}: {}\n", out.output, out.comparison.note);
       }
-      if (!c.log_tail.empty()) s += "      stderr: " + c.log_tail + "\n";
+      for (const auto& [who, pr] : {std::pair{"reference", &c.reference_process}, std::pair{"candidate", &c.candidate_process}}) {
+        for (const auto& [stream, counts] : {std::pair{"stdout", pr->stdout_capture}, std::pair{"stderr", pr->stderr_capture}}) {
+          if (counts.dropped > 0) {
+            s += fmt::format("      the {} wrote {} bytes to {}; {} beyond the cap were dropped\n", who, counts.bytes, stream,
+                             counts.dropped);
+          }
+        }
+      }
+      if (!c.log_tail.empty()) {
+        s += fmt::format("      last lines of its {}:\n{}\n", c.log_tail_stream, indented(printable_lines(c.log_tail), "        | "));
+      }
     }
   }
   for (const auto& t : trends(o)) s += "\n" + render_trend_table(t);
@@ -262,7 +324,10 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"outputs", outputs},
                      {"reference_wall_s", c.reference_wall_s},
                      {"candidate_wall_s", c.candidate_wall_s},
-                     {"stderr_tail", c.log_tail}});
+                     {"stderr_tail", c.log_tail},
+                     {"log_tail_stream", c.log_tail_stream},
+                     {"reference_process", process_json(c.reference_process)},
+                     {"candidate_process", process_json(c.candidate_process)}});
   }
   J tables = J::array();
   for (const auto& t : trends(o)) tables.push_back(trend_table_json(t));
@@ -300,6 +365,9 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
           {"profile", o.profile},
           {"seed", std::to_string(o.seed)},
           {"verdict", to_string(o.verdict)},
+          {"sandbox", {{"mode", o.sandbox.on() ? "on" : o.sandbox.mode == SandboxMode::off ? "off" : "unavailable"},
+                       {"reason", o.sandbox.reason},
+                       {"text", o.sandbox.text()}}},
           {"candidate", {{"revision", o.manifest.candidate.revision}, {"params", o.candidate_params}}},
           {"base", {{"revision", o.manifest.base.revision}, {"params", o.base_params}}},
           {"stages",

@@ -16,7 +16,7 @@
 namespace densefeed {
 
 RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& root, const std::string& sha,
-                             const std::filesystem::path& builds_dir) {
+                             const std::filesystem::path& builds_dir, bool sandbox) {
   const auto start = std::chrono::steady_clock::now();
   RevisionBuild b;
   b.sha = sha;
@@ -30,8 +30,10 @@ RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& 
   const auto marker = dir / "built";
   if (std::filesystem::exists(marker)) {
     b.ok = b.cached = true;
+    b.sandbox = {SandboxMode::off, "cached"};
     return b;
   }
+  b.sandbox = sandbox_status(sandbox);
 
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
@@ -50,12 +52,18 @@ RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& 
     p.stdout_path = dir / fmt::format("build-{}.out.log", i);
     p.stderr_path = dir / fmt::format("build-{}.err.log", i);
     p.timeout = std::chrono::milliseconds(static_cast<long long>(spec.timeout_s * 1000));
+    if (b.sandbox.on()) {
+      SandboxPolicy policy;
+      policy.writable = {dir};
+      if (const auto exe = resolve_executable(p.argv[0]); !exe.empty()) policy.readable.push_back(exe.parent_path());
+      policy.cwd = b.src;
+      p.launcher = sandbox_argv(policy);
+    }
     const ProcessResult r = run_process(p);
     if (!r.ok()) {
-      std::string tail = file_tail(p.stderr_path, 8);
-      if (tail.empty()) tail = file_tail(p.stdout_path, 8);
+      const LogTail tail = log_tail(p.stdout_path, p.stderr_path, 8);
       b.failure = fmt::format("build command {} ({}) {}; log {}: {}", i + 1, fmt::join(p.argv, " "), r.describe(),
-                              p.stderr_path.string(), tail);
+                              (tail.stream == "stdout" ? p.stdout_path : p.stderr_path).string(), tail.text);
       b.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       return b;
     }

@@ -7,6 +7,7 @@
 #include <string>
 
 #include "gate_spec.h"
+#include "sandbox.h"
 
 namespace densefeed {
 
@@ -19,13 +20,18 @@ struct RevisionBuild {
   bool cached = false;          // built by an earlier run
   std::string failure;          // what failed: the step, its exit, the log tail
   double wall_s = 0;
+  // Whether its build commands ran sandboxed (write access to this build's
+  // folder only, no network), and if not why; "off: cached" when nothing ran.
+  SandboxStatus sandbox;
 };
 
 // Exports `sha` from `root` into builds_dir/<sha>-<hash of the build spec>/src
-// and runs the gate's build commands there (logs beside them). Never throws
-// for a failing build (ok = false, failure says which command and why);
-// throws InfraError if densefeed cannot create its folders.
+// and runs the gate's build commands there (logs beside them), under the
+// sandbox when `sandbox` and bwrap can start: a revision's build scripts are
+// its code as much as its harnesses. Never throws for a failing build
+// (ok = false, failure says which command and why); throws InfraError if
+// densefeed cannot create its folders.
 RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& root, const std::string& sha,
-                             const std::filesystem::path& builds_dir);
+                             const std::filesystem::path& builds_dir, bool sandbox = true);
 
 }  // namespace densefeed

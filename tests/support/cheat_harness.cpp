@@ -57,7 +57,10 @@ int main(int argc, char** argv) {
 
   if (mode == "crash") std::raise(SIGSEGV);
   if (mode == "hang") {
-    std::ofstream(out.parent_path() / "hang.pid") << ::getpid() << "\n";
+    // In DENSEFEED_OUT, the one folder a sandboxed harness may write: proof
+    // that it started (its pid is its sandbox's, so tests find it by its
+    // command line).
+    std::ofstream(out / "hang.pid") << ::getpid() << "\n";
     std::signal(SIGTERM, SIG_IGN);
     std::this_thread::sleep_for(std::chrono::hours(1));
   }

@@ -8,6 +8,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "process_runner.h"
@@ -44,6 +45,36 @@ inline std::string read_file(const std::filesystem::path& path) {
   std::ostringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// Processes (not zombies) whose command line mentions `text`, e.g. a run's
+// unique output folder: found by what they were started with, so that a
+// process in a sandbox's own PID namespace is found too.
+inline std::vector<int> processes_mentioning(const std::string& text) {
+  std::vector<int> found;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = read_file(entry.path() / "cmdline");
+    std::string stat = read_file(entry.path() / "stat");
+    const auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size() || stat[close + 2] == 'Z') continue;
+    for (char& c : cmdline) c = c == '\0' ? ' ' : c;
+    if (cmdline.find(text) != std::string::npos) found.push_back(std::stoi(name));
+  }
+  return found;
+}
+
+// Waits (at most 5 s: a killed process takes a moment to end) until no
+// process mentions `text`; returns those still there.
+inline std::vector<int> processes_left_mentioning(const std::string& text) {
+  auto left = processes_mentioning(text);
+  for (int i = 0; i < 250 && !left.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    left = processes_mentioning(text);
+  }
+  return left;
 }
 
 struct CliResult {

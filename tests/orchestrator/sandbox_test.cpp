@@ -1,0 +1,203 @@
+// The sandbox against real processes: what a sandboxed command can write,
+// read, reach and leave behind. Where bwrap cannot start on this machine the
+// tests that need it are skipped with bwrap's own reason.
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <fstream>
+#include <random>
+
+#include "process_runner.h"
+#include "process_tree.h"
+#include "sandbox.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+// Under the build tree, not /tmp: the sandbox gives a command its own empty
+// /tmp, which would hide the difference between read-only and invisible.
+class Scratch {
+ public:
+  Scratch() {
+    std::random_device rd;
+    path_ = std::filesystem::path(DENSEFEED_TEST_SCRATCH) / ("sandbox-" + std::to_string(rd()) + std::to_string(rd()));
+    std::filesystem::create_directories(path_);
+  }
+  ~Scratch() {
+    std::error_code ec;
+    std::filesystem::remove_all(path_, ec);
+  }
+  std::filesystem::path operator/(const std::string& name) const { return path_ / name; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+// A TCP listener on 127.0.0.1 that never blocks: connected() says whether
+// anyone reached it.
+class Listener {
+ public:
+  Listener() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (fd_ < 0 || ::bind(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(fd_, 8) != 0 ||
+        ::getsockname(fd_, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      throw std::runtime_error("cannot listen on 127.0.0.1");
+    }
+    port_ = ntohs(addr.sin_port);
+  }
+  ~Listener() { ::close(fd_); }
+  int port() const { return port_; }
+  bool connected() const {
+    const int c = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK);
+    if (c >= 0) ::close(c);
+    return c >= 0;
+  }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
+ProcessResult run_script(const Scratch& dir, const std::string& script, const std::vector<std::string>& launcher) {
+  ProcessSpec spec;
+  spec.argv = {"/bin/bash", "-c", script};
+  spec.cwd = dir / "run";
+  spec.stdout_path = dir / "stdout.log";
+  spec.stderr_path = dir / "stderr.log";
+  spec.timeout = std::chrono::seconds(60);
+  spec.launcher = launcher;
+  return run_process(spec);
+}
+
+SandboxPolicy policy_for(const Scratch& dir) {
+  SandboxPolicy policy;
+  policy.writable = {dir / "run" / "out"};
+  policy.readable = {dir / "run"};
+  policy.hidden = {dir / "hidden"};
+  policy.cwd = dir / "run";
+  return policy;
+}
+
+// Each attempt prints "NAME:ok" or "NAME:refused".
+std::string attempts_script(const Scratch& dir, int port, const std::string& tmp_file) {
+  const auto attempt = [](const std::string& name, const std::string& command) {
+    return "if " + command + " 2>/dev/null; then echo " + name + ":ok; else echo " + name + ":refused; fi; ";
+  };
+  return attempt("overwrite-locked", "echo x > " + (dir / "locked.txt").string()) +
+         attempt("read-hidden", "cat " + (dir / "hidden" / "secret.txt").string() + " >/dev/null") +
+         attempt("write-out", "echo y > out/written.txt") +
+         attempt("write-tmp", "echo z > " + tmp_file) +
+         attempt("connect", "exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(port));
+}
+
+class SandboxTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const SandboxStatus status = sandbox_status(true);
+    if (!status.on()) GTEST_SKIP() << "bwrap cannot run on this machine, so the sandbox is untested here: " << status.text();
+    std::filesystem::create_directories(dir_ / "run" / "out");
+    testing::write_file(dir_ / "locked.txt", "locked\n");
+    testing::write_file(dir_ / "hidden" / "secret.txt", "the reference's answer\n");
+  }
+  Scratch dir_;
+  std::string tmp_file_ = "/tmp/densefeed-sandbox-test-" + std::to_string(std::random_device{}());
+};
+
+TEST(Sandbox, OffWhenNotRequested) {
+  const SandboxStatus s = sandbox_status(false);
+  EXPECT_EQ(s.mode, SandboxMode::off);
+  EXPECT_EQ(s.text(), "off: --no-sandbox");
+}
+
+TEST(Sandbox, ArgvCoversThenRebindsAndShutsTheNamespaces) {
+  Scratch dir;
+  for (const char* d : {"w", "r", "h"}) std::filesystem::create_directories(dir / d);
+  SandboxPolicy policy;
+  policy.writable = {dir / "w"};
+  policy.readable = {dir / "r", dir / "missing"};
+  policy.hidden = {dir / "h"};
+  policy.cwd = dir / "r";
+  const auto argv = sandbox_argv(policy);
+  const auto at = [&](std::vector<std::string> seq) -> long {
+    const auto it = std::search(argv.begin(), argv.end(), seq.begin(), seq.end());
+    return it == argv.end() ? -1 : it - argv.begin();
+  };
+  EXPECT_EQ(at({"--ro-bind", "/", "/"}), 1);
+  EXPECT_GT(at({"--tmpfs", "/tmp"}), at({"--proc", "/proc"}));
+  // Covered first, then shown again: bwrap mounts in order.
+  EXPECT_GT(at({"--tmpfs", (dir / "h").string()}), at({"--tmpfs", "/tmp"}));
+  EXPECT_GT(at({"--ro-bind", (dir / "r").string(), (dir / "r").string()}), at({"--tmpfs", (dir / "h").string()}));
+  EXPECT_GT(at({"--bind", (dir / "w").string(), (dir / "w").string()}), at({"--ro-bind", (dir / "r").string(), (dir / "r").string()}));
+  EXPECT_EQ(at({"--ro-bind", (dir / "missing").string()}), -1);
+  EXPECT_GE(at({"--chdir", (dir / "r").string()}), 0);
+  for (const char* flag : {"--unshare-pid", "--unshare-net", "--die-with-parent"}) EXPECT_GE(at({flag}), 0) << flag;
+  EXPECT_GE(at({"--cap-drop", "ALL"}), 0);
+  EXPECT_EQ(at({"--new-session"}), -1);  // it would leave densefeed's process group
+  EXPECT_EQ(argv.back(), "--");
+}
+
+TEST_F(SandboxTest, WritesOnlyItsOutputFolderAndReachesNoNetwork) {
+  Listener listener;
+  const auto r = run_script(dir_, attempts_script(dir_, listener.port(), tmp_file_), sandbox_argv(policy_for(dir_)));
+  ASSERT_TRUE(r.ok()) << r.describe() << testing::read_file(dir_ / "stderr.log");
+  EXPECT_EQ(testing::read_file(dir_ / "stdout.log"),
+            "overwrite-locked:refused\nread-hidden:refused\nwrite-out:ok\nwrite-tmp:ok\nconnect:refused\n");
+  EXPECT_EQ(testing::read_file(dir_ / "locked.txt"), "locked\n");
+  EXPECT_EQ(testing::read_file(dir_ / "run" / "out" / "written.txt"), "y\n");
+  EXPECT_FALSE(std::filesystem::exists(tmp_file_));  // its /tmp was its own
+  EXPECT_FALSE(listener.connected());
+}
+
+TEST_F(SandboxTest, WithoutItTheSameScriptSucceedsEverywhere) {
+  // The control: the attempts above are refused by the sandbox, not by the
+  // script or the machine.
+  Listener listener;
+  const auto r = run_script(dir_, attempts_script(dir_, listener.port(), tmp_file_), {});
+  ASSERT_TRUE(r.ok()) << r.describe();
+  EXPECT_EQ(testing::read_file(dir_ / "stdout.log"), "overwrite-locked:ok\nread-hidden:ok\nwrite-out:ok\nwrite-tmp:ok\nconnect:ok\n");
+  EXPECT_TRUE(listener.connected());
+  EXPECT_TRUE(std::filesystem::remove(tmp_file_));
+}
+
+TEST_F(SandboxTest, ASignalInsideIsReportedAsThatSignal) {
+  const auto r = run_script(dir_, "kill -SEGV $$", sandbox_argv(policy_for(dir_)));
+  EXPECT_EQ(r.signal, SIGSEGV);
+  EXPECT_EQ(r.describe(), "was killed by signal 11 (SIGSEGV)");
+  EXPECT_EQ(run_script(dir_, "exit 7", sandbox_argv(policy_for(dir_))).describe(), "exited with code 7");
+}
+
+TEST_F(SandboxTest, ADaemonThatCalledSetsidEndsWithTheSandbox) {
+  // A marker no other process has: the daemon's sleep argument.
+  const std::string marker = std::to_string(1000 + std::random_device{}() % 9000) + ".5";
+  const auto r = run_script(dir_,
+                            "setsid -f bash -c 'trap \"\" TERM; echo started > out/daemon; exec sleep " + marker + "'; "
+                            "while [ ! -s out/daemon ]; do sleep 0.01; done; exit 0",
+                            sandbox_argv(policy_for(dir_)));
+  ASSERT_TRUE(r.ok()) << r.describe();
+  ASSERT_EQ(testing::read_file(dir_ / "run" / "out" / "daemon"), "started\n");
+  const auto running = [&] {
+    for (const auto& p : list_processes()) {
+      std::ifstream in("/proc/" + std::to_string(p.pid) + "/cmdline");
+      std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+      if (p.state != 'Z' && cmdline == "sleep" + std::string(1, '\0') + marker + std::string(1, '\0')) return true;
+    }
+    return false;
+  };
+  // The PID namespace's end is the kernel's: wait for it, bounded.
+  for (int i = 0; i < 250 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_FALSE(running()) << "the daemon outlived its sandbox";
+}
+
+}  // namespace
+}  // namespace densefeed
