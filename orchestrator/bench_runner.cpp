@@ -97,6 +97,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
                     {"DENSEFEED_OUT", (dir / "out").string()},
                     {"DENSEFEED_WARMUP", std::to_string(gate.bench.warmup)},
                     {"DENSEFEED_ITERS", std::to_string(gate.bench.iters)}};
+        if (!options.gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
         spec.cwd = dir;
         spec.stdout_path = dir / "stdout.log";
         spec.stderr_path = dir / "stderr.log";

@@ -67,6 +67,7 @@ struct BenchOptions {
   bool sandbox = true;
   std::filesystem::path private_dir;  // hidden from the arms; empty: work_dir
   std::vector<std::filesystem::path> sandbox_readable;  // revision folders /tmp or private_dir would hide
+  std::string gpu;  // CUDA_VISIBLE_DEVICES for both arms: the benchmark holds this GPU alone ('' = unchanged)
 };
 
 // Runs the gate's candidate command in bench mode (DENSEFEED_MODE=bench,

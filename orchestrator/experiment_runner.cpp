@@ -117,7 +117,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     out.gate_result.reason = fmt::format("gate '{}' does not match gates/gates.lock ({}); no case ran", m.gate,
                                          out.lock_problems.front());
   } else {
-    GateRunOptions gate_options{out.work_dir, options.profile, out.seed, options.jobs, {}, options.sandbox, runs_dir, {}};
+    GateRunOptions gate_options{out.work_dir, options.profile, out.seed, options.jobs, {}, options.sandbox, runs_dir, {}, options.gpus};
     bool runnable = true;
     if (m.candidate.revision != kWorktree) {
       // Gates and frozen files come from densefeed's checkout; a candidate
@@ -173,7 +173,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     out.environment = collect_environment();
     BenchOptions bench_options{out.work_dir, out.seed, {}, out.candidate_bin,
                                ledger.noise_floors(m.gate, out.environment.host), m.predicted_speedup, std::nullopt, {},
-                               options.sandbox, runs_dir, {}};
+                               options.sandbox, runs_dir, {}, options.gpus.empty() ? std::string() : options.gpus.front()};
     for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path), options.sandbox);

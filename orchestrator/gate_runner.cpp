@@ -33,7 +33,7 @@ void fresh_dir(const std::filesystem::path& dir) {
   if (ec) throw InfraError(fmt::format("{}: cannot create the run folder: {}", dir.string(), ec.message()));
 }
 
-void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options) {
+void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options, const std::string& gpu) {
   ProcessSpec spec;
   spec.argv = job.argv;
   spec.exe_dir = job.exe_dir;
@@ -41,6 +41,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
               {"DENSEFEED_CASE", job.case_json.dump()},
               {"DENSEFEED_SEED", std::to_string(seed)},
               {"DENSEFEED_OUT", (job.dir / "out").string()}};
+  if (!gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = gpu;
   spec.cwd = job.dir;
   spec.stdout_path = job.dir / "stdout.log";
   spec.stderr_path = job.dir / "stderr.log";
@@ -53,17 +54,20 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   job.result = run_process(spec);
 }
 
-// Runs `jobs` on `n` threads; each job is independent.
+// Runs `jobs` on `n` threads (one per GPU when there are GPUs); each job is
+// independent.
 void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options) {
   std::atomic<std::size_t> next{0};
   std::vector<std::thread> threads;
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  for (int t = 0; t < std::max(1, n); ++t) {
-    threads.emplace_back([&] {
+  const int threads_wanted = options.gpus.empty() ? std::max(1, n) : static_cast<int>(options.gpus.size());
+  for (int t = 0; t < threads_wanted; ++t) {
+    const std::string gpu = options.gpus.empty() ? "" : options.gpus[static_cast<std::size_t>(t)];
+    threads.emplace_back([&, gpu] {
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         try {
-          run_job(*jobs[i], gate, seed, options);
+          run_job(*jobs[i], gate, seed, options, gpu);
         } catch (...) {
           std::lock_guard lock(failure_mutex);
           failure = std::current_exception();

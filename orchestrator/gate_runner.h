@@ -58,6 +58,9 @@ struct GateRunOptions {
   // Also readable under the sandbox where /tmp or private_dir would hide
   // them: a revision's source and build folders.
   std::vector<std::filesystem::path> sandbox_readable;
+  // GPUs (CUDA_VISIBLE_DEVICES values): one job thread per GPU, each job
+  // seeing only its thread's GPU; empty: CPU jobs (`jobs` threads).
+  std::vector<std::string> gpus;
 };
 
 struct GateResult {
