@@ -158,6 +158,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
                       {"stderr_bytes", p->stderr_capture.bytes}, {"stderr_dropped", p->stderr_capture.dropped},
                       {"strays_killed", p->strays_killed}};
     }
+    if (!c.candidate_gpu.empty() && capture.contains("candidate")) capture["candidate"]["gpu"] = c.candidate_gpu;
     record.output_capture.push_back(capture);
   }
   const std::int64_t gate_run_id = ledger.record_gate_run(out.experiment_id, record);

@@ -23,6 +23,7 @@ struct Job {
   nlohmann::ordered_json case_json;
   std::filesystem::path dir;
   bool sandboxed = false;  // a candidate command while the sandbox is on
+  std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
   ProcessResult result;
 };
 
@@ -42,6 +43,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
               {"DENSEFEED_SEED", std::to_string(seed)},
               {"DENSEFEED_OUT", (job.dir / "out").string()}};
   if (!gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = gpu;
+  job.gpu = gpu;
   spec.cwd = job.dir;
   spec.stdout_path = job.dir / "stdout.log";
   spec.stderr_path = job.dir / "stderr.log";
@@ -238,6 +240,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.reference_out = ref.dir / "out";
     cr.reference_process = ref.result;
     cr.candidate_process = cand.result;
+    cr.candidate_gpu = cand.gpu;
     gate_result.harness_wall_s += cand.result.wall_s;
 
     const auto fail = [&](Verdict v, const char* who, const Job& job) {

@@ -41,6 +41,7 @@ struct CaseResult {
   // The reference's is shared by the cases that share its run.
   ProcessResult reference_process;
   ProcessResult candidate_process;
+  std::string candidate_gpu;  // CUDA_VISIBLE_DEVICES the candidate ran with ('' = unchanged: no GPU assignment)
 };
 
 struct GateRunOptions {

@@ -327,7 +327,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"stderr_tail", c.log_tail},
                      {"log_tail_stream", c.log_tail_stream},
                      {"reference_process", process_json(c.reference_process)},
-                     {"candidate_process", process_json(c.candidate_process)}});
+                     {"candidate_process", process_json(c.candidate_process)},
+                     {"candidate_gpu", c.candidate_gpu}});
   }
   J tables = J::array();
   for (const auto& t : trends(o)) tables.push_back(trend_table_json(t));
