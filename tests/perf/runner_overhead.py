@@ -26,8 +26,9 @@ With --affine, also the bundled cp-affine-chain quick profile (every case, real
 harnesses): per-case overhead beyond the harnesses' wall time, sandbox on
 and off.
 
-Submission latency (submit to queued) needs `densefeed submit`, which the
-queue work adds: see submission_latency() below, a TODO hook.
+Submission latency: `densefeed submit` from start to its return with the id
+(the experiment is queued when it returns), one after another and from 8
+concurrent submitters on one ledger.
 
 usage: tests/perf/runner_overhead.py [--build build] [--runs 5] [--affine]
 """
@@ -75,16 +76,28 @@ freezes: []
 """
 
 
-def submission_latency(exe, root_dir, manifest, ledger):
-    """TODO(lead, issue 8 queue): submit-to-queued latency.
+def submission_latency(exe, root_dir, manifest, ledger, serial=20, concurrent=8):
+    """submit-to-queued latency, ms: `serial` submits one after another, then
+    `concurrent` submitters at once; {"serial_ms": [...], "concurrent_ms": [...]}."""
+    argv = [exe, "--root", root_dir, "submit", manifest, "--ledger", ledger, "--json"]
 
-    Time `densefeed --root ROOT submit MANIFEST --ledger LEDGER --json` from
-    start to its return with the id, N times one after another and then from 8
-    concurrent submitters, and return {"serial_ms": [...], "concurrent_ms":
-    [...]}; main() prints median and p95 of each. Return None until the
-    verb exists.
-    """
-    return None
+    def once():
+        t0 = time.perf_counter()
+        r = subprocess.run(argv, capture_output=True, text=True)
+        if r.returncode != 0 or "experiment_id" not in r.stdout:
+            raise RuntimeError(f"submit failed: {r.stderr}")
+        return 1000 * (time.perf_counter() - t0)
+
+    serial_ms = [once() for _ in range(serial)]
+    t0 = time.perf_counter()
+    procs = [(time.perf_counter(), subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for _ in range(concurrent)]
+    concurrent_ms = []
+    for started, p in procs:
+        p.communicate()
+        if p.returncode != 0:
+            raise RuntimeError("a concurrent submit failed")
+        concurrent_ms.append(1000 * (time.perf_counter() - started))
+    return {"serial_ms": serial_ms, "concurrent_ms": concurrent_ms}
 
 
 def manifest(dir, name, mode):
@@ -204,10 +217,21 @@ def main():
         on, off = figures[True], figures[False]
         print(f"\nsandbox cost per candidate process (median spawn-to-reap overhead, on - off): "
               f"{1000 * (med(on['candidate']) - med(off['candidate'])):.2f} ms")
-        latency = submission_latency(exe, None, None, None)
-        if latency is None:
-            print("submission latency (submit to queued): not measured: needs `densefeed submit` "
-                  "(TODO hook submission_latency() in this script)")
+        sub_root = os.path.join(tmp, "submit-root")
+        os.makedirs(os.path.join(sub_root, "gates"), exist_ok=True)
+        shutil.copytree(os.path.join(root, "schemas"), os.path.join(sub_root, "schemas"))
+        with open(os.path.join(sub_root, "gates", "perf.yaml"), "w") as f:
+            f.write(GATE)
+        subprocess.run([exe, "--root", sub_root, "gate", "lock"], check=True, capture_output=True)
+        manifest = os.path.join(tmp, "submit.yaml")
+        with open(manifest, "w") as f:
+            f.write("experiment: latency\nhypothesis: h\npredicted_effect: p\ngate: perf\n"
+                    "candidate: {revision: WORKTREE, params: {mode: honest}}\nbase: {revision: WORKTREE, params: {mode: flood}}\n")
+        latency = submission_latency(exe, sub_root, manifest, os.path.join(tmp, "submit.db"))
+        for k, v in latency.items():
+            v = sorted(v)
+            print(f"submission latency (submit to queued), {k[:-3]}: median {statistics.median(v):.1f} ms, "
+                  f"p95 {v[min(len(v) - 1, int(0.95 * len(v)))]:.1f} ms, n = {len(v)}")
         if args.affine:
             a = affine_figures(tmp)
             print("\ncp-affine-chain-tf32x3, quick profile, --jobs 1")
