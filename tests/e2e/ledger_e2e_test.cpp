@@ -332,7 +332,7 @@ TEST_F(LedgerEndToEnd, AFailingCriterionOrACrashingAcceptanceCommandIsAFailWithI
   EXPECT_NE(p.out.find("'prefill_kv <= 1.05 * prefill' does not hold: 12 vs 10.5"), std::string::npos) << p.out;
   p = densefeed({"promote", "2", "--by", "carol", "--ledger", L()});
   EXPECT_EQ(p.exit_code, 1);
-  EXPECT_NE(p.out.find("killed by signal 11 (SEGV)"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("was killed by signal 11 (SIGSEGV)"), std::string::npos) << p.out;
   p = densefeed({"promote", "3", "--by", "carol", "--ledger", L()});
   EXPECT_EQ(p.exit_code, 1);
   EXPECT_NE(p.out.find("metrics.json has no metric 'x'"), std::string::npos) << p.out;
