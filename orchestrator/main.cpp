@@ -1,5 +1,6 @@
 // densefeed CLI. Exit codes (STYLE.md): 0 green, 1 red, 2 bad input,
 // 3 infrastructure error (or an `error` verdict: the reference failed).
+#include <algorithm>
 #include <charconv>
 #include <chrono>
 #include <cstdint>
@@ -24,6 +25,10 @@
 #include "report.h"
 #include "tensor_compare.h"
 #include "tensor_file.h"
+#include "trace_analysis.h"
+#include "trace_checks.h"
+#include "trace_loader.h"
+#include "trace_report.h"
 
 namespace df = densefeed;
 using df::parse_unsigned;
@@ -48,7 +53,8 @@ void print_error(bool json, const char* kind, const std::string& message, const 
   if (json) {
     nlohmann::ordered_json doc = {{"verdict", kind}, {"error", message}};
     if (!details.is_null()) doc["details"] = details;
-    std::cout << doc.dump(2) << "\n";
+    // A message may quote bytes of a bad input file that are not UTF-8.
+    std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   }
   std::cerr << "densefeed: " << message << "\n";
 }
@@ -133,6 +139,24 @@ int main(int argc, char** argv) {
   compare->add_option("--partition-parts", partition_parts, "number of equal slices (default: one per position)");
   compare->add_flag("--json", json, "print JSON");
 
+  auto* trace_cmd = app.add_subcommand("trace", "execution traces: where the time went, what overlapped what");
+  trace_cmd->require_subcommand(1);
+  auto* trace_analyze = trace_cmd->add_subcommand(
+      "analyze", "lanes, where the time went, overlaps, top names, launch delay (Chrome JSON, .json.gz, nsys .sqlite)");
+  std::vector<std::string> trace_files, trace_overlap;
+  std::string trace_window, trace_checks;
+  std::size_t trace_top = 10;
+  trace_analyze->add_option("FILE", trace_files, "trace file(s), one per rank, or a folder of them")->required();
+  auto* trace_window_opt = trace_analyze->add_option("--window", trace_window, "analyse only the span of the slice(s) with this name");
+  trace_analyze->add_option("--overlap", trace_overlap, "A B: overlap of selection A with selection B, e.g. 'name=nccl;lane=gpu' "
+                                                        "'class=compute' (repeatable)")
+      ->expected(2)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  trace_analyze->add_option("--top", trace_top, "names per lane kind by exclusive time")->check(CLI::Range(1, 100000))->capture_default_str();
+  auto* trace_checks_opt = trace_analyze->add_option(
+      "--checks", trace_checks, "YAML file: a list of checks (overlap, exposed, share), or a manifest's trace.checks; red (exit 1) if one fails");
+  trace_analyze->add_flag("--json", json, "print one JSON document (schemas/trace-report.schema.json)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -165,6 +189,40 @@ int main(int argc, char** argv) {
       if (json) std::cout << df::report_json(outcome, options.ledger_path.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);
       return exit_code_for(outcome.verdict);
+    }
+    if (trace_analyze->parsed()) {
+      df::AnalysisOptions analysis_options;
+      if (trace_window_opt->count() > 0) analysis_options.window = trace_window;
+      analysis_options.top = trace_top;
+      if (trace_overlap.size() % 2 != 0) {
+        throw df::InputError("command line", {}, "--overlap", "expected two selectors, A and B, after each --overlap");
+      }
+      for (std::size_t i = 0; i + 1 < trace_overlap.size(); i += 2) {
+        analysis_options.overlaps.emplace_back(df::SliceSelector::parse(trace_overlap[i], "--overlap"),
+                                               df::SliceSelector::parse(trace_overlap[i + 1], "--overlap"));
+      }
+      std::vector<df::TraceCheck> checks;
+      if (trace_checks_opt->count() > 0) {
+        const auto doc = df::load_yaml_file(trace_checks);
+        std::string pointer;
+        if (doc.value.is_object() && doc.value.contains("trace")) pointer = "/trace/checks";
+        else if (doc.value.is_object() && doc.value.contains("checks")) pointer = "/checks";
+        checks = df::parse_trace_checks(doc, pointer);
+      }
+      const std::vector<std::filesystem::path> files(trace_files.begin(), trace_files.end());
+      const df::Timeline timeline = df::load_trace(files);
+      const df::TraceAnalysis analysis = df::analyze_trace(timeline, analysis_options);
+      // An overlap of nothing is no figure: refuse the query rather than print 0 %.
+      for (const auto& o : analysis.overlaps) {
+        if (o.a_slices == 0) throw df::InputError("command line", {}, "--overlap", o.notes.front());
+      }
+      const auto results = df::run_trace_checks(timeline, checks, analysis_options.list_limit);
+      const auto* with_checks = trace_checks_opt->count() > 0 ? &results : nullptr;
+      // Names come from the trace as written, UTF-8 or not.
+      if (json) std::cout << df::trace_analysis_json(analysis, with_checks).dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
+      else std::cout << df::render_trace_analysis_text(analysis, with_checks);
+      const bool red = std::any_of(results.begin(), results.end(), [](const df::TraceCheckResult& r) { return !r.passed; });
+      return red ? 1 : 0;
     }
     if (gate_lock->parsed()) {
       const auto changes = df::write_lock(root, lock_names);
