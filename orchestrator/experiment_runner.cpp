@@ -11,7 +11,9 @@
 #include "ledger.h"
 #include "revision.h"
 #include "revision_build.h"
+#include "trace_report.h"
 #include "sha256.h"
+#include "command_template.h"
 
 namespace densefeed {
 namespace {
@@ -76,6 +78,20 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
     m.doc.fail("/base", "the base is the candidate (same revision and parameters): that only measures noise; "
                         "give the base another revision or parameters");
   }
+  // The trace and acceptance commands take the arms' parameters: a
+  // placeholder the gate does not declare is bad input now, not a failure later.
+  for (const char* section : {"trace", "acceptance"}) {
+    const auto& v = std::string(section) == "trace" ? m.trace : m.acceptance;
+    if (v.is_null() || !out.gate) continue;
+    try {
+      render_command(v["command"].get<std::vector<std::string>>(),
+                     {nlohmann::ordered_json::object(), out.candidate_params, out.seed, "OUT"});
+      render_command(v["command"].get<std::vector<std::string>>(), {nlohmann::ordered_json::object(), out.base_params, out.seed, "OUT"});
+    } catch (const std::invalid_argument& e) {
+      m.doc.fail(std::string("/") + section + "/command", e.what());
+    }
+  }
+  if (!m.trace.is_null()) out.trace_checks = parse_trace_checks(m.doc, "/trace/checks");
   return out;
 }
 
@@ -193,6 +209,39 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
                           out.worktree_dirty);
     }
     out.verdict = worst(out.verdict, out.bench->verdict);
+  }
+  // The trace stage: where the time goes, for a green gate only.
+  if (m.trace.is_null()) {
+    out.trace_skipped = "the manifest has no trace section";
+  } else if (out.gate_result.verdict != Verdict::green) {
+    out.trace_skipped = "the gate is not green";
+  } else {
+    TraceStageOptions trace_options{out.work_dir, out.seed, out.candidate_bin, {}};
+    if (m.base.revision != kWorktree) {
+      const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path), options.sandbox);
+      trace_options.base_exe_dir = b.bin;
+    }
+    out.trace = run_trace_stage(m.trace, out.trace_checks, out.candidate_params, out.base_params, trace_options);
+    std::vector<TraceFindingRecord> findings;
+    for (const auto& arm : out.trace->arms) {
+      if (!arm.ran) continue;
+      for (std::size_t i = 0; i < arm.report.results.size(); ++i) {
+        const auto& r = arm.report.results[i];
+        TraceFindingRecord f;
+        f.arm = arm.arm;
+        f.check_index = static_cast<int>(i);
+        f.kind = std::string(to_string(r.check.kind));
+        f.check = m.trace["checks"][i];
+        f.passed = r.passed;
+        f.value = r.value;
+        f.bound = r.check.bound;
+        f.details = trace_check_json(r);
+        f.trace_file = arm.trace_file.string();
+        findings.push_back(std::move(f));
+      }
+    }
+    if (!findings.empty()) ledger.record_trace_findings(out.experiment_id, gate_run_id, findings);
+    out.verdict = worst(out.verdict, out.trace->verdict);
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }

@@ -17,6 +17,8 @@
 #include "gate_spec.h"
 #include "manifest.h"
 #include "provenance.h"
+#include "trace_checks.h"
+#include "trace_stage.h"
 
 namespace densefeed {
 
@@ -52,6 +54,9 @@ struct ExperimentOutcome {
   std::optional<BenchResult> bench;  // set only when the gate was green
   Environment environment;            // collected when the bench runs
   std::string bench_skipped;          // why the bench did not run
+  std::vector<TraceCheck> trace_checks;  // the manifest's, parsed when it was prepared
+  std::optional<TraceStageResult> trace; // set only when the gate was green and the manifest has a trace section
+  std::string trace_skipped;             // why the trace stage did not run
   Verdict verdict = Verdict::green;   // gate verdict, then the bench's if it failed to run
   std::filesystem::path work_dir;     // harness folders and logs
   // Whether untrusted commands ran sandboxed: on, off (--no-sandbox), or

@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "error_trend.h"
+#include "trace_report.h"
 
 namespace densefeed {
 namespace {
@@ -293,6 +294,30 @@ std::string render_text_report(const ExperimentOutcome& o) {
       s += "    " + printable(d.reason) + "\n";
     }
   }
+  s += "\ntrace: ";
+  if (!o.trace) {
+    s += "not run (" + o.trace_skipped + ")\n";
+  } else {
+    s += fmt::format("{}{}\n", to_string(o.trace->verdict), o.trace->reason.empty() ? "" : " — " + printable(o.trace->reason));
+    for (const auto& arm : o.trace->arms) {
+      if (!arm.ran) {
+        s += fmt::format("  {}: {}\n", arm.arm, printable(arm.failure));
+        continue;
+      }
+      for (const auto& r : arm.report.results) {
+        s += fmt::format("  {} {} {}: {} — {}{}\n", arm.arm, r.check.field, to_string(r.check.kind), r.passed ? "passed" : "FAILED",
+                         r.value ? fmt::format("{:.4g} {}", *r.value, r.unit) : std::string("no value"),
+                         fmt::format(" (bound {:.4g}{})", r.check.bound, r.rank ? fmt::format(", worst rank {}", *r.rank) : ""));
+        if (!r.reason.empty()) s += "    " + printable(r.reason) + "\n";
+        for (std::size_t k = 0; k < r.intervals.size() && k < 5; ++k) {
+          const auto& iv = r.intervals[k];
+          s += fmt::format("    {} on {}: {:.3f} .. {:.3f} ms ({:.3f} ms counted)\n", printable(iv.name), printable(iv.lane),
+                           iv.start / 1e6, iv.end / 1e6, iv.ns / 1e6);
+        }
+        if (r.intervals_total > 5) s += fmt::format("    ... {} interval(s) in all\n", r.intervals_total);
+      }
+    }
+  }
   std::error_code ec;
   const bool have_logs = std::filesystem::exists(o.work_dir, ec);
   std::string bench_summary;
@@ -360,6 +385,18 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                                 {"prediction_error", c.prediction_error ? J(*c.prediction_error) : J(nullptr)}});
     }
   }
+  J trace = {{"status", !o.trace ? "skipped" : to_string(o.trace->verdict)},
+             {"reason", o.trace ? o.trace->reason : o.trace_skipped},
+             {"arms", J::array()}};
+  if (o.trace) {
+    for (const auto& arm : o.trace->arms) {
+      J a = {{"arm", arm.arm}, {"ran", arm.ran}, {"failure", arm.failure}, {"trace_file", arm.trace_file.string()},
+             {"checks", J::array()}, {"warnings", J::array()}};
+      for (const auto& r : arm.report.results) a["checks"].push_back(trace_check_json(r));
+      for (const auto& w : arm.report.warnings) a["warnings"].push_back(trace_warning_json(w));
+      trace["arms"].push_back(a);
+    }
+  }
   return {{"experiment_id", o.experiment_id},
           {"experiment", o.manifest.name},
           {"gate", o.manifest.gate},
@@ -382,7 +419,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
               {"harness_wall_s", o.gate_result.harness_wall_s},
               {"cases", cases},
               {"trend_tables", tables}}},
-            {"bench", bench}}},
+            {"bench", bench},
+            {"trace", trace}}},
           {"wall_s", o.wall_s},
           {"ledger", ledger_path},
           {"work_dir", o.work_dir.string()}};

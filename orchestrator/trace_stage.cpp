@@ -1,0 +1,87 @@
+#include "trace_stage.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "command_template.h"
+#include "error.h"
+#include "process_runner.h"
+
+namespace densefeed {
+namespace {
+
+// The trace a harness left in `out`, in the order of preference.
+std::filesystem::path find_trace(const std::filesystem::path& out) {
+  for (const char* name : {"trace.json", "trace.json.gz", "trace.sqlite"}) {
+    if (std::filesystem::is_regular_file(out / name)) return out / name;
+  }
+  return {};
+}
+
+}  // namespace
+
+TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std::vector<TraceCheck>& checks,
+                                 const nlohmann::ordered_json& candidate_params, const nlohmann::ordered_json& base_params,
+                                 const TraceStageOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  TraceStageResult result;
+  std::vector<std::string> arms = {"candidate", "base"};
+  if (trace.contains("arms")) arms = trace["arms"].get<std::vector<std::string>>();
+  for (const auto& arm : arms) {
+    TraceArmResult r;
+    r.arm = arm;
+    const bool is_base = arm == "base";
+    const auto dir = options.work_dir / ("trace-" + arm);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::create_directories(dir / "out", ec);
+    if (ec) throw InfraError(fmt::format("{}: cannot create the trace folder: {}", dir.string(), ec.message()));
+    ProcessSpec spec;
+    spec.argv = render_command(trace.at("command").get<std::vector<std::string>>(),
+                               {nlohmann::ordered_json::object(), is_base ? base_params : candidate_params, options.seed,
+                                (dir / "out").string()});
+    spec.exe_dir = is_base ? options.base_exe_dir : options.candidate_exe_dir;
+    spec.env = {{"DENSEFEED_MODE", "trace"},
+                {"DENSEFEED_CASE", "{}"},
+                {"DENSEFEED_SEED", std::to_string(options.seed)},
+                {"DENSEFEED_OUT", (dir / "out").string()}};
+    spec.cwd = dir;
+    spec.stdout_path = dir / "stdout.log";
+    spec.stderr_path = dir / "stderr.log";
+    spec.timeout = std::chrono::milliseconds(static_cast<long long>(trace.value("timeout_s", 600.0) * 1000));
+    const ProcessResult p = run_process(spec);
+    if (!p.ok()) {
+      r.failure = fmt::format("the {}'s trace command {}; stderr: {}", arm, p.describe(), file_tail(spec.stderr_path, 6));
+    } else if ((r.trace_file = find_trace(dir / "out")).empty()) {
+      r.failure = fmt::format("the {}'s trace command exited 0 but wrote no trace.json, trace.json.gz or trace.sqlite in {}", arm,
+                              (dir / "out").string());
+    } else {
+      try {
+        r.report = check_trace({r.trace_file}, checks);
+        r.ran = true;
+      } catch (const InputError& e) {
+        // The trace is the harness's output: unreadable is the harness's defect.
+        r.failure = fmt::format("the {}'s trace is unreadable: {}", arm, e.what());
+      }
+    }
+    if (!is_base && result.verdict == Verdict::green) {
+      if (!r.ran) {
+        result.verdict = Verdict::red;
+        result.reason = r.failure;
+      } else if (!r.report.passed) {
+        result.verdict = Verdict::red;
+        for (const auto& c : r.report.results) {
+          if (c.passed) continue;
+          result.reason = fmt::format("trace check {} ({}) failed: {}", c.check.field, to_string(c.check.kind), c.reason);
+          break;
+        }
+      }
+    }
+    result.arms.push_back(std::move(r));
+  }
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace densefeed

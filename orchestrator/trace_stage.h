@@ -1,0 +1,49 @@
+// The trace stage (green gate only): runs the manifest's trace command
+// (DENSEFEED_MODE=trace) for each arm it names, reads the trace.json /
+// trace.json.gz / trace.sqlite it wrote, and answers the manifest's checks
+// (trace_checks.h) with the intervals involved. Only the candidate's checks
+// decide the stage; the base's are recorded beside them for comparison.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "trace_checks.h"
+#include "verdict.h"
+
+namespace densefeed {
+
+struct TraceArmResult {
+  std::string arm;                   // candidate | base
+  bool ran = false;                  // the command exited 0 and left a readable trace
+  std::string failure;               // why not (crash, timeout, no trace, unreadable trace)
+  std::filesystem::path trace_file;
+  TraceCheckReport report;           // when ran
+};
+
+struct TraceStageResult {
+  Verdict verdict = Verdict::green;  // red: the candidate's trace failed or a check failed
+  std::string reason;
+  std::vector<TraceArmResult> arms;
+  double wall_s = 0;
+};
+
+struct TraceStageOptions {
+  std::filesystem::path work_dir;            // one folder per arm is made under it
+  std::uint64_t seed = 0;
+  std::filesystem::path candidate_exe_dir;   // a revision's build; empty: densefeed's own
+  std::filesystem::path base_exe_dir;
+};
+
+// `trace` is the manifest's section ({command, timeout_s (default 600 s),
+// arms (default both), checks}); `checks` the parsed checks. Never throws for
+// what a harness does; throws InfraError when a run folder cannot be made.
+TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std::vector<TraceCheck>& checks,
+                                 const nlohmann::ordered_json& candidate_params, const nlohmann::ordered_json& base_params,
+                                 const TraceStageOptions& options);
+
+}  // namespace densefeed
