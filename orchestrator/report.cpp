@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include "error_trend.h"
+#include "next_steps.h"
 
 namespace densefeed {
 namespace {
@@ -47,6 +48,16 @@ std::string worst_text(const Comparison& c) {
 }
 
 }  // namespace
+
+std::string render_next_steps_text(const nlohmann::ordered_json& next) {
+  if (!next.is_array() || next.empty()) return "";
+  std::string s = "\nnext (cheapest first):\n";
+  for (const auto& step : next) {
+    s += fmt::format("  - [{}] {}\n    why: {}\n", step["kind"].get<std::string>(), printable(step["suggestion"].get<std::string>()),
+                     printable(step["why"].get<std::string>()));
+  }
+  return s;
+}
 
 nlohmann::ordered_json comparison_json(const Comparison& c) {
   using J = nlohmann::ordered_json;
@@ -231,6 +242,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
       s += "    " + printable(d.reason) + "\n";
     }
   }
+  s += render_next_steps_text(next_steps_json(next_steps(facts_from_outcome(o))));
   std::error_code ec;
   const bool have_logs = std::filesystem::exists(o.work_dir, ec);
   std::string bench_summary;
@@ -316,7 +328,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
             {"bench", bench}}},
           {"wall_s", o.wall_s},
           {"ledger", ledger_path},
-          {"work_dir", o.work_dir.string()}};
+          {"work_dir", o.work_dir.string()},
+          {"next", next_steps_json(next_steps(facts_from_outcome(o)))}};
 }
 
 }  // namespace densefeed
