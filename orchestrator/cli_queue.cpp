@@ -18,29 +18,17 @@
 #include "cli.h"
 #include "error.h"
 #include "experiment_runner.h"
+#include "gate_lock.h"
 #include "ledger.h"
 #include "process_runner.h"
 #include "report.h"
+#include "verdict_document.h"
 
 namespace densefeed {
 namespace {
 
 bool terminal(const std::string& state) {
   return state == "finished" || state == "interrupted" || state == "cancelled" || state == "rejected" || state == "recorded";
-}
-
-// A compact verdict document for `status`.
-nlohmann::ordered_json status_json(const nlohmann::ordered_json& e) {
-  nlohmann::ordered_json s = {{"experiment_id", e["id"]}, {"experiment", e["name"]}, {"gate", e["gate"]}, {"state", e["state"]}};
-  s["gate_verdict"] = e["gate_run"].is_null() ? nlohmann::ordered_json("pending") : e["gate_run"]["verdict"];
-  s["reason"] = e["gate_run"].is_null() ? nlohmann::ordered_json("") : e["gate_run"]["reason"];
-  s["bench"] = nlohmann::ordered_json::array();
-  for (const auto& b : e["bench_cases"]) {
-    s["bench"].push_back({{"case", b["case_label"]}, {"verdict", b["verdict"]}, {"speedup", b["speedup"]},
-                          {"speedup_lo", b["speedup_lo"]}, {"speedup_hi", b["speedup_hi"]}});
-  }
-  s["events"] = e["events"];
-  return s;
 }
 
 // GPU indices for --gpus: "auto" asks nvidia-smi (none without it), "none"
@@ -279,7 +267,18 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        }
                        std::this_thread::sleep_for(std::chrono::milliseconds(200));
                      }
-                     const auto s = status_json(e);
+                     // The gate supplies trend axes and the rerun command for `next`;
+                     // one that is gone, unreadable or no longer matches its lock (so
+                     // not what ran) only leaves those out.
+                     std::optional<GateSpec> gate;
+                     try {
+                       const auto name = e["gate"].get<std::string>();
+                       if (check_locked_file(ctx.root(), read_lock(ctx.root()), "gates/" + name + ".yaml").empty()) {
+                         gate = load_gate(ctx.root(), name);
+                       }
+                     } catch (const std::exception&) {
+                     }
+                     const auto s = status_document(e, gate ? &*gate : nullptr, ctx.ledger_path());
                      if (ctx.json) {
                        std::cout << s.dump(2) << "\n";
                      } else {
@@ -294,6 +293,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        if (!e["events"].empty() && !e["events"].back()["detail"].get<std::string>().empty()) {
                          std::cout << "  " << e["events"].back()["detail"].get<std::string>() << "\n";
                        }
+                       std::cout << render_next_steps_text(s["next"]);
                      }
                      const auto v = s["gate_verdict"].get<std::string>();
                      if (s["state"] != "finished") return 0;

@@ -8,6 +8,7 @@
 
 #include "error_trend.h"
 #include "trace_report.h"
+#include "next_steps.h"
 
 namespace densefeed {
 namespace {
@@ -99,6 +100,16 @@ std::string worst_text(const Comparison& c) {
 }
 
 }  // namespace
+
+std::string render_next_steps_text(const nlohmann::ordered_json& next) {
+  if (!next.is_array() || next.empty()) return "";
+  std::string s = "\nnext (cheapest first):\n";
+  for (const auto& step : next) {
+    s += fmt::format("  - [{}] {}\n    why: {}\n", step["kind"].get<std::string>(), printable(step["suggestion"].get<std::string>()),
+                     printable(step["why"].get<std::string>()));
+  }
+  return s;
+}
 
 nlohmann::ordered_json comparison_json(const Comparison& c) {
   using J = nlohmann::ordered_json;
@@ -318,6 +329,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
       }
     }
   }
+  s += render_next_steps_text(next_steps_json(next_steps(facts_from_outcome(o))));
   std::error_code ec;
   const bool have_logs = std::filesystem::exists(o.work_dir, ec);
   std::string bench_summary;
@@ -423,7 +435,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
             {"trace", trace}}},
           {"wall_s", o.wall_s},
           {"ledger", ledger_path},
-          {"work_dir", o.work_dir.string()}};
+          {"work_dir", o.work_dir.string()},
+          {"next", next_steps_json(next_steps(facts_from_outcome(o)))}};
 }
 
 }  // namespace densefeed

@@ -12,6 +12,9 @@ namespace densefeed {
 
 std::string render_text_report(const ExperimentOutcome& outcome);
 
+// The `next` list (next_steps_json) as indented lines for people ('' when empty).
+std::string render_next_steps_text(const nlohmann::ordered_json& next);
+
 // One comparison (an output of a case, or `densefeed compare`), for people and as JSON.
 std::string render_comparison_text(const Comparison& comparison);
 nlohmann::ordered_json comparison_json(const Comparison& comparison);
@@ -23,7 +26,7 @@ std::string render_gate_text(const nlohmann::ordered_json& gate_doc);
 
 // Keys: experiment_id, experiment, gate, profile, seed, verdict, stages
 // {gate: {verdict, reason, lock_problems, cases[...], trend_tables[...]},
-// bench: {status, reason, cases[...]}}, ledger, work_dir.
+// bench: {status, reason, cases[...]}}, ledger, work_dir, next (next_steps.h).
 nlohmann::ordered_json report_json(const ExperimentOutcome& outcome, const std::string& ledger_path);
 
 }  // namespace densefeed

@@ -130,6 +130,17 @@ SchemaValidator::SchemaValidator(const std::filesystem::path& schema_path) : imp
   }
 }
 
+SchemaValidator::SchemaValidator(const nlohmann::json& schema, const std::string& label) : impl_(std::make_unique<Impl>()) {
+  try {
+    impl_->schema_json = schema;
+    valijson::SchemaParser parser;
+    valijson::adapters::NlohmannJsonAdapter adapter(impl_->schema_json);
+    parser.populateSchema(adapter, impl_->schema);
+  } catch (const std::exception& e) {
+    throw InfraError(fmt::format("{}: not a usable JSON Schema: {}", label, e.what()));
+  }
+}
+
 SchemaValidator::~SchemaValidator() = default;
 
 std::vector<std::string> SchemaValidator::errors(const nlohmann::json& value) const {

@@ -18,6 +18,9 @@ class SchemaValidator {
   // Loads a JSON Schema file. Throws InfraError if it is missing or invalid
   // (schemas are part of densefeed's own checkout, so that is our fault).
   explicit SchemaValidator(const std::filesystem::path& schema_path);
+  // A schema held in memory (e.g. an MCP tool's inputSchema); `label` names
+  // it in the InfraError thrown when it is not a usable schema.
+  SchemaValidator(const nlohmann::json& schema, const std::string& label);
   ~SchemaValidator();
   SchemaValidator(const SchemaValidator&) = delete;
   SchemaValidator& operator=(const SchemaValidator&) = delete;

@@ -1,0 +1,97 @@
+// `densefeed mcp`: a Model Context Protocol server over stdio. Messages are
+// JSON-RPC 2.0 objects, one per line (MCP 2025-11-25, basic/transports:
+// stdio; no embedded newlines). The server negotiates the protocol version
+// and capabilities in `initialize` (basic/lifecycle), then answers ping,
+// tools/list, tools/call, resources/list, resources/templates/list and
+// resources/read (server/tools, server/resources), and honours
+// notifications/cancelled by ending the cancelled call's processes.
+//
+// Errors follow the specification: a message that is not JSON is -32700
+// (parse error), one that is not a request -32600, an unknown method -32601,
+// bad params or an unknown tool -32602, an unknown resource -32002, a
+// request before initialize -32600; a tool that runs and fails (bad input,
+// a red verdict is NOT a failure) is a result with isError: true. Nothing a
+// client sends stops the server; only the end of its input does.
+//
+// Tool calls run on their own threads, so ping and quick calls are answered
+// while a long one (status --wait) is in flight; responses are written whole,
+// one line each, under a lock.
+#pragma once
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <iosfwd>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace densefeed {
+
+// What a tool returns: the document (structuredContent, an object), the text
+// an agent reads (content[0].text) and whether the call failed.
+struct McpToolResult {
+  nlohmann::ordered_json structured = nlohmann::ordered_json::object();
+  std::string text;
+  bool is_error = false;
+};
+
+struct McpTool {
+  std::string name;   // [A-Za-z0-9_.-]{1,128} (server/tools: tool names)
+  std::string title;
+  std::string description;
+  nlohmann::ordered_json input_schema;  // JSON Schema (draft-07) of `arguments`; checked before `run`
+  // Runs the tool on arguments that passed input_schema. `cancel` becomes
+  // true when the client cancels the call (or the server is ending). Never throws.
+  std::function<McpToolResult(const nlohmann::ordered_json& arguments, const std::atomic<bool>& cancel)> run;
+};
+
+struct McpResource {
+  std::string uri;  // densefeed://...
+  std::string name;
+  std::string title;
+  std::string description;
+  std::string mime_type;
+  std::filesystem::path file;  // read on every resources/read
+};
+
+struct McpServerOptions {
+  std::string name = "densefeed";
+  std::string version = "1";
+  std::string instructions;  // InitializeResult.instructions
+  std::vector<McpTool> tools;
+  std::vector<McpResource> resources;
+};
+
+// Protocol revisions this server speaks, newest first; the first is the one
+// offered to a client that asks for another.
+const std::vector<std::string>& mcp_protocol_versions();
+
+class McpServer {
+ public:
+  // `write` receives each outgoing message (one JSON text, no newline); it
+  // is called under the server's output lock.
+  McpServer(McpServerOptions options, std::function<void(const std::string&)> write);
+  ~McpServer();  // cancels and joins calls still running
+  McpServer(const McpServer&) = delete;
+  McpServer& operator=(const McpServer&) = delete;
+
+  // Handles one incoming line (blank lines are ignored). Never throws.
+  void handle_line(const std::string& line);
+
+  // Cancels every running tool call and waits for them (their responses
+  // are still written).
+  void finish();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Reads `in` line by line until it ends, writing responses to `out`
+// (flushed after each), then finishes running calls. Returns 0.
+int serve_mcp(McpServerOptions options, std::istream& in, std::ostream& out);
+
+}  // namespace densefeed

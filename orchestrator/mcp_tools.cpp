@@ -1,0 +1,402 @@
+#include "mcp_tools.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <fstream>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "ledger.h"
+#include "process_runner.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::ordered_json;
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// What one CLI call gave back.
+struct CliOutcome {
+  ProcessResult process;
+  std::string out, err;
+  J doc;  // stdout parsed as JSON (null when it is not)
+};
+
+// The CLI's error document (main.cpp print_error): {verdict: bad-input |
+// infrastructure-error, error, details}.
+bool is_error_document(const J& doc) {
+  return doc.is_object() && doc.contains("error") && doc.contains("verdict") &&
+         (doc["verdict"] == "bad-input" || doc["verdict"] == "infrastructure-error");
+}
+
+// A JSON object (structuredContent must be one): arrays are wrapped under `key`.
+J as_object(const J& doc, const std::string& key) { return doc.is_object() ? doc : J{{key, doc}}; }
+
+std::string schema_text(const std::string& verb_schema) {
+  return fmt::format(" The result is the CLI's --json document (schemas/{}).", verb_schema);
+}
+
+J object_schema(J properties, std::vector<std::string> required) {
+  return {{"$schema", "http://json-schema.org/draft-07/schema#"},
+          {"type", "object"},
+          {"properties", std::move(properties)},
+          {"required", std::move(required)},
+          {"additionalProperties", false}};
+}
+
+}  // namespace
+
+struct DensefeedMcpTools::Impl {
+  McpToolConfig config;
+  std::filesystem::path scratch;  // LEDGER-mcp/
+  std::mutex counter_mutex;
+  std::uint64_t counter = 0;
+  // run_queue's background worker.
+  std::mutex worker_mutex;
+  std::thread worker;
+  std::atomic<bool> worker_running{false};
+  std::atomic<bool> worker_stop{false};
+  std::filesystem::path worker_log;
+
+  std::string unique(const std::string& stem) {
+    const std::lock_guard lock(counter_mutex);
+    const auto now = std::chrono::system_clock::now().time_since_epoch();
+    return fmt::format("{}-{}-{}-{}", stem, std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), ::getpid(), ++counter);
+  }
+
+  // Runs `densefeed --root ROOT ARGS...`; stdout and stderr go through files.
+  CliOutcome cli(const std::vector<std::string>& args, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
+    const auto dir = scratch / "calls";
+    std::filesystem::create_directories(dir);
+    const auto tag = unique("call");
+    ProcessSpec spec;
+    spec.argv = {config.densefeed.string(), "--root", config.root.string()};
+    spec.argv.insert(spec.argv.end(), args.begin(), args.end());
+    spec.cwd = config.root;
+    spec.stdout_path = dir / (tag + ".out");
+    spec.stderr_path = dir / (tag + ".err");
+    spec.timeout = timeout;
+    spec.cancel = cancel;
+    CliOutcome o;
+    o.process = run_process(spec);
+    o.out = read_text(spec.stdout_path);
+    o.err = read_text(spec.stderr_path);
+    std::error_code ec;
+    std::filesystem::remove(spec.stdout_path, ec);
+    std::filesystem::remove(spec.stderr_path, ec);
+    o.doc = J::parse(o.out, nullptr, false);
+    if (o.doc.is_discarded()) o.doc = nullptr;
+    return o;
+  }
+
+  // The usual mapping of a CLI call onto a tool result: a document is a
+  // result (a red verdict is a finding, not a failure); the CLI's error
+  // document or no document at all is a tool error.
+  static McpToolResult result_of(const std::string& verb, const CliOutcome& o, const std::string& wrap_key, const std::string& lead = "") {
+    McpToolResult r;
+    if (!o.process.started || o.process.timed_out || o.process.cancelled || o.process.signal != 0) {
+      r.is_error = true;
+      r.text = fmt::format("densefeed {} did not complete: {}.{}", verb, o.process.describe(),
+                           o.err.empty() ? "" : " Its stderr: " + o.err.substr(0, 2000));
+      return r;
+    }
+    if (is_error_document(o.doc)) {
+      r.is_error = true;
+      r.structured = o.doc;
+      const bool bad_input = o.doc["verdict"] == "bad-input";
+      r.text = fmt::format("densefeed {} refused ({}, exit {}): {}\n{}", verb, bad_input ? "bad input: change the arguments or the manifest as the message says" : "infrastructure error: densefeed or the machine failed, not the input",
+                           o.process.exit_code, o.doc["error"].get<std::string>(), o.doc.dump(2));
+      return r;
+    }
+    if (o.doc.is_null()) {
+      r.is_error = true;
+      r.text = fmt::format("densefeed {} printed no JSON document ({}).{}", verb, o.process.describe(),
+                           o.err.empty() ? "" : " Its stderr: " + o.err.substr(0, 2000));
+      return r;
+    }
+    r.structured = as_object(o.doc, wrap_key);
+    r.text = (lead.empty() ? "" : lead + "\n") + o.doc.dump(2);
+    return r;
+  }
+
+  std::vector<std::string> with_ledger(std::vector<std::string> args) const {
+    args.push_back("--ledger");
+    args.push_back(config.ledger.string());
+    args.push_back("--json");
+    return args;
+  }
+
+  McpToolResult submit(const J& a, const std::atomic<bool>& cancel) {
+    const auto dir = scratch / "manifests";
+    std::filesystem::create_directories(dir);
+    // Kept: the ledger records this path with the manifest's text.
+    const auto path = dir / (unique("submitted") + ".yaml");
+    {
+      std::ofstream out(path, std::ios::binary);
+      out << a["manifest"].get<std::string>();
+      if (!out) return {J::object(), "cannot write the manifest to " + path.string(), true};
+    }
+    const auto o = cli(with_ledger({"submit", path.string()}), std::chrono::minutes(5), &cancel);
+    std::string lead;
+    if (o.doc.is_object() && o.doc.contains("experiment_id")) {
+      lead = fmt::format("Queued as experiment {}. It runs when a worker takes it: call run_queue (or start `densefeed worker`), "
+                         "then get_status with experiment_id {} and wait_s.",
+                         o.doc["experiment_id"].dump(), o.doc["experiment_id"].dump());
+    } else if (o.doc.is_object() && o.doc.contains("queued")) {
+      lead = "Queued. Call run_queue (or start `densefeed worker`), then get_status for each id.";
+    }
+    auto r = result_of("submit", o, "queued", lead);
+    if (r.is_error) r.text += fmt::format("\n(The manifest was saved as {}; line and column numbers refer to it.)", path.string());
+    return r;
+  }
+
+  McpToolResult status(const J& a, const std::atomic<bool>& cancel) {
+    const std::string id = a["experiment_id"].dump();
+    const double wait_s = a.contains("wait_s") ? a["wait_s"].get<double>() : 0;
+    if (wait_s > 0) {
+      const auto o = cli(with_ledger({"status", id, "--wait", "--timeout", fmt::format("{}", wait_s)}),
+                         std::chrono::milliseconds(static_cast<long long>(wait_s * 1000) + 120'000), &cancel);
+      const bool still = is_error_document(o.doc) && o.doc["error"].get<std::string>().find(" is still ") != std::string::npos;
+      if (!still) return result_of("status", o, "status");
+      // Waited long enough: the current state is the answer, not an error.
+      auto now = result_of("status", cli(with_ledger({"status", id}), std::chrono::minutes(2), &cancel), "status");
+      if (!now.is_error) {
+        now.text = fmt::format("Still {} after {} s; call get_status again (is a worker running? run_queue starts one).\n{}",
+                               now.structured.value("state", std::string("?")), wait_s, now.text);
+      }
+      return now;
+    }
+    return result_of("status", cli(with_ledger({"status", id}), std::chrono::minutes(2), &cancel), "status");
+  }
+
+  McpToolResult compare(const J& a, const std::atomic<bool>& cancel) {
+    std::vector<std::string> args = {"compare", a["reference"].get<std::string>(), a["candidate"].get<std::string>()};
+    for (const auto& [key, flag] : std::vector<std::pair<std::string, std::string>>{
+             {"rel_l2", "--rel-l2"}, {"max_abs", "--max-abs"}, {"atol", "--atol"}, {"rtol", "--rtol"}, {"ulp", "--ulp"},
+             {"max_violation_fraction", "--max-violation-fraction"}, {"partition_axis", "--partition-axis"},
+             {"partition_parts", "--partition-parts"}, {"reference_tensor", "--ref-tensor"}, {"candidate_tensor", "--cand-tensor"},
+             {"candidate_dtype", "--dtype"}}) {
+      if (!a.contains(key)) continue;
+      args.push_back(flag);
+      args.push_back(a[key].is_string() ? a[key].get<std::string>() : a[key].dump());
+    }
+    args.push_back("--json");
+    return result_of("compare", cli(args, std::chrono::minutes(10), &cancel), "comparison");
+  }
+
+  McpToolResult analyze_trace(const J& a, const std::atomic<bool>& cancel) {
+    if (!config.verbs.count("trace analyze")) {
+      return {J::object(),
+              "analyze_trace needs the `densefeed trace analyze` verb, which this densefeed build does not have (verbs: " +
+                  fmt::format("{}", fmt::join(config.verbs, ", ")) +
+                  "). Rebuild densefeed from a checkout that has it; the trace stage of an experiment is read with get_status "
+                  "(stages.trace) meanwhile.",
+              true};
+    }
+    return result_of("trace analyze", cli({"trace", "analyze", a["path"].get<std::string>(), "--json"}, std::chrono::minutes(10), &cancel),
+                     "analysis");
+  }
+
+  McpToolResult run_queue(const J& a) {
+    const std::lock_guard lock(worker_mutex);
+    if (worker_running) {
+      return {{{"started", false}, {"running", true}, {"log", worker_log.string()}},
+              fmt::format("A worker this server started is still running the queue (log: {}); call get_status to follow "
+                          "an experiment.",
+                          worker_log.string()),
+              false};
+    }
+    if (worker.joinable()) worker.join();
+    const auto dir = scratch / "workers";
+    std::filesystem::create_directories(dir);
+    worker_log = dir / (unique("worker") + ".log");
+    std::vector<std::string> argv = {config.densefeed.string(), "--root", config.root.string(), "worker", "--once",
+                                     "--ledger", config.ledger.string()};
+    if (a.contains("profile")) {
+      argv.push_back("--profile");
+      argv.push_back(a["profile"].get<std::string>());
+    }
+    worker_running = true;
+    worker = std::thread([this, argv, log = worker_log] {
+      ProcessSpec spec;
+      spec.argv = argv;
+      spec.cwd = config.root;
+      spec.stdout_path = log;
+      spec.stderr_path = log.string() + ".stderr";
+      spec.timeout = std::chrono::hours(24);
+      spec.kill_grace = std::chrono::seconds(30);  // the worker requeues what it was running before it ends
+      spec.cancel = &worker_stop;
+      run_process(spec);
+      worker_running = false;
+    });
+    return {{{"started", true}, {"running", true}, {"log", worker_log.string()}},
+            fmt::format("Started `densefeed worker --once`: it runs every queued experiment in submission order and exits when "
+                        "the queue is empty (log: {}). Follow one with get_status (experiment_id, wait_s).",
+                        worker_log.string()),
+            false};
+  }
+};
+
+DensefeedMcpTools::DensefeedMcpTools(McpToolConfig config) : impl_(std::make_unique<Impl>()) {
+  impl_->config = std::move(config);
+  impl_->scratch = impl_->config.ledger.parent_path() / (impl_->config.ledger.stem().string() + "-mcp");
+}
+
+DensefeedMcpTools::~DensefeedMcpTools() {
+  impl_->worker_stop = true;
+  if (impl_->worker.joinable()) impl_->worker.join();
+}
+
+std::vector<McpTool> DensefeedMcpTools::tools() {
+  Impl* self = impl_.get();
+  const J id_schema = {{"type", "integer"}, {"minimum", 1}, {"description", "experiment id (from submit_experiment or ledger_list)"}};
+  std::vector<McpTool> t;
+  t.push_back({"submit_experiment", "Submit an experiment",
+               "Validate an experiment manifest (YAML text: experiment, hypothesis, predicted_effect, gate, candidate, base, and "
+               "optionally predicted_speedup, risk, acceptance) and queue it. Returns its experiment_id at once; a worker runs it "
+               "(run_queue). A manifest may set only the parameters its gate declares (show_gate). Bad input is a tool error naming "
+               "the line and field." + schema_text("submit.schema.json"),
+               object_schema({{"manifest", {{"type", "string"}, {"minLength", 1}, {"description", "the manifest's YAML text (schemas/experiment.schema.json)"}}}},
+                             {"manifest"}),
+               [self](const J& a, const std::atomic<bool>& c) { return self->submit(a, c); }});
+  t.push_back({"run_queue", "Run the queue",
+               "Start `densefeed worker --once` in the background: it runs every queued experiment in submission order (gate, "
+               "then benchmark on a green gate) and exits when the queue is empty. Returns at once.",
+               object_schema({{"profile", {{"type", "string"}, {"description", "gate profile (default quick; full runs every case)"}}}}, {}),
+               [self](const J& a, const std::atomic<bool>&) { return self->run_queue(a); }});
+  t.push_back({"get_status", "Get an experiment's verdict",
+               "The experiment's state and verdict document: each stage's status, the red cases with output, metric, value, bound "
+               "and worst index, trend tables, bench verdicts with intervals, failed trace checks, and `next`: the cheapest "
+               "experiments that would narrow the cause. With wait_s, waits up to that long for it to end." +
+                   schema_text("status.schema.json"),
+               object_schema({{"experiment_id", id_schema},
+                              {"wait_s", {{"type", "number"}, {"minimum", 0}, {"maximum", 86400}, {"description", "wait up to this many seconds for the experiment to end (0: answer now)"}}}},
+                             {"experiment_id"}),
+               [self](const J& a, const std::atomic<bool>& c) { return self->status(a, c); }});
+  t.push_back({"list_gates", "List the gates", "The names of the frozen correctness gates (gates/*.yaml)." + schema_text("gate-list.schema.json"),
+               object_schema(J::object(), {}),
+               [self](const J&, const std::atomic<bool>& c) {
+                 return self->result_of("gate list", self->cli({"gate", "list", "--json"}, std::chrono::minutes(2), &c), "gates");
+               }});
+  t.push_back({"show_gate", "Show a gate",
+               "What a gate runs, accepts, checks and freezes: its commands, the parameters a manifest may set (with types, allowed "
+               "values, defaults), outputs with dtype, shape and tolerance, cases per profile, bench cases, frozen files, and "
+               "whether it matches gates/gates.lock." + schema_text("gate-show.schema.json"),
+               object_schema({{"name", {{"type", "string"}, {"minLength", 1}, {"description", "gate name (list_gates)"}}}}, {"name"}),
+               [self](const J& a, const std::atomic<bool>& c) {
+                 return self->result_of("gate show", self->cli({"gate", "show", a["name"].get<std::string>(), "--json"}, std::chrono::minutes(2), &c),
+                                        "gate");
+               }});
+  const J bound = {{"type", "number"}, {"minimum", 0}};
+  t.push_back({"compare_tensors", "Compare two tensor files",
+               "Compare a candidate tensor file with a reference (.npy or .safetensors) with the gate's comparison engine: relative "
+               "L2, max abs, elementwise atol + rtol*|ref|, ULP; worst element; per-slice errors along a partition axis. Bounds "
+               "default to the candidate dtype's. A red comparison is a result, not a tool error." + schema_text("compare.schema.json"),
+               object_schema({{"reference", {{"type", "string"}, {"minLength", 1}, {"description", "reference file path (absolute, or relative to the densefeed checkout)"}}},
+                              {"candidate", {{"type", "string"}, {"minLength", 1}, {"description", "candidate file path (absolute, or relative to the densefeed checkout)"}}},
+                              {"rel_l2", bound}, {"max_abs", bound}, {"atol", bound}, {"rtol", bound}, {"ulp", bound},
+                              {"max_violation_fraction", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}},
+                              {"partition_axis", {{"type", "integer"}, {"minimum", 0}}},
+                              {"partition_parts", {{"type", "integer"}, {"minimum", 0}}},
+                              {"reference_tensor", {{"type", "string"}}}, {"candidate_tensor", {{"type", "string"}}},
+                              {"candidate_dtype", {{"type", "string"}}}},
+                             {"reference", "candidate"}),
+               [self](const J& a, const std::atomic<bool>& c) { return self->compare(a, c); }});
+  t.push_back({"analyze_trace", "Analyse a trace file",
+               "Analyse a trace (Chrome Trace Event JSON, or an nsys SQLite export) with `densefeed trace analyze --json`: where "
+               "the time goes, per lane, and the overlap of intervals.",
+               object_schema({{"path", {{"type", "string"}, {"minLength", 1}, {"description", "trace file path (absolute, or relative to the densefeed checkout)"}}}}, {"path"}),
+               [self](const J& a, const std::atomic<bool>& c) { return self->analyze_trace(a, c); }});
+  t.push_back({"ledger_list", "List experiments",
+               "Every recorded experiment with its state, gate verdict and speedups (read-only)." + schema_text("ledger-list.schema.json"),
+               object_schema({{"gate", {{"type", "string"}}},
+                              {"verdict", {{"type", "string"}, {"description", "gate verdict (green, red, error, pending) or state (queued, started, finished, ...)"}}},
+                              {"since", {{"type", "string"}, {"description", "UTC ISO 8601 prefix, e.g. 2026-11-29"}}}},
+                             {}),
+               [self](const J& a, const std::atomic<bool>& c) {
+                 std::vector<std::string> args = {"ledger", "list"};
+                 for (const char* k : {"gate", "verdict", "since"}) {
+                   if (a.contains(k)) args.insert(args.end(), {std::string("--") + k, a[k].get<std::string>()});
+                 }
+                 return self->result_of("ledger list", self->cli(self->with_ledger(args), std::chrono::minutes(2), &c), "experiments");
+               }});
+  t.push_back({"ledger_show", "Show an experiment's record",
+               "Everything the ledger recorded for one experiment: manifest, events, gate run with every case and metric, bench "
+               "cases with rounds, trace findings, reviews, promotion, acceptance (read-only)." + schema_text("ledger-show.schema.json"),
+               object_schema({{"experiment_id", id_schema}}, {"experiment_id"}),
+               [self](const J& a, const std::atomic<bool>& c) {
+                 return self->result_of("ledger show", self->cli(self->with_ledger({"ledger", "show", a["experiment_id"].dump()}), std::chrono::minutes(2), &c),
+                                        "experiment");
+               }});
+  t.push_back({"ledger_compare", "Compare two experiments",
+               "Two recorded experiments side by side: only the fields that differ, with deltas and ratios (read-only)." +
+                   schema_text("ledger-compare.schema.json"),
+               object_schema({{"a", id_schema}, {"b", id_schema}}, {"a", "b"}),
+               [self](const J& a, const std::atomic<bool>& c) {
+                 return self->result_of("ledger compare",
+                                        self->cli(self->with_ledger({"ledger", "compare", a["a"].dump(), a["b"].dump()}), std::chrono::minutes(2), &c),
+                                        "comparison");
+               }});
+  return t;
+}
+
+std::vector<McpResource> DensefeedMcpTools::resources(const std::filesystem::path& root) {
+  std::vector<McpResource> out;
+  const auto mime = [](const std::filesystem::path& p) {
+    const auto ext = p.extension().string();
+    if (ext == ".json") return "application/json";
+    if (ext == ".yaml" || ext == ".yml") return "application/yaml";
+    if (ext == ".md") return "text/markdown";
+    if (ext == ".py") return "text/x-python";
+    return "text/plain";
+  };
+  const auto add_folder = [&](const std::string& folder, const std::string& what, bool recursive) {
+    std::error_code ec;
+    if (!std::filesystem::is_directory(root / folder, ec)) return;
+    std::vector<std::filesystem::path> files;
+    if (recursive) {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(root / folder, ec)) {
+        if (e.is_regular_file()) files.push_back(e.path());
+      }
+    } else {
+      for (const auto& e : std::filesystem::directory_iterator(root / folder, ec)) {
+        if (e.is_regular_file()) files.push_back(e.path());
+      }
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      const auto rel = std::filesystem::relative(f, root).generic_string();
+      out.push_back({"densefeed://" + rel, rel, fmt::format("{}: {}", what, f.filename().string()),
+                     fmt::format("{} ({} in the densefeed checkout)", what, rel), mime(f), f});
+    }
+  };
+  add_folder("skills", "agent skill", true);
+  add_folder("gates", "frozen gate", false);
+  add_folder("schemas", "schema", false);
+  add_folder("experiments", "example experiment", false);
+  return out;
+}
+
+std::string DensefeedMcpTools::instructions() {
+  return "densefeed answers a kernel-optimisation hypothesis with a frozen correctness gate first, then (green only) a "
+         "benchmark against the base, and records everything in an append-only ledger. Loop: read "
+         "densefeed://skills/densefeed-optimization-loop/SKILL.md; write the hypothesis and predicted effect before any result; "
+         "submit_experiment (YAML), run_queue, get_status with wait_s; act on the verdict document's `next`; change one "
+         "thing and submit again. Gates, gates.lock and frozen files are never yours to change; risk categories are approved "
+         "by a person.";
+}
+
+}  // namespace densefeed

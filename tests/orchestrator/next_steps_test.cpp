@@ -1,0 +1,323 @@
+// The `next` field: constructed results in, the cheapest narrowing
+// experiments out, with the figures of the result in their words.
+#include "next_steps.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::ordered_json;
+
+MetricFact over(double value, double bound = 1e-5, const std::string& metric = "rel_l2") {
+  return MetricFact{"final_state", metric, value, bound, value <= bound, 0, {0, 0, 3, 4}, std::nullopt};
+}
+
+CaseFact grid_case(std::size_t index, long T, int shards, bool red, double error = 3e-2) {
+  CaseFact c;
+  c.index = index;
+  c.values = {{"regime", "long-memory"}, {"T", T}, {"shards", shards}, {"K", 128}};
+  c.label = "regime=long-memory T=" + std::to_string(T) + " shards=" + std::to_string(shards);
+  c.verdict = red ? "red" : "green";
+  c.metrics = {over(red ? error : 2e-6)};
+  if (red) c.reason = fmt::format("final_state: rel_l2 {:.3e} > bound 1.0e-05", error);
+  return c;
+}
+
+// The CP precision bug's shape: red at every shards > 1, green at shards = 1.
+ResultFacts cp_tf32() {
+  ResultFacts f;
+  f.experiment_id = 7;
+  f.gate = "cp-affine-chain";
+  f.gate_verdict = "red";
+  f.gate_reason = "8 of 12 case(s) not green";
+  std::size_t i = 0;
+  for (long T : {8192L, 32768L}) {
+    for (int shards : {1, 2, 16, 64}) f.cases.push_back(grid_case(i++, T, shards, shards > 1, 1e-2 * std::log2(shards + 1)));
+  }
+  f.params = {{"precision", J::array({"ieee", "tf32", "tf32-rn", "tf32x3"})}};
+  f.candidate_params = {{"precision", "tf32"}};
+  f.candidate_command = {"no_such_harness", "--precision", "{param.precision}", "--shards", "{case.shards}", "--T", "{case.T}",
+                         "--seed", "{seed}", "--out", "{out}"};
+  f.seed = "42";
+  f.work_dir = "/tmp/ledger-runs/7";
+  f.timeout_s = 900;
+  return f;
+}
+
+TEST(NextSteps, RedOnlyAboveOneShardSeparatesPrecisionFromAlgorithm) {
+  const auto steps = next_steps(cp_tf32());
+  ASSERT_FALSE(steps.empty());
+  const NextStep& s = steps[0];
+  EXPECT_EQ(s.kind, "isolate-precision");
+  EXPECT_EQ(s.case_label, "regime=long-memory T=8192 shards=64");  // the largest shard count, furthest over
+  EXPECT_EQ(s.set_params, J({{"precision", "ieee"}}));
+  EXPECT_NE(s.suggestion.find("rerun case regime=long-memory T=8192 shards=64 with precision=ieee"), std::string::npos) << s.suggestion;
+  EXPECT_NE(s.suggestion.find("to separate precision from algorithm"), std::string::npos) << s.suggestion;
+  EXPECT_NE(s.why.find("red only at shards > 1 (6 of 6 such cases); every shards=1 case is green"), std::string::npos) << s.why;
+}
+
+TEST(NextSteps, WithoutAnExactPrecisionTheSlicesAreNext) {
+  auto f = cp_tf32();
+  f.params = {{"precision", J::array({"tf32", "tf32-rn"})}};
+  f.cases[3].metrics[0].first_failing_slice = 5;  // T=8192 shards=64
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0].kind, "isolate-value");
+  EXPECT_TRUE(steps[0].set_params.empty());
+  EXPECT_NE(steps[0].why.find("final_state first fails at slice 5"), std::string::npos) << steps[0].why;
+}
+
+TEST(NextSteps, RedAtTheOneValueThatIsNotAPowerOfTwoSaysSo) {
+  ResultFacts f;
+  f.gate_verdict = "red";
+  std::size_t i = 0;
+  for (long T : {8000L, 8192L, 32768L}) {
+    for (int shards : {1, 16}) f.cases.push_back(grid_case(i++, T, shards, T == 8000));
+  }
+  f.candidate_command = {"h", "--T", "{case.T}", "--out", "{out}"};
+  f.seed = "1";
+  f.work_dir = "/w";
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0].kind, "isolate-value");
+  EXPECT_NE(steps[0].why.find("red only at T=8000 (2 case(s)); every case at T=32768,8192 is green"), std::string::npos) << steps[0].why;
+  EXPECT_NE(steps[0].why.find("8000 is the only value that is not a power of two"), std::string::npos) << steps[0].why;
+  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"h", "--T", "8000", "--out", "/w/candidate-000/out"}));
+}
+
+TEST(NextSteps, ATimeoutIsRerunAloneWithTheSameInputs) {
+  auto f = cp_tf32();
+  for (auto& c : f.cases) c.verdict = "green", c.metrics = {over(2e-6)};
+  f.cases[5].verdict = "red";
+  f.cases[5].metrics.clear();
+  f.cases[5].reason = "the candidate timed out after 900.0 s and was killed";
+  const auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  const NextStep& s = steps[0];
+  EXPECT_EQ(s.kind, "rerun-case");
+  EXPECT_EQ(s.case_label, "regime=long-memory T=32768 shards=2");
+  EXPECT_NE(s.suggestion.find("without the gate's 900 s limit"), std::string::npos) << s.suggestion;
+  EXPECT_EQ(s.command, (std::vector<std::string>{"no_such_harness", "--precision", "tf32", "--shards", "2", "--T", "32768", "--seed",
+                                                 "42", "--out", "/tmp/ledger-runs/7/candidate-005/out"}));
+  EXPECT_EQ(s.env["DENSEFEED_MODE"], "gate");
+  EXPECT_EQ(s.env["DENSEFEED_SEED"], "42");
+  EXPECT_EQ(s.env["DENSEFEED_OUT"], "/tmp/ledger-runs/7/candidate-005/out");
+  EXPECT_EQ(J::parse(s.env["DENSEFEED_CASE"].get<std::string>()), f.cases[5].values);
+  EXPECT_EQ(s.cwd, "/tmp/ledger-runs/7/candidate-005");
+}
+
+TEST(NextSteps, CrashesAndOutputDefectsAreNamedOncePerKind) {
+  auto f = cp_tf32();
+  for (auto& c : f.cases) c.verdict = "green", c.metrics = {over(2e-6)};
+  for (std::size_t i : {1, 2}) {
+    f.cases[i].verdict = "red";
+    f.cases[i].metrics.clear();
+    f.cases[i].reason = "the candidate killed by signal 11 (SEGV)";
+  }
+  f.cases[6].verdict = "red";
+  f.cases[6].metrics.clear();
+  f.cases[6].reason = "final_state: candidate output: /w/out/final_state.npy: missing (the harness wrote neither final_state.npy nor one .safetensors file)";
+  const auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].kind, "rerun-case");
+  EXPECT_NE(steps[0].suggestion.find("killed by signal 11 (SEGV)) (and 1 more case(s) the same way)"), std::string::npos)
+      << steps[0].suggestion;
+  EXPECT_EQ(steps[1].kind, "fix-output");
+  EXPECT_NE(steps[1].suggestion.find("densefeed gate show cp-affine-chain --json"), std::string::npos) << steps[1].suggestion;
+}
+
+TEST(NextSteps, AFewWrongElementsPointAtIndexing) {
+  ResultFacts f;
+  f.gate_verdict = "red";
+  CaseFact c = grid_case(0, 1000, 1, true);
+  c.metrics = {MetricFact{"y", "elementwise", 0.003, 0, false, 3, {999}, std::nullopt}};
+  f.cases = {c};
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0].kind, "inspect-elements");
+  EXPECT_NE(steps[0].suggestion.find("the 3 element(s) of y over the bound"), std::string::npos) << steps[0].suggestion;
+  EXPECT_NE(steps[0].suggestion.find("the worst at [999]"), std::string::npos) << steps[0].suggestion;
+}
+
+TEST(NextSteps, AnUnrelatedOutputIsNotRounding) {
+  ResultFacts f;
+  f.gate_verdict = "red";
+  f.cases = {grid_case(0, 64, 1, true, 1.0), grid_case(1, 1000, 1, true, 1.41)};
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps.back().kind, "inspect-case");
+  EXPECT_NE(steps.back().suggestion.find("DENSEFEED_SEED"), std::string::npos);
+  EXPECT_NE(steps.back().why.find("final_state.rel_l2 1.410e+00 vs bound 1.0e-05"), std::string::npos) << steps.back().why;
+}
+
+TEST(NextSteps, ALockMismatchOrAFrozenFileInTheRevisionComesFirstAndAlone) {
+  auto f = cp_tf32();
+  f.lock_problems = {"kernels/affine_chain/reference.cpp: sha256 differs from gates/gates.lock"};
+  auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "restore-frozen");
+  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "gate", "verify", "--json"}));
+  f.lock_problems.clear();
+  f.cases.clear();
+  f.gate_reason = "the candidate revision 0123456789ab changes frozen files: gates/cp-affine-chain.yaml; no case ran";
+  steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "revert-frozen");
+  EXPECT_EQ(steps[0].why, f.gate_reason);
+}
+
+TEST(NextSteps, AFailedReferenceIsReportedNotRetried) {
+  ResultFacts f;
+  f.gate_verdict = "error";
+  CaseFact c = grid_case(0, 64, 1, false);
+  c.verdict = "error";
+  c.reason = "y: the reference has 1 NaN/Inf element(s)";
+  f.cases = {c};
+  const auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "report-reference");
+  EXPECT_NE(steps[0].why.find("the reference has 1 NaN/Inf"), std::string::npos);
+}
+
+BenchFact bench(const std::string& verdict, double s, double lo, double hi, const std::string& reason = "") {
+  return BenchFact{"T=8192 shards=8", verdict, reason, s, lo, hi, 0.01, false, 9, std::nullopt, std::nullopt};
+}
+
+ResultFacts green_with(std::vector<BenchFact> b) {
+  ResultFacts f;
+  f.experiment_id = 3;
+  f.gate = "cp-affine-chain";
+  f.gate_verdict = "green";
+  f.bench_status = "measured";
+  f.bench = std::move(b);
+  return f;
+}
+
+TEST(NextSteps, AnInconclusiveBenchmarkAsksForTheNoiseFloorOrAnIdleMachine) {
+  auto steps = next_steps(green_with({bench("inconclusive", 1.004, 0.991, 1.018, "inconclusive: needs 6 more rounds")}));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "calibrate");
+  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "bench", "calibrate", "cp-affine-chain", "--comparisons", "20"}));
+  EXPECT_NE(steps[0].why.find("speedup 1.004x [0.991, 1.018] over 9 rounds, noise threshold 1.0%"), std::string::npos) << steps[0].why;
+  // Spread, not the threshold, held it back: calibration would not help.
+  steps = next_steps(green_with({bench("inconclusive", 0.606, 0.586, 0.625,
+                                       "inconclusive: relative spread base 21.2%, candidate 14.0% (limit < 10%); median ...")}));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "rerun-bench");
+  EXPECT_NE(steps[0].why.find("relative spread base 21.2%, candidate 14.0% (limit < 10%)"), std::string::npos) << steps[0].why;
+}
+
+TEST(NextSteps, SlowerSameAndAWrongPredictionEachSayWhatToDo) {
+  EXPECT_EQ(next_steps(green_with({bench("slower", 0.8, 0.78, 0.82)}))[0].kind, "profile");
+  EXPECT_EQ(next_steps(green_with({bench("same", 1.0, 0.995, 1.004)}))[0].kind, "profile");
+  auto b = bench("faster", 1.4, 1.38, 1.43);
+  b.predicted_speedup = 2.0;
+  b.prediction_error = 1.4 / 2.0 - 1;
+  const auto steps = next_steps(green_with({b}));
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "revise-prediction");
+  EXPECT_NE(steps[0].why.find("off by -30%"), std::string::npos) << steps[0].why;
+}
+
+TEST(NextSteps, AFailedTraceCheckNamesItsIntervals) {
+  auto f = green_with({bench("faster", 1.2, 1.1, 1.3)});
+  f.trace = {TraceFact{"candidate", 0, "overlap", false, 0.0, 0.9,
+                       J{{"a", {{"name", "kv_transfer"}, {"ts", 100}, {"dur", 50}}}, {"b", {{"name", "prefill"}, {"ts", 160}, {"dur", 400}}}}}};
+  const auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "trace-intervals");
+  EXPECT_NE(steps[0].suggestion.find("trace check 0 (overlap, candidate arm)"), std::string::npos) << steps[0].suggestion;
+  EXPECT_NE(steps[0].suggestion.find("kv_transfer"), std::string::npos) << steps[0].suggestion;
+  EXPECT_NE(steps[0].why.find("value 0 vs bound 0.9"), std::string::npos) << steps[0].why;
+}
+
+TEST(NextSteps, AGreenFasterResultGoesToAPersonThenToPromotion) {
+  auto f = green_with({bench("faster", 1.7, 1.6, 1.8)});
+  f.risk = {"numerics"};
+  f.categories = {{"numerics", "none"}};
+  auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "ask-review");
+  EXPECT_NE(steps[0].suggestion.find("densefeed review approve 3 --by NAME"), std::string::npos);
+  f.categories = {{"numerics", "approve"}};
+  EXPECT_EQ(next_steps(f)[0].kind, "add-acceptance");
+  f.has_acceptance = true;
+  steps = next_steps(f);
+  EXPECT_EQ(steps[0].kind, "promote");
+  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "promote", "3", "--json"}));
+  f.promoted = true;
+  EXPECT_TRUE(next_steps(f).empty());
+}
+
+TEST(NextSteps, AQueuedExperimentWaitsForAWorker) {
+  ResultFacts f;
+  f.experiment_id = 12;
+  f.state = "queued";
+  const auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "wait");
+  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "status", "12", "--wait", "--json"}));
+  EXPECT_NE(steps[0].suggestion.find("densefeed worker"), std::string::npos);
+}
+
+TEST(NextSteps, TheListIsCappedAndItsJsonLeavesEmptyFieldsOut) {
+  auto f = cp_tf32();
+  EXPECT_EQ(next_steps(f, 1).size(), 1u);
+  const auto doc = next_steps_json(next_steps(f));
+  ASSERT_TRUE(doc.is_array());
+  EXPECT_EQ(doc[0]["kind"], "isolate-precision");
+  EXPECT_FALSE(doc[0].contains("command"));  // an experiment to submit, not a command
+  EXPECT_FALSE(doc[0].contains("cwd"));
+  EXPECT_EQ(doc[0]["set_params"], J({{"precision", "ieee"}}));
+  EXPECT_TRUE(next_steps_json({}).is_array());
+}
+
+TEST(NextSteps, ALedgerRecordGivesTheSameFactsAsTheRun) {
+  const J record = J::parse(R"({
+    "id": 4, "gate": "cp-affine-chain", "state": "finished", "risk": ["numerics"], "candidate_revision": "WORKTREE",
+    "candidate_params": {"precision": "tf32"}, "acceptance": {}, "promotion": null, "categories": {"numerics": "none"},
+    "events": [{"event": "finished", "detail": ""}],
+    "gate_run": {"verdict": "red", "reason": "1 of 2 case(s) not green", "lock_problems": [], "seed": "99",
+      "cases": [
+        {"case_index": 0, "case_label": "T=8192 shards=1", "case_json": {"T": 8192, "shards": 1}, "verdict": "green", "reason": "",
+         "metrics": [{"output": "s", "metric": "rel_l2", "value": 2e-6, "bound": 1e-5, "passed": 1, "violations": 0,
+                      "worst_index": [0, 1], "first_failing_slice": null}]},
+        {"case_index": 1, "case_label": "T=8192 shards=8", "case_json": {"T": 8192, "shards": 8}, "verdict": "red",
+         "reason": "s: rel_l2 4e-2 > bound 1e-5",
+         "metrics": [{"output": "s", "metric": "rel_l2", "value": null, "bound": 1e-5, "passed": 0, "violations": 0,
+                      "worst_index": null, "first_failing_slice": 2}]}]},
+    "bench_cases": [], "trace_findings": [
+      {"arm": "candidate", "check_index": 1, "kind": "overlap", "passed": false, "value": 0.1, "bound": 0.9, "details": {"a": 1}}]
+  })");
+  const auto f = facts_from_record(record, nullptr, "/l-runs/4");
+  EXPECT_EQ(f.experiment_id, 4);
+  EXPECT_EQ(f.gate_verdict, "red");
+  EXPECT_EQ(f.seed, "99");
+  ASSERT_EQ(f.cases.size(), 2u);
+  EXPECT_TRUE(f.cases[0].metrics[0].passed);
+  EXPECT_FALSE(f.cases[1].metrics[0].passed);
+  EXPECT_TRUE(std::isnan(f.cases[1].metrics[0].value));
+  EXPECT_EQ(f.cases[1].metrics[0].first_failing_slice, 2);
+  EXPECT_EQ(f.cases[1].index, 1u);
+  EXPECT_EQ(f.bench_status, "skipped");
+  ASSERT_EQ(f.trace.size(), 1u);
+  EXPECT_FALSE(f.trace[0].passed);
+  EXPECT_EQ(f.trace[0].bound, 0.9);
+  EXPECT_FALSE(f.has_acceptance);
+  EXPECT_EQ(f.work_dir, "/l-runs/4");
+  // Without the gate (params, command) it still names the pattern; with two
+  // shard counts only, that is one value.
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0].kind, "isolate-value");
+  EXPECT_NE(steps[0].why.find("red only at shards=8 (1 case(s)); every case at shards=1 is green"), std::string::npos) << steps[0].why;
+  EXPECT_TRUE(steps[0].command.empty());  // no gate: no command to rerun
+}
+
+}  // namespace
+}  // namespace densefeed
