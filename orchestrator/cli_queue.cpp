@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "error.h"
 #include "experiment_runner.h"
+#include "gate_spec.h"
 #include "gate_lock.h"
 #include "ledger.h"
 #include "process_runner.h"
@@ -115,6 +116,17 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   worker->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
   verbs.push_back({worker, [&ctx, wa] {
                      const auto gpus = find_gpus(wa->gpus);
+                     // An operator's typo must not reject every queued experiment: a
+                     // profile no gate knows is refused before anything is taken.
+                     bool known = false;
+                     for (const auto& name : list_gates(ctx.root())) {
+                       try {
+                         load_gate(ctx.root(), name).profile_cases(wa->profile);
+                         known = true;
+                       } catch (const std::exception&) {
+                       }
+                     }
+                     if (!known) throw InputError("command line", {}, "--profile", "no gate under " + (ctx.root() / "gates").string() + " has a profile named '" + wa->profile + "'");
                      const auto ledger_path = ctx.ledger_path();
                      {
                        Ledger ledger(ledger_path);

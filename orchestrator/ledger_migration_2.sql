@@ -225,7 +225,7 @@ SELECT e.id AS experiment_id, e.name, e.gate, e.author, e.submitted_at, s.state,
        (SELECT COUNT(*) FROM bench_cases b WHERE b.experiment_id = e.id) AS bench_cases,
        (SELECT COUNT(*) FROM bench_cases b WHERE b.experiment_id = e.id AND b.verdict = 'faster') AS bench_faster,
        (SELECT COUNT(*) FROM bench_cases b WHERE b.experiment_id = e.id AND b.verdict = 'slower') AS bench_slower,
-       (SELECT COUNT(*) FROM trace_findings t WHERE t.experiment_id = e.id AND t.passed = 0) AS trace_failed,
+       (SELECT COUNT(*) FROM trace_findings t WHERE t.experiment_id = e.id AND t.arm = 'candidate' AND t.passed = 0) AS trace_failed,
        (SELECT COUNT(*) FROM trace_findings t WHERE t.experiment_id = e.id) AS trace_checks,
        (SELECT a.verdict FROM acceptance_runs a WHERE a.experiment_id = e.id ORDER BY a.id DESC LIMIT 1) AS acceptance_verdict,
        EXISTS (SELECT 1 FROM promotions p WHERE p.experiment_id = e.id) AS promoted

@@ -15,7 +15,11 @@ std::filesystem::path bwrap_path() { return resolve_executable("bwrap"); }
 
 // What every sandboxed command gets, before its own folders (bwrap applies
 // the mount options in order: later binds show through earlier tmpfs).
-std::vector<std::string> base_argv(const std::filesystem::path& bwrap) {
+// private_tmp: an empty, writable /tmp of its own. When densefeed's own state
+// (checkout, ledger, runs) lies under /tmp, an empty /tmp would hide it
+// instead of showing it read-only, so /tmp stays the real one, read-only,
+// and the command gets a writable TMPDIR in its run folder instead.
+std::vector<std::string> base_argv(const std::filesystem::path& bwrap, bool private_tmp) {
   std::vector<std::string> argv = {bwrap.string(), "--ro-bind", "/", "/", "--dev", "/dev"};
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
@@ -23,7 +27,8 @@ std::vector<std::string> base_argv(const std::filesystem::path& bwrap) {
       argv.insert(argv.end(), {"--dev-bind", e.path().string(), e.path().string()});
     }
   }
-  argv.insert(argv.end(), {"--proc", "/proc", "--tmpfs", "/tmp"});
+  argv.insert(argv.end(), {"--proc", "/proc"});
+  if (private_tmp) argv.insert(argv.end(), {"--tmpfs", "/tmp"});
   return argv;
 }
 
@@ -43,7 +48,7 @@ SandboxStatus probe() {
     return status;
   }
   const auto truth = resolve_executable("true");
-  auto argv = base_argv(bwrap);
+  auto argv = base_argv(bwrap, true);
   argv.insert(argv.end(), {"--chdir", "/"});
   add_namespaces(argv);
   argv.insert(argv.end(), {"--", truth.empty() ? "/bin/true" : truth.string()});
@@ -100,13 +105,27 @@ SandboxPolicy harness_policy(const std::filesystem::path& run_dir, const std::fi
 }
 
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
-  auto argv = base_argv(bwrap_path());
+  const auto under_tmp = [](const std::filesystem::path& p) {
+    const auto a = std::filesystem::absolute(p).lexically_normal().string();
+    return a == "/tmp" || a.rfind("/tmp/", 0) == 0;
+  };
+  bool state_in_tmp = under_tmp(policy.cwd);
+  for (const auto* list : {&policy.writable, &policy.readable, &policy.hidden}) {
+    for (const auto& p : *list) state_in_tmp = state_in_tmp || under_tmp(p);
+  }
+  auto argv = base_argv(bwrap_path(), !state_in_tmp);
   std::error_code ec;
   for (const auto& p : policy.hidden) {
     if (std::filesystem::is_directory(p, ec)) argv.insert(argv.end(), {"--tmpfs", p.string()});
   }
   for (const auto& p : policy.readable) {
     if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--ro-bind", p.string(), p.string()});
+  }
+  if (state_in_tmp && !policy.cwd.empty()) {
+    // After the hidden folders are covered, or they would cover it.
+    const auto tmp = policy.cwd / "tmp";
+    std::filesystem::create_directories(tmp, ec);
+    argv.insert(argv.end(), {"--bind", tmp.string(), tmp.string(), "--setenv", "TMPDIR", tmp.string()});
   }
   for (const auto& p : policy.writable) {
     if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--bind", p.string(), p.string()});

@@ -78,6 +78,7 @@ nlohmann::ordered_json resolve_plain_scalar(const std::string& s) {
 // Aliases share nodes, so nine nested anchors can stand for a billion values
 // ("billion laughs"); stop well before memory does.
 constexpr std::size_t kMaxValues = 100'000;
+constexpr int kMaxDepth = 128;
 
 class Converter {
  public:
@@ -87,6 +88,16 @@ class Converter {
     if (++values_ > kMaxValues) {
       throw InputError(doc_.path, to_mark(node.Mark()), pointer_to_field(pointer),
                        fmt::format("more than {} values (do aliases expand without bound?)", kMaxValues));
+    }
+    // A self-referencing alias (&a [*a]) is infinitely deep: stop long before the stack does.
+    struct Depth {
+      int& d;
+      explicit Depth(int& depth) : d(++depth) {}
+      ~Depth() { --d; }
+    } depth(depth_);
+    if (depth_ > kMaxDepth) {
+      throw InputError(doc_.path, to_mark(node.Mark()), pointer_to_field(pointer.substr(0, 200)),
+                       fmt::format("nested deeper than {} levels (a self-referencing alias?)", kMaxDepth));
     }
     doc_.value_marks[pointer] = to_mark(node.Mark());
     switch (node.Type()) {
@@ -138,6 +149,7 @@ class Converter {
  private:
   YamlDocument& doc_;
   std::size_t values_ = 0;
+  int depth_ = 0;
 };
 
 // Line and column (1-based) of byte `offset` in `text`.

@@ -183,6 +183,7 @@ TEST_F(CliEndToEnd, BadManifestExits2AndLeavesTheLedgerAsItWas) {
        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: &f [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n"
        "g: [*f, *f, *f, *f, *f, *f, *f, *f, *f, *f]\n",
        "more than 100000 values"},
+      {"self-alias", "experiment: &a [*a]\n", "nested deeper than 128 levels (a self-referencing alias?)"},
       {"not-utf8", "experiment: ok\nhypothesis: \xff\xfe\n", ":2:13: byte 0xFF is not valid UTF-8"},
       {"merge-key", "base: &b {revision: WORKTREE}\ncandidate:\n  <<: *b\n", "YAML merge keys (<<) are not supported"},
       {"tabs", "experiment: x\ncandidate:\n\trevision: WORKTREE\n", "YAML indents with spaces only"},

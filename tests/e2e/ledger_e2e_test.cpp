@@ -194,6 +194,11 @@ TEST_F(LedgerEndToEnd, SubmitQueuesAtOnceAndRefusesBadInputWithNothingQueued) {
   const auto status = densefeed({"status", "1", "--ledger", L(), "--json"});
   EXPECT_EQ(status.exit_code, 0);
   EXPECT_EQ(nlohmann::json::parse(status.out)["state"], "queued");
+  // An operator's typo takes nothing from the queue.
+  const auto typo = densefeed({"worker", "--profile", "nope", "--once", "--ledger", L()});
+  EXPECT_EQ(typo.exit_code, 2);
+  EXPECT_NE(typo.err.find("has a profile named 'nope'"), std::string::npos) << typo.err;
+  EXPECT_EQ(state(1), "queued");
 }
 
 TEST_F(LedgerEndToEnd, EightConcurrentSubmittersThenTwoWorkersRunEveryExperimentExactlyOnce) {

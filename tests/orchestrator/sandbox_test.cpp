@@ -134,9 +134,18 @@ TEST(Sandbox, ArgvCoversThenRebindsAndShutsTheNamespaces) {
     return it == argv.end() ? -1 : it - argv.begin();
   };
   EXPECT_EQ(at({"--ro-bind", "/", "/"}), 1);
-  EXPECT_GT(at({"--tmpfs", "/tmp"}), at({"--proc", "/proc"}));
-  // Covered first, then shown again: bwrap mounts in order.
-  EXPECT_GT(at({"--tmpfs", (dir / "h").string()}), at({"--tmpfs", "/tmp"}));
+  const auto d = std::filesystem::absolute(dir / "r").lexically_normal().string();
+  if (d.rfind("/tmp/", 0) != 0) {
+    EXPECT_GT(at({"--tmpfs", "/tmp"}), at({"--proc", "/proc"}));
+    // Covered first, then shown again: bwrap mounts in order.
+    EXPECT_GT(at({"--tmpfs", (dir / "h").string()}), at({"--tmpfs", "/tmp"}));
+  } else {
+    // Its state lies under /tmp: /tmp stays real and read-only (an empty one
+    // would hide the protected files), and TMPDIR is its own, after the covers.
+    EXPECT_EQ(at({"--tmpfs", "/tmp"}), -1);
+    EXPECT_GT(at({"--bind", (dir / "r" / "tmp").string(), (dir / "r" / "tmp").string(), "--setenv", "TMPDIR"}),
+              at({"--tmpfs", (dir / "h").string()}));
+  }
   EXPECT_GT(at({"--ro-bind", (dir / "r").string(), (dir / "r").string()}), at({"--tmpfs", (dir / "h").string()}));
   EXPECT_GT(at({"--bind", (dir / "w").string(), (dir / "w").string()}), at({"--ro-bind", (dir / "r").string(), (dir / "r").string()}));
   EXPECT_EQ(at({"--ro-bind", (dir / "missing").string()}), -1);
@@ -151,8 +160,14 @@ TEST_F(SandboxTest, WritesOnlyItsOutputFolderAndReachesNoNetwork) {
   Listener listener;
   const auto r = run_script(dir_, attempts_script(dir_, listener.port(), tmp_file_), sandbox_argv(policy_for(dir_)));
   ASSERT_TRUE(r.ok()) << r.describe() << testing::read_file(dir_ / "stderr.log");
-  EXPECT_EQ(testing::read_file(dir_ / "stdout.log"),
-            "overwrite-locked:refused\nread-hidden:refused\nwrite-out:ok\nwrite-tmp:ok\nconnect:refused\n");
+  // Its /tmp is its own, empty and writable; but when the protected files
+  // themselves lie under /tmp (a checkout in /tmp), /tmp stays the real one,
+  // read-only, so that they are shown read-only rather than hidden (the
+  // command gets a writable TMPDIR in its run folder instead).
+  const auto d = std::filesystem::absolute(dir_ / "run").lexically_normal().string();
+  const bool state_in_tmp = d.rfind("/tmp/", 0) == 0;
+  EXPECT_EQ(testing::read_file(dir_ / "stdout.log"), std::string("overwrite-locked:refused\nread-hidden:refused\nwrite-out:ok\nwrite-tmp:") +
+                                                         (state_in_tmp ? "refused" : "ok") + "\nconnect:refused\n");
   EXPECT_EQ(testing::read_file(dir_ / "locked.txt"), "locked\n");
   EXPECT_EQ(testing::read_file(dir_ / "run" / "out" / "written.txt"), "y\n");
   EXPECT_FALSE(std::filesystem::exists(tmp_file_));  // its /tmp was its own
