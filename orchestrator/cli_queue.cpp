@@ -268,11 +268,12 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      const auto id = parse_experiment_id(sa->id);
                      const auto start = std::chrono::steady_clock::now();
                      nlohmann::ordered_json e;
+                     // One connection for the whole wait: opening runs an integrity
+                     // check of the file, which a 200 ms poll must not repeat. Each
+                     // show() reads the latest committed state (WAL).
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                      while (true) {
-                       {
-                         const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
-                         e = ledger.show(id);
-                       }
+                       e = ledger.show(id);
                        if (!sa->wait || terminal(e["state"].get<std::string>())) break;
                        if (sa->timeout_s > 0 && std::chrono::steady_clock::now() - start > std::chrono::duration<double>(sa->timeout_s)) {
                          throw InfraError(fmt::format("experiment {} is still {} after {} s", id, e["state"].get<std::string>(), sa->timeout_s));
