@@ -485,7 +485,9 @@ void add_bench_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
 
 void add_trace_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
   for (const auto& t : f.trace) {
-    if (t.passed) continue;
+    // Only the candidate's checks decide the stage; the base's are recorded for comparison
+    // (in the KV example the base is the one expected to fail).
+    if (t.passed || t.arm != "candidate") continue;
     NextStep s;
     s.kind = "trace-intervals";
     std::string involved = t.details.is_null() ? "" : t.details.dump();

@@ -224,6 +224,13 @@ TEST(NextSteps, SlowerSameAndAWrongPredictionEachSayWhatToDo) {
   EXPECT_NE(steps[0].why.find("off by -30%"), std::string::npos) << steps[0].why;
 }
 
+TEST(NextSteps, TheBasesFailedTraceCheckIsNoStep) {
+  auto f = green_with({bench("faster", 1.2, 1.1, 1.3)});
+  f.trace = {TraceFact{"candidate", 0, "overlap", true, 1.0, 0.9, J::object()},
+             TraceFact{"base", 0, "overlap", false, 0.0, 0.9, J::object()}};
+  for (const auto& s : next_steps(f)) EXPECT_NE(s.kind, "trace-intervals") << s.suggestion;
+}
+
 TEST(NextSteps, AFailedTraceCheckNamesItsIntervals) {
   auto f = green_with({bench("faster", 1.2, 1.1, 1.3)});
   f.trace = {TraceFact{"candidate", 0, "overlap", false, 0.0, 0.9,
