@@ -27,13 +27,15 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
   if (ec) throw InfraError(fmt::format("{}: cannot create the acceptance folder: {}", options.work_dir.string(), ec.message()));
 
   ProcessSpec spec;
-  spec.argv = render_command(acceptance.at("command").get<std::vector<std::string>>(),
-                             {nlohmann::ordered_json::object(), params, options.seed, (options.work_dir / "out").string()});
-  spec.exe_dir = options.exe_dir;
-  spec.env = {{"DENSEFEED_MODE", "acceptance"},
-              {"DENSEFEED_CASE", "{}"},
-              {"DENSEFEED_SEED", std::to_string(options.seed)},
-              {"DENSEFEED_OUT", (options.work_dir / "out").string()}};
+  spec.argv = arm_command(acceptance.at("command").get<std::vector<std::string>>(),
+                          {nlohmann::ordered_json::object(), params, options.seed, (options.work_dir / "out").string()},
+                          options.candidate);
+  spec.exe_dirs = options.candidate.exe_dirs;
+  spec.env = options.candidate.env;
+  spec.env["DENSEFEED_MODE"] = "acceptance";
+  spec.env["DENSEFEED_CASE"] = "{}";
+  spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
+  spec.env["DENSEFEED_OUT"] = (options.work_dir / "out").string();
   spec.cwd = options.work_dir;
   spec.stdout_path = options.work_dir / "stdout.log";
   spec.stderr_path = options.work_dir / "stderr.log";

@@ -8,13 +8,14 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arm_context.h"
 #include "ledger.h"
 
 namespace densefeed {
 
 struct AcceptanceOptions {
   std::filesystem::path work_dir;  // emptied; the command runs in work_dir with its outputs in work_dir/out
-  std::filesystem::path exe_dir;   // the candidate's build (empty: densefeed's own)
+  ArmContext candidate;             // where the candidate runs from (arm_context.h)
   std::uint64_t seed = 0;
 };
 

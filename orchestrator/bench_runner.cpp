@@ -88,24 +88,28 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         std::filesystem::create_directories(dir / "out", ec);
         if (ec) throw InfraError(fmt::format("{}: cannot create: {}", dir.string(), ec.message()));
         ProcessSpec spec;
-        spec.argv = render_command(gate.candidate_command,
-                                   {c.values, is_base ? base_params : candidate_params, options.seed, (dir / "out").string()});
-        spec.exe_dir = is_base ? options.base_exe_dir : options.candidate_exe_dir;
-        spec.env = {{"DENSEFEED_MODE", "bench"},
-                    {"DENSEFEED_CASE", c.values.dump()},
-                    {"DENSEFEED_SEED", std::to_string(options.seed)},
-                    {"DENSEFEED_OUT", (dir / "out").string()},
-                    {"DENSEFEED_WARMUP", std::to_string(gate.bench.warmup)},
-                    {"DENSEFEED_ITERS", std::to_string(gate.bench.iters)}};
+        const ArmContext& arm = is_base ? options.base : options.candidate;
+        spec.argv = arm_command(gate.candidate_command,
+                                {c.values, is_base ? base_params : candidate_params, options.seed, (dir / "out").string()}, arm);
+        spec.exe_dirs = arm.exe_dirs;
+        spec.env = arm.env;
+        spec.env["DENSEFEED_MODE"] = "bench";
+        spec.env["DENSEFEED_CASE"] = c.values.dump();
+        spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
+        spec.env["DENSEFEED_OUT"] = (dir / "out").string();
+        spec.env["DENSEFEED_WARMUP"] = std::to_string(gate.bench.warmup);
+        spec.env["DENSEFEED_ITERS"] = std::to_string(gate.bench.iters);
         if (!options.gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
         spec.cwd = dir;
         spec.stdout_path = dir / "stdout.log";
         spec.stderr_path = dir / "stderr.log";
         spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
         if (result.sandbox.on()) {
-          spec.launcher = sandbox_argv(harness_policy(dir, resolve_executable(spec.argv[0], spec.exe_dir),
+          auto readable = options.sandbox_readable;
+          readable.insert(readable.end(), arm.readable.begin(), arm.readable.end());
+          spec.launcher = sandbox_argv(harness_policy(dir, resolve_executable(spec.argv[0], spec.exe_dirs),
                                                       options.private_dir.empty() ? options.work_dir : options.private_dir,
-                                                      options.sandbox_readable));
+                                                      readable));
         }
         const ProcessResult pr = run_process(spec);
         result.harness_wall_s += pr.wall_s;

@@ -16,6 +16,7 @@
 
 #include "bench_statistics.h"
 #include "case_grid.h"
+#include "arm_context.h"
 #include "gate_spec.h"
 #include "sandbox.h"
 #include "verdict.h"
@@ -49,8 +50,8 @@ struct BenchResult {
 struct BenchOptions {
   std::filesystem::path work_dir;
   std::uint64_t seed = 0;
-  std::filesystem::path base_exe_dir;  // a revision's build; empty: densefeed's own
-  std::filesystem::path candidate_exe_dir;
+  ArmContext base;       // where each arm runs from (arm_context.h)
+  ArmContext candidate;
   // Noise threshold per bench case label (calibrated floor); the threshold
   // used is max(1 %, this).
   std::map<std::string, double> noise_floor;

@@ -30,8 +30,8 @@ struct CalibrationResult {
 
 // Runs `comparisons` A/A benchmarks of `params` (seeds seed, seed+1, ...) in
 // folders under work_dir, each with the gate's full sequential decision at
-// the 1 % threshold.
+// the 1 % threshold; both arms run from `arm` (the worktree).
 CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& params, int comparisons,
-                            const std::filesystem::path& work_dir, std::uint64_t seed);
+                            const std::filesystem::path& work_dir, std::uint64_t seed, const ArmContext& arm);
 
 }  // namespace densefeed

@@ -5,11 +5,36 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "experiment_runner.h"
 
 namespace densefeed {
 
-std::filesystem::path CliContext::ledger_path() const {
-  return std::filesystem::absolute(ledger_text.empty() ? root() / ".densefeed" / "ledger.db" : std::filesystem::path(ledger_text));
+const Project& CliContext::project() {
+  if (!project_) project_ = find_project(std::filesystem::current_path(), project_text);
+  return *project_;
+}
+
+std::filesystem::path CliContext::ledger_path() {
+  return ledger_text.empty() ? project().ledger : std::filesystem::absolute(ledger_text);
+}
+
+const GateStore& CliContext::store() {
+  if (!store_) store_ = open_gate_store(project(), workspace(), trust_worktree);
+  return *store_;
+}
+
+RunOptions run_options(CliContext& ctx) {
+  RunOptions options;
+  options.project = ctx.project();
+  options.workspace = ctx.workspace();
+  options.store = ctx.store();
+  return options;
+}
+
+std::vector<std::string> context_args(CliContext& ctx) {
+  std::vector<std::string> args = {"--project", ctx.project().dir.string()};
+  if (ctx.trust_worktree) args.push_back("--trust-worktree");
+  return args;
 }
 
 std::uint64_t parse_unsigned(const std::string& what, const std::string& text, std::uint64_t max) {
@@ -27,7 +52,7 @@ std::int64_t parse_experiment_id(const std::string& text) {
 }
 
 void add_ledger_and_json(CLI::App* verb, CliContext& ctx) {
-  verb->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  verb->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's, .densefeed/ledger.db)");
   verb->add_flag("--json", ctx.json, "print one JSON document");
 }
 

@@ -8,25 +8,53 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "gate_store.h"
+#include "project.h"
+#include "workspace.h"
+
 namespace densefeed {
 
+// What every verb may need, found once and only when asked: the project (from
+// --project or by walking up from the current directory to densefeed.yaml),
+// its ledger and workspace, and the gate store (the trusted ref's, or the
+// worktree's with --trust-worktree). Throws InputError from the getters when
+// there is no project or its densefeed.yaml is bad.
 struct CliContext {
-  std::string root_text;    // --root (default: env DENSEFEED_ROOT or the source checkout)
-  std::string ledger_text;  // --ledger ('' = ROOT/.densefeed/ledger.db)
-  bool json = false;        // --json
-  std::filesystem::path root() const { return std::filesystem::absolute(root_text); }
-  std::filesystem::path ledger_path() const;
+  std::string project_text;     // --project ('' = walk up from the current directory)
+  std::string ledger_text;      // --ledger ('' = the project's ledger)
+  bool trust_worktree = false;  // --trust-worktree
+  bool json = false;            // --json
+
+  const Project& project();
+  // --ledger when given (no project needed), else the project's.
+  std::filesystem::path ledger_path();
+  Workspace workspace() { return Workspace{ledger_path()}; }
+  const GateStore& store();
+  // The project folder as it is (gate lock, gate verify).
+  GateStore worktree() { return worktree_store(project()); }
+
+ private:
+  std::optional<Project> project_;
+  std::optional<GateStore> store_;
 };
 
 struct CliVerb {
   CLI::App* app;
   std::function<int()> run;
 };
+
+struct RunOptions;
+// RunOptions with the context's project, gate store and workspace filled in.
+RunOptions run_options(CliContext& ctx);
+// The arguments that make a densefeed child process see the same project,
+// ledger and gate store as this one (--project DIR [--trust-worktree]).
+std::vector<std::string> context_args(CliContext& ctx);
 
 // Decimal digits only, no sign, no wrap-around. Throws InputError naming `what`.
 std::uint64_t parse_unsigned(const std::string& what, const std::string& text, std::uint64_t max);

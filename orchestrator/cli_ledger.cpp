@@ -290,7 +290,6 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                        std::vector<std::string> failures;
                      };
                      std::vector<Check> checks;
-                     const auto root = ctx.root();
                      {
                        const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                        checks.push_back({"no speedup, trace or acceptance result without a green gate", ledger.results_without_green_gate()});
@@ -303,16 +302,20 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                        }
                        checks.push_back(chain);
                      }
-                     const auto lock = read_lock(root);
-                     const auto names = list_gates(root);
-                     if (names.empty()) throw InputError((root / "gates").string(), {}, "", "no gates (*.yaml) here: is --root the densefeed checkout?");
+                     const GateStore& store = ctx.store();
+                     const auto lock = read_lock(store);
+                     const auto names = list_gates(store);
+                     if (names.empty()) {
+                       throw InputError(store.gate_dir().string(), {}, "", fmt::format("no gates (*.yaml) in {}", store.describe()));
+                     }
                      for (const auto& name : names) {
-                       auto problems = check_locked_file(root, lock, "gates/" + name + ".yaml");
+                       auto problems = check_locked_file(store, lock, store.gate_rel(name));
                        if (problems.empty()) {
-                         const auto frozen = check_frozen_files(root, lock, load_gate(root, name));
+                         const auto frozen = check_frozen_files(store, lock, load_gate(store, name));
                          problems.insert(problems.end(), frozen.begin(), frozen.end());
                        }
-                       checks.push_back({"gate " + name + " and its frozen files match gates/gates.lock", problems});
+                       checks.push_back({fmt::format("gate {} and its frozen files match {} ({})", name, store.lock_rel(), store.describe()),
+                                         problems});
                      }
                      bool ok = true;
                      nlohmann::ordered_json doc = {{"ledger", ctx.ledger_path().string()}, {"checks", nlohmann::ordered_json::array()}};

@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "install_paths.h"
 #include "mcp_server.h"
 #include "mcp_tools.h"
 #include "process_runner.h"
@@ -25,21 +26,23 @@ void collect_verbs(CLI::App* app, const std::string& prefix, std::set<std::strin
 
 std::vector<CliVerb> add_mcp_verbs(CLI::App& app, CliContext& ctx) {
   auto* mcp = app.add_subcommand("mcp", "serve the Model Context Protocol over stdio (JSON-RPC 2.0, one message per line) for agents");
-  mcp->add_option("--ledger", ctx.ledger_text, "SQLite ledger the tools use (default ROOT/.densefeed/ledger.db)");
+  mcp->add_option("--ledger", ctx.ledger_text, "SQLite ledger the tools use (default: the project's)");
   return {{mcp, [&app, &ctx] {
              // A client that goes away must not kill the server before it has
              // ended the processes it started: a write to a closed pipe fails instead.
              std::signal(SIGPIPE, SIG_IGN);
              McpToolConfig config;
              config.densefeed = self_dir() / "densefeed";
-             config.root = ctx.root();
+             config.project = ctx.project().dir;
+             config.trust_worktree = ctx.trust_worktree;
              config.ledger = ctx.ledger_path();
              collect_verbs(&app, "", config.verbs);
              DensefeedMcpTools tools(config);
              McpServerOptions options;
              options.instructions = DensefeedMcpTools::instructions();
              options.tools = tools.tools();
-             options.resources = DensefeedMcpTools::resources(config.root);
+             options.resources = DensefeedMcpTools::resources(data_dir(), ctx.store().gate_dir(),
+                                                              ctx.project().dir / ctx.project().experiments);
              return serve_mcp(std::move(options), std::cin, std::cout);
            }}};
 }

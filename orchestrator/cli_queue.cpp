@@ -71,14 +71,14 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   submit->add_option("MANIFEST", *manifests, "experiment manifest(s) (YAML)")->required();
   add_ledger_and_json(submit, ctx);
   verbs.push_back({submit, [&ctx, manifests] {
-                     RunOptions options;
-                     options.root = ctx.root();
-                     options.ledger_path = ctx.ledger_path();
+                     RunOptions options = run_options(ctx);
                      // Every manifest is checked before the ledger is opened: one bad
                      // manifest and nothing is queued.
                      std::vector<ExperimentOutcome> prepared;
-                     for (const auto& m : *manifests) prepared.push_back(prepare_experiment(load_manifest(m, options.root), options));
-                     Ledger ledger(options.ledger_path);
+                     for (const auto& m : *manifests) {
+                       prepared.push_back(prepare_experiment(load_manifest(m, options.store, options.project), options));
+                     }
+                     Ledger ledger(options.workspace.ledger);
                      nlohmann::ordered_json queued = nlohmann::ordered_json::array();
                      for (const auto& p : prepared) {
                        const auto id = record_prepared(ledger, p, ExperimentEvent::queued, "submit");
@@ -91,7 +91,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      if (ctx.json) {
                        // One manifest: one object; several: an array of them.
                        auto doc = queued.size() == 1 ? queued[0] : nlohmann::ordered_json{{"queued", queued}};
-                       doc["ledger"] = options.ledger_path.string();
+                       doc["ledger"] = options.workspace.ledger.string();
                        std::cout << doc.dump(2) << "\n";
                      }
                      return 0;
@@ -113,20 +113,25 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   worker->add_flag("--no-sandbox", wa->no_sandbox, "run candidate and base commands without bwrap (recorded with each gate run)");
   worker->add_option("--profile", wa->profile, "gate profile")->capture_default_str();
   worker->add_option("--jobs", wa->jobs, "harness processes at once per experiment (CPU slots)")->check(CLI::Range(1, 256))->capture_default_str();
-  worker->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  worker->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's)");
   verbs.push_back({worker, [&ctx, wa] {
                      const auto gpus = find_gpus(wa->gpus);
                      // An operator's typo must not reject every queued experiment: a
                      // profile no gate knows is refused before anything is taken.
                      bool known = false;
-                     for (const auto& name : list_gates(ctx.root())) {
+                     const GateStore& store = ctx.store();
+                     for (const auto& name : list_gates(store)) {
                        try {
-                         load_gate(ctx.root(), name).profile_cases(wa->profile);
+                         load_gate(store, name).profile_cases(wa->profile);
                          known = true;
                        } catch (const std::exception&) {
                        }
                      }
-                     if (!known) throw InputError("command line", {}, "--profile", "no gate under " + (ctx.root() / "gates").string() + " has a profile named '" + wa->profile + "'");
+                     if (!known) {
+                       throw InputError("command line", {}, "--profile",
+                                        fmt::format("no gate in {} has a profile named '{}'", store.describe(), wa->profile));
+                     }
+                     const auto child_args = context_args(ctx);
                      const auto ledger_path = ctx.ledger_path();
                      {
                        Ledger ledger(ledger_path);
@@ -154,12 +159,15 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                              std::this_thread::sleep_for(std::chrono::seconds(1));
                              continue;
                            }
-                           const auto dir = ledger_path.parent_path() / (ledger_path.stem().string() + "-runs") / std::to_string(claimed->id);
+                           const auto dir = Workspace{ledger_path}.runs() / std::to_string(claimed->id);
                            std::filesystem::create_directories(dir);
                            ProcessSpec spec;
-                           spec.argv = {(self_dir() / "densefeed").string(), "--root", ctx.root().string(), "worker-run",
-                                        std::to_string(claimed->id), "--ledger", ledger_path.string(), "--profile", wa->profile,
-                                        "--jobs", std::to_string(mine.empty() ? wa->jobs : static_cast<int>(mine.size()))};
+                           spec.argv = {(self_dir() / "densefeed").string()};
+                           spec.argv.insert(spec.argv.end(), child_args.begin(), child_args.end());
+                           const std::vector<std::string> run_args = {
+                               "worker-run", std::to_string(claimed->id), "--ledger", ledger_path.string(), "--profile", wa->profile,
+                               "--jobs", std::to_string(mine.empty() ? wa->jobs : static_cast<int>(mine.size()))};
+                           spec.argv.insert(spec.argv.end(), run_args.begin(), run_args.end());
                            if (wa->no_sandbox) spec.argv.push_back("--no-sandbox");
                            if (!mine.empty()) {
                              spec.argv.push_back("--gpus");
@@ -226,9 +234,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      // Dies with its worker, so a killed worker leaves no experiment running.
                      prctl(PR_SET_PDEATHSIG, SIGTERM);
                      const auto id = parse_experiment_id(wr->id);
-                     RunOptions options;
-                     options.root = ctx.root();
-                     options.ledger_path = ctx.ledger_path();
+                     RunOptions options = run_options(ctx);
                      options.profile = wr->profile;
                      options.jobs = wr->jobs;
                      options.sandbox = !wr->no_sandbox;
@@ -236,11 +242,12 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        std::istringstream in(wr->gpus);
                        for (std::string g; std::getline(in, g, ',');) options.gpus.push_back(g);
                      }
-                     Ledger ledger(options.ledger_path);
+                     Ledger ledger(options.workspace.ledger);
                      const auto e = ledger.show(id);
                      ExperimentOutcome out;
                      try {
-                       out = prepare_experiment(parse_manifest(e["manifest_text"].get<std::string>(), e["manifest_path"].get<std::string>(), options.root),
+                       out = prepare_experiment(parse_manifest(e["manifest_text"].get<std::string>(), e["manifest_path"].get<std::string>(),
+                                                               options.store, options.project),
                                                 options);
                      } catch (const InputError& err) {
                        ledger.record_event(id, ExperimentEvent::rejected, "worker", err.what());
@@ -286,9 +293,8 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      std::optional<GateSpec> gate;
                      try {
                        const auto name = e["gate"].get<std::string>();
-                       if (check_locked_file(ctx.root(), read_lock(ctx.root()), "gates/" + name + ".yaml").empty()) {
-                         gate = load_gate(ctx.root(), name);
-                       }
+                       const GateStore& store = ctx.store();
+                       if (check_locked_file(store, read_lock(store), store.gate_rel(name)).empty()) gate = load_gate(store, name);
                      } catch (const std::exception&) {
                      }
                      const auto s = status_document(e, gate ? &*gate : nullptr, ctx.ledger_path());

@@ -115,20 +115,22 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      }
                      // The candidate runs from its own build, as in the gate.
                      AcceptanceOptions options;
-                     options.work_dir = ctx.ledger_path().parent_path() / (ctx.ledger_path().stem().string() + "-runs") /
-                                        std::to_string(id) / "acceptance";
+                     options.work_dir = ctx.workspace().runs() / std::to_string(id) / "acceptance";
                      options.seed = std::stoull(e["gate_run"]["seed"].get<std::string>());
+                     const Project& project = ctx.project();
+                     const GateStore& store = ctx.store();
+                     const auto command = e["acceptance"]["command"].get<std::vector<std::string>>();
+                     const std::filesystem::path python = is_python_command(command) ? harness_python(project) : std::filesystem::path();
+                     options.candidate = worktree_context(project, store, python);
                      if (e["candidate_revision"] != "WORKTREE") {
-                       const auto root = ctx.root();
-                       const auto lock = read_lock(root);
+                       const auto lock = read_lock(store);
                        const auto gate_name = e["gate"].get<std::string>();
-                       auto problems = check_locked_file(root, lock, "gates/" + gate_name + ".yaml");
+                       auto problems = check_locked_file(store, lock, store.gate_rel(gate_name));
                        if (!problems.empty()) throw InputError(problems.front(), {}, "", "the gate does not match its lock; not promoting");
-                       const auto gate = load_gate(root, gate_name);
-                       const auto b = build_revision(gate, root, e["candidate_sha"].get<std::string>(),
-                                                     ctx.ledger_path().parent_path() / (ctx.ledger_path().stem().string() + "-builds"));
+                       const auto gate = load_gate(store, gate_name);
+                       const auto b = build_revision(gate, project, e["candidate_sha"].get<std::string>(), ctx.workspace().builds());
                        if (!b.ok) throw InfraError("the candidate's build failed: " + b.failure);
-                       options.exe_dir = b.bin;
+                       options.candidate = revision_context(project, store, b, python);
                      }
                      const auto promotion = ledger.record_promotion(id, pa->by);
                      const auto record = run_acceptance(e["acceptance"], e["candidate_params"], options);

@@ -31,12 +31,12 @@ std::string substitute(const std::string& text, F&& on_placeholder) {
 }
 
 void check_name(const std::string& name) {
-  if (name == "seed" || name == "out" || name == "src" || name == "build") return;
+  if (name == "seed" || name == "out" || name == "src" || name == "build" || name == "project" || name == "gate_dir") return;
   if ((name.rfind("case.", 0) == 0 && name.size() > 5) || (name.rfind("param.", 0) == 0 && name.size() > 6)) {
     return;
   }
   throw std::invalid_argument("unknown placeholder '{" + name +
-                              "}' (expected {case.NAME}, {param.NAME}, {seed}, {out}, or in build commands {src} and {build})");
+                              "}' (expected {case.NAME}, {param.NAME}, {seed}, {out}, {project}, {gate_dir}, or in build commands {src} and {build})");
 }
 
 }  // namespace
@@ -63,6 +63,11 @@ std::vector<std::string> render_command(const std::vector<std::string>& argv, co
       if (name == "src" || name == "build") {
         const std::string& v = name == "src" ? values.src : values.build;
         if (v.empty()) throw std::invalid_argument("placeholder '{" + name + "}' is for build commands only");
+        return v;
+      }
+      if (name == "project" || name == "gate_dir") {
+        const std::string& v = name == "project" ? values.project : values.gate_dir;
+        if (v.empty()) throw std::invalid_argument("placeholder '{" + name + "}' has no value here");
         return v;
       }
       const bool is_case = name.rfind("case.", 0) == 0;

@@ -1,6 +1,7 @@
 // Harness command templates: argv elements with {case.NAME}, {param.NAME},
-// {seed} and {out} placeholders (DESIGN.md, harness protocol), and build
-// command templates with {src} and {build}.
+// {seed}, {out}, {project} (the top of the tree the arm runs from) and
+// {gate_dir} placeholders (DESIGN.md, harness protocol), and build command
+// templates with {src} and {build}.
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,8 @@ struct TemplateValues {
   std::string out;
   std::string src;    // build commands only: the revision's source folder
   std::string build;  // build commands only: its build folder
+  std::string project;   // the top of the tree the arm runs from (arm_context.h)
+  std::string gate_dir;  // the gate store's gates folder
 };
 
 // The placeholders ("case.T", "param.precision", "seed", "out") used by `argv`.

@@ -18,8 +18,20 @@
 namespace densefeed {
 namespace {
 
-std::filesystem::path builds_dir(const std::filesystem::path& ledger_path) {
-  return ledger_path.parent_path() / (ledger_path.stem().string() + "-builds");
+// The trusted files of a gate, relative to the project: its file, the lock,
+// what it freezes.
+std::vector<std::string> trusted_files(const GateStore& store, const std::string& gate_name, const GateSpec* gate) {
+  std::vector<std::string> files = {store.gate_rel(gate_name), store.lock_rel()};
+  if (gate) files.insert(files.end(), gate->freezes.begin(), gate->freezes.end());
+  return files;
+}
+
+bool uses_python(const Manifest& m, const GateSpec& gate) {
+  if (is_python_command(gate.reference_command) || is_python_command(gate.candidate_command)) return true;
+  for (const auto* section : {&m.trace, &m.acceptance}) {
+    if (!section->is_null() && is_python_command((*section)["command"].get<std::vector<std::string>>())) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -29,39 +41,40 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
   out.profile = options.profile;
   out.manifest = std::move(manifest);
   const Manifest& m = out.manifest;
-  const LockTable lock = read_lock(options.root);
-  const std::string gate_rel = "gates/" + m.gate + ".yaml";
-  out.gate_sha256 = sha256_file(options.root / gate_rel);
+  const GateStore& store = options.store;
+  const LockTable lock = read_lock(store);
+  const std::string gate_rel = store.gate_rel(m.gate);
+  out.gate_sha256 = sha256_file(store.path(gate_rel));
   // The gate file is checked against the lock before it is parsed: an edited
   // gate is never trusted, not even to list its parameters.
-  out.lock_problems = check_locked_file(options.root, lock, gate_rel);
+  out.lock_problems = check_locked_file(store, lock, gate_rel);
+  std::filesystem::path python;
   if (out.lock_problems.empty()) {
-    out.gate = load_gate(options.root, m.gate);
-    out.lock_problems = check_frozen_files(options.root, lock, *out.gate);
+    out.gate = load_gate(store, m.gate);
+    out.lock_problems = check_frozen_files(store, lock, *out.gate);
     out.candidate_params = resolve_params(m, "candidate", m.candidate, *out.gate);
     out.base_params = resolve_params(m, "base", m.base, *out.gate);
     out.gate->profile_cases(options.profile);  // an unknown profile is bad input now, not after recording
-    out.provenance = read_provenance(options.root, *out.gate);
+    if (uses_python(m, *out.gate)) python = harness_python(options.project);
   } else {
-    GateSpec unparsed;  // the edited gate is not parsed: record what git says of its file
-    unparsed.name = m.gate;
-    out.provenance = read_provenance(options.root, unparsed);
     out.candidate_params = m.candidate.params;
     out.base_params = m.base.params;
   }
+  out.reference_arm = reference_context(options.project, store, python);
+  out.candidate_arm = worktree_context(options.project, store, python);
+  out.base_arm = out.candidate_arm;
+  out.provenance = read_provenance(options.project, store, out.gate ? &*out.gate : nullptr, &out.reference_arm,
+                                   &out.candidate_arm, out.candidate_params);
   out.seed = options.seed ? *options.seed : (static_cast<std::uint64_t>(std::random_device{}()) << 32) ^ std::random_device{}();
 
   // Revisions: resolved to commits now, so that a bad one is bad input.
-  out.worktree_dirty = worktree_dirty(options.root);
-  const std::string head = head_commit(options.root);
+  const auto& dir = options.project.dir;
+  out.worktree_dirty = worktree_dirty(dir);
+  const std::string head = head_commit(dir);
   auto resolve_arm = [&](const char* field, const Arm& arm) {
     if (arm.revision == kWorktree) return head;
-    if (out.gate && !out.gate->build) {
-      m.doc.fail(std::string("/") + field + "/revision",
-                 fmt::format("gate '{}' has no build commands, so its arms must be WORKTREE", m.gate));
-    }
     try {
-      return resolve_revision(options.root, arm.revision);
+      return resolve_revision(dir, arm.revision);
     } catch (const std::runtime_error& e) {
       m.doc.fail(std::string("/") + field + "/revision", e.what());
     }
@@ -84,9 +97,10 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
     const auto& v = std::string(section) == "trace" ? m.trace : m.acceptance;
     if (v.is_null() || !out.gate) continue;
     try {
-      render_command(v["command"].get<std::vector<std::string>>(),
-                     {nlohmann::ordered_json::object(), out.candidate_params, out.seed, "OUT"});
-      render_command(v["command"].get<std::vector<std::string>>(), {nlohmann::ordered_json::object(), out.base_params, out.seed, "OUT"});
+      for (const auto* params : {&out.candidate_params, &out.base_params}) {
+        arm_command(v["command"].get<std::vector<std::string>>(), {nlohmann::ordered_json::object(), *params, out.seed, "OUT"},
+                    out.candidate_arm);
+      }
     } catch (const std::invalid_argument& e) {
       m.doc.fail(std::string("/") + section + "/command", e.what());
     }
@@ -104,8 +118,8 @@ std::int64_t record_prepared(Ledger& ledger, const ExperimentOutcome& prepared, 
 ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, const RunOptions& options) {
   // Everything that can be rejected as bad input is checked before the
   // ledger is opened, so a rejected manifest leaves it as it was.
-  ExperimentOutcome out = prepare_experiment(load_manifest(manifest_path, options.root), options);
-  Ledger ledger(options.ledger_path);
+  ExperimentOutcome out = prepare_experiment(load_manifest(manifest_path, options.store, options.project), options);
+  Ledger ledger(options.workspace.ledger);
   ledger.recover_dead_owners();
   out.experiment_id = record_prepared(ledger, out, ExperimentEvent::started, "run");
   execute_experiment(out, ledger, options);
@@ -119,8 +133,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   std::vector<Case> cases;
   if (out.gate) cases = out.gate->profile_cases(options.profile);
   // Keyed on the ledger file, so two ledgers in one folder never share runs.
-  out.work_dir = options.ledger_path.parent_path() / (options.ledger_path.stem().string() + "-runs") /
-                 std::to_string(out.experiment_id);
+  out.work_dir = options.workspace.runs() / std::to_string(out.experiment_id);
   const std::string started_at = utc_now();
   out.sandbox = sandbox_status(options.sandbox);
   // Every run's folder, with every reference's outputs: hidden from
@@ -130,26 +143,53 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
 
   if (!out.lock_problems.empty()) {
     out.gate_result.verdict = Verdict::red;
-    out.gate_result.reason = fmt::format("gate '{}' does not match gates/gates.lock ({}); no case ran", m.gate,
+    out.gate_result.reason = fmt::format("gate '{}' does not match {} ({}); no case ran", m.gate, options.store.lock_rel(),
                                          out.lock_problems.front());
   } else {
-    GateRunOptions gate_options{out.work_dir, options.profile, out.seed, options.jobs, {}, options.sandbox, runs_dir, {}, options.gpus};
+    GateRunOptions gate_options;
+    gate_options.work_dir = out.work_dir;
+    gate_options.profile = options.profile;
+    gate_options.seed = out.seed;
+    gate_options.jobs = options.jobs;
+    gate_options.sandbox = options.sandbox;
+    gate_options.private_dir = runs_dir;
+    gate_options.gpus = options.gpus;
     bool runnable = true;
-    if (m.candidate.revision != kWorktree) {
-      // Gates and frozen files come from densefeed's checkout; a candidate
-      // commit whose copies of them differ is red before it is even built.
-      std::vector<std::string> trusted = out.gate->freezes;
-      trusted.push_back("gates/" + m.gate + ".yaml");
-      trusted.push_back("gates/gates.lock");
-      const auto changed = changed_at_revision(options.root, out.candidate_sha, trusted);
-      if (!changed.empty()) {
+    const auto trusted = trusted_files(options.store, m.gate, &*out.gate);
+    if (m.candidate.revision == kWorktree) {
+      // WORKTREE runs the project folder's files: if its copies of the gate,
+      // lock or frozen files are not the gate store's, what ran is not what
+      // was locked.
+      if (const auto differ = worktree_differences(options.project, options.store, trusted); !differ.empty()) {
         runnable = false;
         out.gate_result.verdict = Verdict::red;
-        out.gate_result.reason = fmt::format("the candidate revision {} changes frozen files: {}; no case ran",
-                                             out.candidate_sha.substr(0, 12), fmt::join(changed, ", "));
+        out.gate_result.reason = fmt::format(
+            "the WORKTREE candidate edits frozen files: {} differ from the gate store ({}); no case ran. Commit them on {} "
+            "and have a person run 'densefeed gate lock', or pass --trust-worktree to trust the worktree's gates",
+            fmt::join(differ, ", "), options.store.describe(), options.store.ref);
+      }
+    } else {
+      // Gates and frozen files come from the gate store; a candidate whose
+      // own commits (since it left the trusted ref) change one of them is red
+      // before it is even built. A branch made before a gate change on the
+      // trusted ref is judged by the trusted ref's gate, not blamed for it.
+      std::vector<std::string> changed;
+      std::string history_error;
+      try {
+        changed = changed_by_own_commits(options.project.dir, options.store.commit, out.candidate_sha, trusted);
+      } catch (const std::runtime_error& e) {
+        history_error = e.what();
+      }
+      if (!history_error.empty() || !changed.empty()) {
+        runnable = false;
+        out.gate_result.verdict = Verdict::red;
+        out.gate_result.reason =
+            history_error.empty()
+                ? fmt::format("the candidate revision {} changes frozen files in its own commits: {}; no case ran",
+                              out.candidate_sha.substr(0, 12), fmt::join(changed, ", "))
+                : fmt::format("the candidate revision cannot be judged: {}; no case ran", history_error);
       } else {
-        const RevisionBuild b =
-            build_revision(*out.gate, options.root, out.candidate_sha, builds_dir(options.ledger_path), options.sandbox);
+        const RevisionBuild b = build_revision(*out.gate, options.project, out.candidate_sha, options.workspace.builds(), options.sandbox);
         revision_dirs.push_back(b.src.parent_path());
         gate_options.sandbox_readable = revision_dirs;
         if (!b.ok) {
@@ -157,10 +197,14 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
           out.gate_result.verdict = Verdict::red;
           out.gate_result.reason = fmt::format("the candidate's build at {} failed: {}", out.candidate_sha.substr(0, 12), b.failure);
         }
-        gate_options.candidate_exe_dir = b.bin;
+        out.candidate_arm = revision_context(options.project, options.store, b, out.candidate_arm.python);
         out.candidate_bin = b.bin;
+        out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
+                                         out.candidate_params);
       }
     }
+    gate_options.reference = out.reference_arm;
+    gate_options.candidate = out.candidate_arm;
     if (runnable) out.gate_result = run_gate(*out.gate, cases, out.candidate_params, gate_options);
   }
   GateRunRecord record{m.gate, out.gate_sha256, out.lock_problems, options.profile, out.seed, started_at, &out.gate_result,
@@ -188,14 +232,22 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     out.bench_skipped = "the gate declares no bench cases";
   } else {
     out.environment = collect_environment();
-    BenchOptions bench_options{out.work_dir, out.seed, {}, out.candidate_bin,
-                               ledger.noise_floors(m.gate, out.environment.host), m.predicted_speedup, std::nullopt, {},
-                               options.sandbox, runs_dir, {}, options.gpus.empty() ? std::string() : options.gpus.front()};
+    BenchOptions bench_options;
+    bench_options.work_dir = out.work_dir;
+    bench_options.seed = out.seed;
+    bench_options.candidate = out.candidate_arm;
+    bench_options.base = out.base_arm;
+    bench_options.noise_floor = ledger.noise_floors(m.gate, out.environment.host);
+    bench_options.predicted_speedup = m.predicted_speedup;
+    bench_options.sandbox = options.sandbox;
+    bench_options.private_dir = runs_dir;
+    bench_options.gpu = options.gpus.empty() ? std::string() : options.gpus.front();
     for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
     if (m.base.revision != kWorktree) {
-      const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path), options.sandbox);
+      const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
       revision_dirs.push_back(b.src.parent_path());
-      bench_options.base_exe_dir = b.bin;
+      out.base_arm = revision_context(options.project, options.store, b, out.base_arm.python);
+      bench_options.base = out.base_arm;
       if (!b.ok) {
         // Never measure something else in the base's place.
         out.bench = BenchResult{Verdict::error, fmt::format("the base's build at {} failed, so nothing was measured: {}",
@@ -216,10 +268,10 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   } else if (out.gate_result.verdict != Verdict::green) {
     out.trace_skipped = "the gate is not green";
   } else {
-    TraceStageOptions trace_options{out.work_dir, out.seed, out.candidate_bin, {}};
+    TraceStageOptions trace_options{out.work_dir, out.seed, out.candidate_arm, out.base_arm};
     if (m.base.revision != kWorktree) {
-      const RevisionBuild b = build_revision(*out.gate, options.root, out.base_sha, builds_dir(options.ledger_path), options.sandbox);
-      trace_options.base_exe_dir = b.bin;
+      const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
+      trace_options.base = revision_context(options.project, options.store, b, out.base_arm.python);
     }
     out.trace = run_trace_stage(m.trace, out.trace_checks, out.candidate_params, out.base_params, trace_options);
     std::vector<TraceFindingRecord> findings;

@@ -12,19 +12,24 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_runner.h"
+#include "arm_context.h"
 #include "environment.h"
 #include "gate_runner.h"
 #include "gate_spec.h"
+#include "gate_store.h"
 #include "manifest.h"
+#include "project.h"
 #include "provenance.h"
 #include "trace_checks.h"
 #include "trace_stage.h"
+#include "workspace.h"
 
 namespace densefeed {
 
 struct RunOptions {
-  std::filesystem::path root;         // densefeed's own checkout: gates/, schemas/, kernels/
-  std::filesystem::path ledger_path;  // SQLite file
+  Project project;      // the user's repository and its densefeed.yaml
+  GateStore store;      // the gates, lock and frozen files this run trusts
+  Workspace workspace;  // the ledger and what is written next to it
   std::string profile = "quick";
   std::optional<std::uint64_t> seed;  // drawn fresh (std::random_device) when absent
   int jobs = 1;
@@ -50,6 +55,12 @@ struct ExperimentOutcome {
   std::string base_sha;
   bool worktree_dirty = false;
   std::filesystem::path candidate_bin;  // a revision's harness folder; empty for WORKTREE
+  // Where each arm's commands run from: the reference from the gate store;
+  // WORKTREE arms from the project folder (set by prepare); revision arms
+  // from their build (set by execute once built).
+  ArmContext reference_arm;
+  ArmContext candidate_arm;
+  ArmContext base_arm;
   GateResult gate_result;
   std::optional<BenchResult> bench;  // set only when the gate was green
   Environment environment;            // collected when the bench runs

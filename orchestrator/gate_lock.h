@@ -1,7 +1,8 @@
 // gates/gates.lock: the sha256 of every gate file and every file a gate
-// freezes, in sha256sum's format ("HEX  PATH", paths relative to the densefeed
-// root), so `sha256sum -c gates/gates.lock` checks it too. Only a person
-// re-locks (`densefeed gate lock`).
+// freezes, in sha256sum's format ("HEX  PATH", paths relative to the project
+// folder), so `sha256sum -c gates/gates.lock` run there checks it too. Only a
+// person re-locks (`densefeed gate lock`), and only what is committed on the
+// trusted ref.
 #pragma once
 
 #include <filesystem>
@@ -10,30 +11,34 @@
 #include <vector>
 
 #include "gate_spec.h"
+#include "gate_store.h"
 
 namespace densefeed {
 
-// path relative to root -> sha256 hex.
+// path relative to the project -> sha256 hex.
 using LockTable = std::map<std::string, std::string>;
-
-std::filesystem::path lock_path(const std::filesystem::path& root);
 
 // Reads the lock. A missing file is an empty table. Throws InputError naming
 // the line of a malformed entry.
-LockTable read_lock(const std::filesystem::path& root);
+LockTable read_lock(const GateStore& store);
 
 // Problems with one file against the lock: empty when its hash matches.
 // E.g. "gates/x.yaml: modified since the lock (locked 3fa1..., now 9c0e...)".
-std::vector<std::string> check_locked_file(const std::filesystem::path& root, const LockTable& lock,
+std::vector<std::string> check_locked_file(const GateStore& store, const LockTable& lock,
                                            const std::string& rel_path);
 
 // Problems with a parsed gate's frozen files against the lock.
-std::vector<std::string> check_frozen_files(const std::filesystem::path& root, const LockTable& lock,
+std::vector<std::string> check_frozen_files(const GateStore& store, const LockTable& lock,
                                             const GateSpec& gate);
 
-// Re-locks the named gates (all gates when `names` is empty), keeping the
-// entries of other gates, and returns one line per change ("changed PATH",
-// "added PATH", "removed PATH"). Throws InputError if a gate is invalid.
-std::vector<std::string> write_lock(const std::filesystem::path& root, const std::vector<std::string>& names);
+// The gate files and frozen files that locking `names` (every gate when
+// empty) would hash, relative to the project.
+std::vector<std::string> files_to_lock(const GateStore& store, const std::vector<std::string>& names);
+
+// Re-locks the named gates (all gates when `names` is empty) in `store` (the
+// worktree), keeping the entries of other gates, and returns one line per
+// change ("changed PATH", "added PATH", "removed PATH"). Throws InputError if
+// a gate is invalid.
+std::vector<std::string> write_lock(const GateStore& store, const std::vector<std::string>& names);
 
 }  // namespace densefeed

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "arm_context.h"
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
@@ -19,7 +20,7 @@ namespace {
 
 struct Job {
   std::vector<std::string> argv;
-  std::filesystem::path exe_dir;
+  const ArmContext* arm = nullptr;
   nlohmann::ordered_json case_json;
   std::filesystem::path dir;
   bool sandboxed = false;  // a candidate command while the sandbox is on
@@ -37,11 +38,12 @@ void fresh_dir(const std::filesystem::path& dir) {
 void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options, const std::string& gpu) {
   ProcessSpec spec;
   spec.argv = job.argv;
-  spec.exe_dir = job.exe_dir;
-  spec.env = {{"DENSEFEED_MODE", "gate"},
-              {"DENSEFEED_CASE", job.case_json.dump()},
-              {"DENSEFEED_SEED", std::to_string(seed)},
-              {"DENSEFEED_OUT", (job.dir / "out").string()}};
+  spec.exe_dirs = job.arm->exe_dirs;
+  spec.env = job.arm->env;
+  spec.env["DENSEFEED_MODE"] = "gate";
+  spec.env["DENSEFEED_CASE"] = job.case_json.dump();
+  spec.env["DENSEFEED_SEED"] = std::to_string(seed);
+  spec.env["DENSEFEED_OUT"] = (job.dir / "out").string();
   if (!gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = gpu;
   job.gpu = gpu;
   spec.cwd = job.dir;
@@ -49,9 +51,11 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   spec.stderr_path = job.dir / "stderr.log";
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
   if (job.sandboxed) {
-    spec.launcher = sandbox_argv(harness_policy(job.dir, resolve_executable(job.argv[0], job.exe_dir),
+    auto readable = options.sandbox_readable;
+    readable.insert(readable.end(), job.arm->readable.begin(), job.arm->readable.end());
+    spec.launcher = sandbox_argv(harness_policy(job.dir, resolve_executable(job.argv[0], job.arm->exe_dirs),
                                                 options.private_dir.empty() ? options.work_dir : options.private_dir,
-                                                options.sandbox_readable));
+                                                readable));
   }
   job.result = run_process(spec);
 }
@@ -202,8 +206,10 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     if (inserted) {
       Job ref;
       ref.dir = options.work_dir / fmt::format("reference-{:03}", references.size());
-      ref.argv = render_command(gate.reference_command,
-                                {c.values, nlohmann::ordered_json::object(), options.seed, (ref.dir / "out").string()});
+      ref.argv = arm_command(gate.reference_command,
+                             {c.values, nlohmann::ordered_json::object(), options.seed, (ref.dir / "out").string()},
+                             options.reference);
+      ref.arm = &options.reference;
       ref.case_json = ref_case;
       references.push_back(std::move(ref));
     }
@@ -211,9 +217,10 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
 
     Job& cand = candidates[i];
     cand.dir = options.work_dir / fmt::format("candidate-{:03}", i);
-    cand.argv = render_command(gate.candidate_command, {c.values, candidate_params, options.seed, (cand.dir / "out").string()});
+    cand.argv = arm_command(gate.candidate_command, {c.values, candidate_params, options.seed, (cand.dir / "out").string()},
+                            options.candidate);
     cand.case_json = c.values;
-    cand.exe_dir = options.candidate_exe_dir;
+    cand.arm = &options.candidate;
     cand.sandboxed = gate_result.sandbox.on();
   }
 

@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arm_context.h"
 #include "case_grid.h"
 #include "gate_spec.h"
 #include "process_runner.h"
@@ -49,7 +50,8 @@ struct GateRunOptions {
   std::string profile = "quick";
   std::uint64_t seed = 0;
   int jobs = 1;  // processes at once
-  std::filesystem::path candidate_exe_dir;  // a revision's build; empty: densefeed's own
+  ArmContext reference;  // where the reference runs from: the gate store's tree
+  ArmContext candidate;  // the candidate's export or the worktree
   // Candidate commands under bwrap when it can start (sandbox.h); false:
   // --no-sandbox. The reference never runs sandboxed.
   bool sandbox = true;

@@ -8,6 +8,8 @@
 
 #include "command_template.h"
 #include "error.h"
+#include "gate_store.h"
+#include "install_paths.h"
 #include "schema_validator.h"
 
 namespace densefeed {
@@ -34,6 +36,9 @@ void check_command(const YamlDocument& doc, const std::string& pointer, const st
     if ((name == "src" || name == "build") != is_build) {
       doc.fail(pointer, is_build ? fmt::format("a build command may use only {{src}} and {{build}}, not '{{{}}}'", name)
                                  : fmt::format("'{{{}}}' is for build commands only", name));
+    }
+    if ((name == "project" || name == "gate_dir") && pointer.rfind("/outputs", 0) == 0) {
+      doc.fail(pointer, fmt::format("'{{{}}}' is for commands, not shape rules", name));
     }
     if (name.rfind("param.", 0) == 0 && pointer.rfind("/reference", 0) == 0) {
       doc.fail(pointer, fmt::format("the reference command may not use '{{{}}}': a manifest can never change "
@@ -75,24 +80,20 @@ std::vector<Case> GateSpec::profile_cases(const std::string& profile) const {
   return select_cases(cases, it->second);
 }
 
-std::filesystem::path gate_path(const std::filesystem::path& root, const std::string& name) {
-  return root / "gates" / (name + ".yaml");
-}
-
-std::vector<std::string> list_gates(const std::filesystem::path& root) {
+std::vector<std::string> list_gates(const GateStore& store) {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(root / "gates", ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(store.gate_dir(), ec)) {
     if (entry.is_regular_file() && entry.path().extension() == ".yaml") names.push_back(entry.path().stem());
   }
   std::sort(names.begin(), names.end());
   return names;
 }
 
-GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
-  const auto path = gate_path(root, name);
+GateSpec load_gate(const GateStore& store, const std::string& name) {
+  const auto path = store.path(store.gate_rel(name));
   YamlDocument doc = load_yaml_file(path);
-  SchemaValidator(root / "schemas" / "gate.schema.json").validate(doc);
+  SchemaValidator(schema_path("gate.schema.json")).validate(doc);
   const auto& v = doc.value;
 
   GateSpec gate;
@@ -182,7 +183,7 @@ GateSpec load_gate(const std::filesystem::path& root, const std::string& name) {
     const auto rel = v["freezes"][i].get<std::string>();
     const auto p = std::filesystem::path(rel);
     if (p.is_absolute() || rel.find("..") != std::string::npos) {
-      doc.fail(fmt::format("/freezes/{}", i), "a frozen file must be a path inside the densefeed checkout");
+      doc.fail(fmt::format("/freezes/{}", i), "a frozen file must be a path inside the project folder (relative, without '..')");
     }
     // A missing frozen file is the lock check's to report (red), not a
     // defect of the gate file.

@@ -1,6 +1,6 @@
-// A gate: the frozen correctness test of one op, read from gates/NAME.yaml in
-// densefeed's own checkout (never from a candidate's revision) and validated
-// against schemas/gate.schema.json.
+// A gate: the frozen correctness test of one op, read from the gate store
+// (gate_store.h: the trusted ref's gates/NAME.yaml, never a candidate's) and
+// validated against densefeed's installed schemas/gate.schema.json.
 #pragma once
 
 #include <filesystem>
@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "build_spec.h"
 #include "case_grid.h"
 #include "process_limits.h"
 #include "tolerance.h"
@@ -56,15 +57,6 @@ struct BenchSpec {
   std::vector<Case> cases;
 };
 
-// How a candidate or base at a git revision is built: commands run in order
-// in the revision's clean source tree ({src}) with its own build folder
-// ({build}); harnesses are then looked up in `bin` first.
-struct BuildSpec {
-  std::vector<std::vector<std::string>> commands;
-  std::string bin = "{build}/bin";
-  double timeout_s = kDefaultBuildTimeoutS;  // per command, seconds
-};
-
 struct GateSpec {
   std::string name;
   std::string description;
@@ -76,9 +68,9 @@ struct GateSpec {
   std::vector<Case> cases;
   std::map<std::string, ProfileFilter> profiles;
   double timeout_s = kDefaultHarnessTimeoutS;  // per harness process, seconds
-  std::vector<std::string> freezes;  // paths relative to the densefeed root
+  std::vector<std::string> freezes;  // paths relative to the project folder
   BenchSpec bench;
-  std::optional<BuildSpec> build;  // absent: the gate accepts WORKTREE arms only
+  std::optional<BuildSpec> build;  // absent: the project's build, else a revision's clean export is its build
   // Case keys the report tabulates errors by (rows x columns), e.g. T x shards;
   // empty when the gate asks for no table.
   std::string trend_rows;
@@ -89,15 +81,14 @@ struct GateSpec {
   std::vector<Case> profile_cases(const std::string& profile) const;
 };
 
-// Path of gate NAME under `root` (root/gates/NAME.yaml).
-std::filesystem::path gate_path(const std::filesystem::path& root, const std::string& name);
+struct GateStore;
 
-// Names of the gates under root/gates, sorted.
-std::vector<std::string> list_gates(const std::filesystem::path& root);
+// Names of the gates in the store (its gates folder's *.yaml), sorted.
+std::vector<std::string> list_gates(const GateStore& store);
 
 // Reads, validates and checks a gate file: schema, placeholders in both
 // commands defined by every case or declared params, bench cases gated,
 // frozen files present. Throws InputError (file, line, field) on any defect.
-GateSpec load_gate(const std::filesystem::path& root, const std::string& name);
+GateSpec load_gate(const GateStore& store, const std::string& name);
 
 }  // namespace densefeed

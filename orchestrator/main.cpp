@@ -11,9 +11,12 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "calibration.h"
+#include "densefeed_version.h"
 #include "cli.h"
+#include "arm_context.h"
 #include "environment.h"
 #include "error.h"
 #include "sha256.h"
@@ -44,11 +47,6 @@ int exit_code_for(df::Verdict v) {
   return 3;
 }
 
-std::filesystem::path default_root() {
-  if (const char* env = std::getenv("DENSEFEED_ROOT"); env && *env) return env;
-  return DENSEFEED_SOURCE_DIR;
-}
-
 void print_error(bool json, const char* kind, const std::string& message, const nlohmann::ordered_json& details = {}) {
   if (json) {
     nlohmann::ordered_json doc = {{"verdict", kind}, {"error", message}};
@@ -66,10 +64,13 @@ int main(int argc, char** argv) {
   df::adopt_orphans();
   CLI::App app{"densefeed: dense-feedback experiments for agent-driven kernel optimisation"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", "densefeed " DENSEFEED_VERSION " (commit " DENSEFEED_COMMIT ")");
   df::CliContext ctx;
-  ctx.root_text = default_root().string();
-  app.add_option("--root", ctx.root_text, "densefeed checkout holding gates/, schemas/ (env DENSEFEED_ROOT)")->capture_default_str();
-  std::string& root_text = ctx.root_text;
+  app.add_option("--project", ctx.project_text,
+                 "the project folder holding densefeed.yaml (default: the first folder from here upwards that has one)");
+  app.add_flag("--trust-worktree", ctx.trust_worktree,
+               "read gates, gates.lock and frozen files from the project folder as it is instead of the trusted ref "
+               "(recorded in provenance)");
   std::string& ledger_text = ctx.ledger_text;
   bool& json = ctx.json;
   std::vector<df::CliVerb> verbs;
@@ -83,7 +84,7 @@ int main(int argc, char** argv) {
   std::string seed_text;
   bool no_bench = false;
   run->add_option("MANIFEST", manifest, "experiment manifest (YAML)")->required();
-  run->add_option("--ledger", ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  run->add_option("--ledger", ledger_text, "SQLite ledger (default: the project's, .densefeed/ledger.db)");
   run->add_option("--profile", options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
   auto* seed_opt = run->add_option("--seed", seed_text, "input seed, 0..2^64-1 (default: drawn fresh and recorded)");
   options.jobs = static_cast<int>(std::max(1u, std::min(256u, std::thread::hardware_concurrency())));
@@ -97,10 +98,11 @@ int main(int argc, char** argv) {
 
   auto* gate_cmd = app.add_subcommand("gate", "frozen correctness gates");
   gate_cmd->require_subcommand(1);
-  auto* gate_lock = gate_cmd->add_subcommand("lock", "re-lock gates (a person runs this): write gates/gates.lock and print what changed");
+  auto* gate_lock = gate_cmd->add_subcommand(
+      "lock", "re-lock gates (a person runs this, after committing them on the trusted ref): write gates.lock and print what changed");
   std::vector<std::string> lock_names;
   gate_lock->add_option("NAME", lock_names, "gates to re-lock (default: all)");
-  auto* gate_verify = gate_cmd->add_subcommand("verify", "check every gate against gates/gates.lock (for CI)");
+  auto* gate_verify = gate_cmd->add_subcommand("verify", "check every gate of the project folder against its gates.lock (for CI)");
   auto* gate_list = gate_cmd->add_subcommand("list", "list gates");
   auto* gate_show = gate_cmd->add_subcommand("show", "what a gate runs, accepts, checks and freezes");
   std::string show_gate;
@@ -116,7 +118,7 @@ int main(int argc, char** argv) {
   calibrate_cmd->add_option("GATE", calibrate_gate, "gate name")->required();
   calibrate_cmd->add_option("--comparisons", comparisons, "A/A comparisons")->check(CLI::Range(1, 1000))->capture_default_str();
   calibrate_cmd->add_option("--param", calibrate_params, "NAME=VALUE (a YAML scalar) for a gate parameter; default: the gate's defaults");
-  calibrate_cmd->add_option("--ledger", ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  calibrate_cmd->add_option("--ledger", ledger_text, "SQLite ledger (default: the project's)");
   calibrate_cmd->add_flag("--json", json, "print JSON");
 
   auto* compare = app.add_subcommand("compare", "compare two tensor files (.npy or .safetensors) with the gate's engine");
@@ -173,20 +175,21 @@ int main(int argc, char** argv) {
     return 2;
   }
 
-  const std::filesystem::path root = std::filesystem::absolute(root_text);
-  const std::filesystem::path ledger_path = ledger_text.empty() ? root / ".densefeed" / "ledger.db" : std::filesystem::path(ledger_text);
   try {
     for (const auto& verb : verbs) {
       if (verb.app->parsed()) return verb.run();
     }
     if (run->parsed()) {
-      options.root = root;
-      options.ledger_path = std::filesystem::absolute(ledger_path);
+      const auto profile = options.profile;
+      const auto jobs = options.jobs;
+      options = df::run_options(ctx);
+      options.profile = profile;
+      options.jobs = jobs;
       if (seed_opt->count() > 0) options.seed = parse_unsigned("--seed", seed_text, UINT64_MAX);
       options.bench = !no_bench;
       options.sandbox = !no_sandbox;
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
-      if (json) std::cout << df::report_json(outcome, options.ledger_path.string()).dump(2) << "\n";
+      if (json) std::cout << df::report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);
       return exit_code_for(outcome.verdict);
     }
@@ -225,23 +228,44 @@ int main(int argc, char** argv) {
       return red ? 1 : 0;
     }
     if (gate_lock->parsed()) {
-      const auto changes = df::write_lock(root, lock_names);
-      if (changes.empty()) std::cout << "gates/gates.lock: unchanged\n";
+      const df::GateStore worktree = ctx.worktree();
+      if (!ctx.trust_worktree) {
+        // Only what a person committed on the trusted ref can be locked:
+        // the runs read the gate store from there, not from this folder.
+        const df::GateStore& trusted = ctx.store();
+        const auto files = df::files_to_lock(worktree, lock_names);
+        const auto differ = df::worktree_differences(ctx.project(), trusted, files);
+        if (!differ.empty()) {
+          throw df::InputError(
+              worktree.path(worktree.lock_rel()).string(), {}, "",
+              fmt::format("not locking: {} {} not committed on the trusted ref ({}) as {} in the project folder; commit "
+                          "{} on {} first (git add {} && git commit), then run densefeed gate lock again",
+                          fmt::join(differ, ", "), differ.size() == 1 ? "is" : "are", trusted.describe(),
+                          differ.size() == 1 ? "it is" : "they are", differ.size() == 1 ? "it" : "them", trusted.ref,
+                          fmt::join(differ, " ")));
+        }
+      }
+      const auto changes = df::write_lock(worktree, lock_names);
+      if (changes.empty()) std::cout << worktree.lock_rel() << ": unchanged\n";
       for (const auto& c : changes) std::cout << c << "\n";
+      if (!changes.empty() && !ctx.trust_worktree) {
+        std::cout << fmt::format("commit {} on {} so that runs use it\n", worktree.lock_rel(), ctx.project().trusted_ref);
+      }
       return 0;
     }
     if (gate_list->parsed()) {
-      const auto names = df::list_gates(root);
+      const auto names = df::list_gates(ctx.store());
       if (json) std::cout << nlohmann::json(names).dump(2) << "\n";
       else for (const auto& n : names) std::cout << n << "\n";
       return 0;
     }
     if (calibrate_cmd->parsed()) {
-      const auto lock = df::read_lock(root);
-      auto problems = df::check_locked_file(root, lock, "gates/" + calibrate_gate + ".yaml");
+      const df::GateStore& store = ctx.store();
+      const auto lock = df::read_lock(store);
+      auto problems = df::check_locked_file(store, lock, store.gate_rel(calibrate_gate));
       if (!problems.empty()) throw df::InputError(problems.front(), {}, "", "the gate does not match its lock; not calibrating");
-      const auto gate = df::load_gate(root, calibrate_gate);
-      problems = df::check_frozen_files(root, lock, gate);
+      const auto gate = df::load_gate(store, calibrate_gate);
+      problems = df::check_frozen_files(store, lock, gate);
       if (!problems.empty()) throw df::InputError(problems.front(), {}, "", "the gate does not match its lock; not calibrating");
       if (gate.bench.cases.empty()) throw df::InputError(gate.file.string(), {}, "bench", "the gate declares no bench cases");
       // --param NAME=VALUE, read as a one-line YAML manifest arm so that
@@ -259,12 +283,15 @@ int main(int argc, char** argv) {
       m.candidate = df::Arm{"WORKTREE", m.doc.value["candidate"]["params"]};
       const auto params = df::resolve_params(m, "candidate", m.candidate, gate);
       const auto started = std::chrono::system_clock::now().time_since_epoch().count();
-      const auto work = ledger_path.parent_path() / (ledger_path.stem().string() + "-calibrations") / std::to_string(started);
+      const auto ledger_path = ctx.ledger_path();
+      const auto work = ctx.workspace().calibrations() / std::to_string(started);
       if (comparisons < 20) {
         std::cerr << fmt::format("densefeed: warning: {} comparison(s) give a rough noise floor (its 95th percentile needs "
                                  "about 20 or more); it is recorded and used all the same\n", comparisons);
       }
-      const auto result = df::calibrate(gate, params, comparisons, work, static_cast<std::uint64_t>(started));
+      const auto python = df::is_python_command(gate.candidate_command) ? df::harness_python(ctx.project()) : std::filesystem::path();
+      const auto result = df::calibrate(gate, params, comparisons, work, static_cast<std::uint64_t>(started),
+                                        df::worktree_context(ctx.project(), store, python));
       if (result.verdict != df::Verdict::green) throw df::InfraError(result.reason);
       df::Ledger ledger(ledger_path);
       const auto env = df::collect_environment();
@@ -289,10 +316,17 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (gate_show->parsed()) {
-      const auto gate = df::load_gate(root, show_gate);
-      const auto lock = df::read_lock(root);
-      auto problems = df::check_locked_file(root, lock, "gates/" + show_gate + ".yaml");
-      const auto frozen = df::check_frozen_files(root, lock, gate);
+      const df::GateStore& store = ctx.store();
+      if (!std::filesystem::is_regular_file(store.path(store.gate_rel(show_gate)))) {
+        const auto names = df::list_gates(store);
+        throw df::InputError("command line", {}, "NAME",
+                             fmt::format("no gate named '{}' in {} (available: {})", show_gate, store.describe(),
+                                         names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+      }
+      const auto gate = df::load_gate(store, show_gate);
+      const auto lock = df::read_lock(store);
+      auto problems = df::check_locked_file(store, lock, store.gate_rel(show_gate));
+      const auto frozen = df::check_frozen_files(store, lock, gate);
       problems.insert(problems.end(), frozen.begin(), frozen.end());
       const auto doc = df::gate_json(gate, problems);
       std::cout << (json ? doc.dump(2) + "\n" : df::render_gate_text(doc));
@@ -347,17 +381,20 @@ int main(int argc, char** argv) {
       return exit_code_for(result.verdict);
     }
     if (gate_verify->parsed()) {
-      const auto lock = df::read_lock(root);
+      const df::GateStore store = ctx.worktree();
+      const auto lock = df::read_lock(store);
       nlohmann::ordered_json report = nlohmann::ordered_json::object();
       bool ok = true;
-      const auto names = df::list_gates(root);
+      const auto names = df::list_gates(store);
       if (names.empty()) {
-        throw df::InputError((root / "gates").string(), {}, "", "no gates (*.yaml) here: is --root the densefeed checkout?");
+        throw df::InputError(store.gate_dir().string(), {}, "",
+                             fmt::format("no gates (*.yaml) in the project's gates folder ({} in {})", store.gates,
+                                         ctx.project().config_file().string()));
       }
       for (const auto& name : names) {
-        auto problems = df::check_locked_file(root, lock, "gates/" + name + ".yaml");
+        auto problems = df::check_locked_file(store, lock, store.gate_rel(name));
         if (problems.empty()) {
-          auto frozen = df::check_frozen_files(root, lock, df::load_gate(root, name));
+          auto frozen = df::check_frozen_files(store, lock, df::load_gate(store, name));
           problems.insert(problems.end(), frozen.begin(), frozen.end());
         }
         ok = ok && problems.empty();

@@ -8,6 +8,9 @@
 
 #include "acceptance.h"
 #include "error.h"
+#include "gate_store.h"
+#include "install_paths.h"
+#include "project.h"
 #include "schema_validator.h"
 #include "sha256.h"
 
@@ -30,24 +33,24 @@ Arm read_arm(const nlohmann::ordered_json& v) {
 
 namespace {
 
-Manifest from_document(YamlDocument doc, const std::filesystem::path& root);
+Manifest from_document(YamlDocument doc, const GateStore& store, const Project& project);
 
 }  // namespace
 
-Manifest load_manifest(const std::filesystem::path& path, const std::filesystem::path& root) {
-  return from_document(load_yaml_file(path), root);
+Manifest load_manifest(const std::filesystem::path& path, const GateStore& store, const Project& project) {
+  return from_document(load_yaml_file(path), store, project);
 }
 
-Manifest parse_manifest(const std::string& text, const std::string& label, const std::filesystem::path& root) {
-  return from_document(parse_yaml(text, label), root);
+Manifest parse_manifest(const std::string& text, const std::string& label, const GateStore& store, const Project& project) {
+  return from_document(parse_yaml(text, label), store, project);
 }
 
 namespace {
 
-Manifest from_document(YamlDocument doc, const std::filesystem::path& root) {
+Manifest from_document(YamlDocument doc, const GateStore& store, const Project& project) {
   Manifest m;
   m.doc = std::move(doc);
-  SchemaValidator(root / "schemas" / "experiment.schema.json").validate(m.doc);
+  SchemaValidator(schema_path("experiment.schema.json")).validate(m.doc);
   const auto& v = m.doc.value;
   m.sha256 = sha256_hex(m.doc.text);
   m.name = v["experiment"].get<std::string>();
@@ -71,10 +74,15 @@ Manifest from_document(YamlDocument doc, const std::filesystem::path& root) {
     }
   }
   if (v.contains("trace")) m.trace = v["trace"];
-  if (!std::filesystem::is_regular_file(gate_path(root, m.gate))) {
-    const auto names = list_gates(root);
-    m.doc.fail("/gate", fmt::format("no gate named '{}' in {} (available: {})", m.gate,
-                                    (root / "gates").string(), fmt::join(names, ", ")));
+  if (!std::filesystem::is_regular_file(store.path(store.gate_rel(m.gate)))) {
+    const auto names = list_gates(store);
+    if (!store.worktree && std::filesystem::is_regular_file(project.dir / store.gate_rel(m.gate))) {
+      m.doc.fail("/gate", fmt::format("gate '{}' is not on the trusted ref ({}): {} exists only in the worktree. Commit it on "
+                                      "{} and have a person run 'densefeed gate lock', or pass --trust-worktree",
+                                      m.gate, store.describe(), store.gate_rel(m.gate), store.ref));
+    }
+    m.doc.fail("/gate", fmt::format("no gate named '{}' in {} of {} (available: {})", m.gate, store.gates, store.describe(),
+                                    names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
   }
   return m;
 }

@@ -15,7 +15,7 @@
 
 namespace densefeed {
 
-// One arm of the experiment: a revision ("WORKTREE" = densefeed's checkout as
+// One arm of the experiment: a revision ("WORKTREE" = the project folder as
 // it is) and the gate parameters it sets.
 struct Arm {
   std::string revision;
@@ -41,13 +41,17 @@ struct Manifest {
   nlohmann::ordered_json trace;
 };
 
-// Reads and validates a manifest against root/schemas/experiment.schema.json
-// and checks that its gate exists under root/gates. Throws InputError
-// (file:line:column, field, what was expected).
-Manifest load_manifest(const std::filesystem::path& path, const std::filesystem::path& root);
+struct GateStore;
+struct Project;
+
+// Reads and validates a manifest against densefeed's experiment schema and
+// checks that its gate is in the gate store (saying so when the gate exists
+// only in the project's worktree). Throws InputError (file:line:column,
+// field, what was expected).
+Manifest load_manifest(const std::filesystem::path& path, const GateStore& store, const Project& project);
 // The same for a manifest's text (a queued one, read back from the ledger);
 // `label` names it in errors.
-Manifest parse_manifest(const std::string& text, const std::string& label, const std::filesystem::path& root);
+Manifest parse_manifest(const std::string& text, const std::string& label, const GateStore& store, const Project& project);
 
 // Checks an arm's params against the gate (declared, right type, in the enum)
 // and returns them completed with the gate's defaults. Throws InputError

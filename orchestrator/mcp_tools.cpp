@@ -77,15 +77,16 @@ struct DensefeedMcpTools::Impl {
     return fmt::format("{}-{}-{}-{}", stem, std::chrono::duration_cast<std::chrono::milliseconds>(now).count(), ::getpid(), ++counter);
   }
 
-  // Runs `densefeed --root ROOT ARGS...`; stdout and stderr go through files.
+  // Runs `densefeed --project DIR ARGS...`; stdout and stderr go through files.
   CliOutcome cli(const std::vector<std::string>& args, std::chrono::milliseconds timeout, const std::atomic<bool>* cancel) {
     const auto dir = scratch / "calls";
     std::filesystem::create_directories(dir);
     const auto tag = unique("call");
     ProcessSpec spec;
-    spec.argv = {config.densefeed.string(), "--root", config.root.string()};
+    spec.argv = {config.densefeed.string(), "--project", config.project.string()};
+    if (config.trust_worktree) spec.argv.push_back("--trust-worktree");
     spec.argv.insert(spec.argv.end(), args.begin(), args.end());
-    spec.cwd = config.root;
+    spec.cwd = config.project;
     spec.stdout_path = dir / (tag + ".out");
     spec.stderr_path = dir / (tag + ".err");
     spec.timeout = timeout;
@@ -223,8 +224,10 @@ struct DensefeedMcpTools::Impl {
     const auto dir = scratch / "workers";
     std::filesystem::create_directories(dir);
     worker_log = dir / (unique("worker") + ".log");
-    std::vector<std::string> argv = {config.densefeed.string(), "--root", config.root.string(), "worker", "--once",
-                                     "--ledger", config.ledger.string()};
+    std::vector<std::string> argv = {config.densefeed.string(), "--project", config.project.string()};
+    if (config.trust_worktree) argv.push_back("--trust-worktree");
+    for (const std::string a : {"worker", "--once", "--ledger"}) argv.push_back(a);
+    argv.push_back(config.ledger.string());
     if (a.contains("profile")) {
       argv.push_back("--profile");
       argv.push_back(a["profile"].get<std::string>());
@@ -233,7 +236,7 @@ struct DensefeedMcpTools::Impl {
     worker = std::thread([this, argv, log = worker_log] {
       ProcessSpec spec;
       spec.argv = argv;
-      spec.cwd = config.root;
+      spec.cwd = config.project;
       spec.stdout_path = log;
       spec.stderr_path = log.string() + ".stderr";
       spec.timeout = std::chrono::hours(24);
@@ -353,7 +356,8 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
   return t;
 }
 
-std::vector<McpResource> DensefeedMcpTools::resources(const std::filesystem::path& root) {
+std::vector<McpResource> DensefeedMcpTools::resources(const std::filesystem::path& data_dir, const std::filesystem::path& gate_dir,
+                                                      const std::filesystem::path& experiments_dir) {
   std::vector<McpResource> out;
   const auto mime = [](const std::filesystem::path& p) {
     const auto ext = p.extension().string();
@@ -363,30 +367,33 @@ std::vector<McpResource> DensefeedMcpTools::resources(const std::filesystem::pat
     if (ext == ".py") return "text/x-python";
     return "text/plain";
   };
-  const auto add_folder = [&](const std::string& folder, const std::string& what, bool recursive) {
+  // Files of base/folder as densefeed://NAME/..., NAME the kind of resource.
+  const auto add_folder = [&](const std::filesystem::path& base, const std::string& folder, const std::string& name,
+                              const std::string& what, const std::string& where, bool recursive) {
     std::error_code ec;
-    if (!std::filesystem::is_directory(root / folder, ec)) return;
+    const auto top = base / folder;
+    if (!std::filesystem::is_directory(top, ec)) return;
     std::vector<std::filesystem::path> files;
     if (recursive) {
-      for (const auto& e : std::filesystem::recursive_directory_iterator(root / folder, ec)) {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(top, ec)) {
         if (e.is_regular_file()) files.push_back(e.path());
       }
     } else {
-      for (const auto& e : std::filesystem::directory_iterator(root / folder, ec)) {
+      for (const auto& e : std::filesystem::directory_iterator(top, ec)) {
         if (e.is_regular_file()) files.push_back(e.path());
       }
     }
     std::sort(files.begin(), files.end());
     for (const auto& f : files) {
-      const auto rel = std::filesystem::relative(f, root).generic_string();
+      const auto rel = name + "/" + std::filesystem::relative(f, top).generic_string();
       out.push_back({"densefeed://" + rel, rel, fmt::format("{}: {}", what, f.filename().string()),
-                     fmt::format("{} ({} in the densefeed checkout)", what, rel), mime(f), f});
+                     fmt::format("{} ({})", what, where), mime(f), f});
     }
   };
-  add_folder("skills", "agent skill", true);
-  add_folder("gates", "frozen gate", false);
-  add_folder("schemas", "schema", false);
-  add_folder("experiments", "example experiment", false);
+  add_folder(data_dir, "skills", "skills", "agent skill", "installed with densefeed", true);
+  add_folder(data_dir, "schemas", "schemas", "schema", "installed with densefeed", false);
+  add_folder(gate_dir, ".", "gates", "frozen gate", "the gate store", false);
+  add_folder(experiments_dir, ".", "experiments", "experiment", "the project's experiments folder", false);
   return out;
 }
 

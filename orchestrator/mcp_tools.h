@@ -33,7 +33,8 @@ namespace densefeed {
 
 struct McpToolConfig {
   std::filesystem::path densefeed;  // the CLI executable
-  std::filesystem::path root;       // --root for every call
+  std::filesystem::path project;    // --project for every call (and the calls' working directory)
+  bool trust_worktree = false;      // pass --trust-worktree on (the person who started the server said so)
   std::filesystem::path ledger;     // --ledger for every call
   // The verbs the CLI offers ("submit", "trace analyze", ...): a tool whose
   // verb is missing answers with a tool error instead of a usage message.
@@ -53,7 +54,11 @@ class DensefeedMcpTools {
 
   // densefeed://gates/*, densefeed://schemas/*, densefeed://skills/...,
   // densefeed://experiments/*: the files under `root` as they are now.
-  static std::vector<McpResource> resources(const std::filesystem::path& root);
+  // densefeed://skills/... and densefeed://schemas/... from densefeed's
+  // installed data, densefeed://gates/... from the gate store's gates folder,
+  // densefeed://experiments/... from the project's experiments folder.
+  static std::vector<McpResource> resources(const std::filesystem::path& data_dir, const std::filesystem::path& gate_dir,
+                                            const std::filesystem::path& experiments_dir);
 
   // InitializeResult.instructions: the loop in five lines and where the skill is.
   static std::string instructions();

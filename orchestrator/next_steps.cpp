@@ -90,15 +90,19 @@ void add_rerun(NextStep& step, const ResultFacts& f, const CaseFact& c) {
   if (f.candidate_command.empty() || f.work_dir.empty() || f.seed.empty()) return;
   try {
     const auto dir = f.work_dir / fmt::format("candidate-{:03}", c.index);
-    auto argv = render_command(f.candidate_command, {c.values, f.candidate_params, std::stoull(f.seed), (dir / "out").string()});
-    if (f.candidate_from_revision) {
+    const TemplateValues values{c.values, f.candidate_params, std::stoull(f.seed), (dir / "out").string()};
+    auto argv = f.candidate_arm ? arm_command(f.candidate_command, values, *f.candidate_arm) : render_command(f.candidate_command, values);
+    if (f.candidate_from_revision && !f.candidate_arm) {
       step.why += "; run the harness from the candidate revision's build (under the ledger's -builds folder)";
-    } else if (const auto exe = resolve_executable(argv[0], f.candidate_exe_dir); !exe.empty()) {
-      argv[0] = exe.string();
+    } else if (f.candidate_arm) {
+      if (const auto exe = resolve_executable(argv[0], f.candidate_arm->exe_dirs); !exe.empty()) argv[0] = exe.string();
     }
     step.command = argv;
     step.env = {{"DENSEFEED_MODE", "gate"}, {"DENSEFEED_CASE", c.values.dump()}, {"DENSEFEED_SEED", f.seed},
                 {"DENSEFEED_OUT", (dir / "out").string()}};
+    if (f.candidate_arm) {
+      for (const auto& [k, v] : f.candidate_arm->env) step.env[k] = v;
+    }
     step.cwd = dir.string();
   } catch (const std::exception&) {
     // A template the gate no longer matches: the step stays without a command.
@@ -564,6 +568,17 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     steps.push_back(s);
     return steps;
   }
+  const bool unlocked = std::any_of(f.lock_problems.begin(), f.lock_problems.end(),
+                                    [](const std::string& p) { return contains(p, "(a person must run 'densefeed gate lock')"); });
+  if (unlocked) {
+    NextStep s;
+    s.kind = "ask-to-lock";
+    s.suggestion = "ask a person to review the gate and lock it: they commit it on the trusted ref and run "
+                   "densefeed gate lock (agents never lock a gate)";
+    s.why = fmt::format("no case ran: {}", f.lock_problems.front());
+    steps.push_back(s);
+    return steps;
+  }
   if (!f.lock_problems.empty()) {
     NextStep s;
     s.kind = "restore-frozen";
@@ -666,7 +681,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
     f.candidate_command = o.gate->candidate_command;
     f.timeout_s = o.gate->timeout_s;
   }
-  f.candidate_exe_dir = o.candidate_bin;
+  f.candidate_arm = o.candidate_arm;
   f.bench_status = !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict);
   f.bench_reason = o.bench ? o.bench->reason : o.bench_skipped;
   if (o.bench) {

@@ -9,6 +9,8 @@
 // `densefeed run --json` and `densefeed status --json` give the same advice.
 #pragma once
 
+#include "arm_context.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -90,7 +92,7 @@ struct ResultFacts {
   bool promoted = false;
   // To rerun one case alone (left empty when unknown).
   std::vector<std::string> candidate_command;  // the gate's argv template
-  std::filesystem::path candidate_exe_dir;     // a revision's build ('' = densefeed's own)
+  std::optional<ArmContext> candidate_arm;     // where the candidate ran from, when known (a run, not a ledger record)
   bool candidate_from_revision = false;        // a revision whose build folder is not known here
   std::string seed;                            // decimal u64
   std::filesystem::path work_dir;              // LEDGER-runs/ID

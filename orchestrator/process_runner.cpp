@@ -72,11 +72,11 @@ extern "C" void on_termination(int sig) {
 
 }  // namespace
 
-std::filesystem::path resolve_executable(const std::string& name, const std::filesystem::path& exe_dir) {
+std::filesystem::path resolve_executable(const std::string& name, const std::vector<std::filesystem::path>& exe_dirs) {
   if (name.find('/') != std::string::npos) return name;
-  if (!exe_dir.empty() && std::filesystem::is_regular_file(exe_dir / name)) return exe_dir / name;
-  auto local = self_dir() / name;
-  if (std::filesystem::is_regular_file(local)) return local;
+  for (const auto& dir : exe_dirs) {
+    if (std::filesystem::is_regular_file(dir / name)) return dir / name;
+  }
   auto found = bp::search_path(name);
   return found.empty() ? std::filesystem::path() : std::filesystem::path(found.string());
 }
@@ -150,11 +150,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
     result.start_error = "empty command";
     return result;
   }
-  const auto exe = resolve_executable(spec.argv[0], spec.exe_dir);
+  const auto exe = resolve_executable(spec.argv[0], spec.exe_dirs);
   if (exe.empty() || access(exe.c_str(), X_OK) != 0) {
-    result.start_error = fmt::format("'{}' not found or not executable (looked in {}next to densefeed in {} and in PATH)",
-                                     spec.argv[0], spec.exe_dir.empty() ? "" : spec.exe_dir.string() + ", ",
-                                     self_dir().string());
+    std::string looked;
+    for (const auto& d : spec.exe_dirs) looked += d.string() + ", ";
+    result.start_error = fmt::format("'{}' not found or not executable (looked in {}and in PATH)", spec.argv[0], looked);
     return result;
   }
   result.resolved_exe = exe.string();

@@ -33,10 +33,11 @@
 namespace densefeed {
 
 struct ProcessSpec {
-  // argv[0] without '/' is looked up in exe_dir (when set: a revision's
-  // build), then next to the densefeed binary, then in PATH.
+  // argv[0] without '/' is looked up in exe_dirs (the arm's build, the
+  // project's harness_path: arm_context.h), in order, then in PATH; never
+  // next to the densefeed binary.
   std::vector<std::string> argv;
-  std::filesystem::path exe_dir;
+  std::vector<std::filesystem::path> exe_dirs;
   std::map<std::string, std::string> env;  // added to (and overriding) densefeed's own environment
   std::filesystem::path cwd;
   std::filesystem::path stdout_path;
@@ -105,9 +106,9 @@ LogTail log_tail(const std::filesystem::path& stdout_path, const std::filesystem
 // no harness behind. Call once, early in main.
 void kill_children_on_termination();
 
-// Where argv[0] = `name` would run from: a name with '/' as is, else in
-// exe_dir (if given), else next to densefeed, else in PATH; empty when not found.
-std::filesystem::path resolve_executable(const std::string& name, const std::filesystem::path& exe_dir = {});
+// Where argv[0] = `name` would run from: a name with '/' as is, else the
+// first of exe_dirs holding it, else in PATH; empty when not found.
+std::filesystem::path resolve_executable(const std::string& name, const std::vector<std::filesystem::path>& exe_dirs = {});
 
 // Runs argv to completion (timeout `timeout`) and returns its stdout, or
 // nullopt if it could not start or did not exit 0. For small helper commands

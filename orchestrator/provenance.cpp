@@ -1,65 +1,78 @@
 #include "provenance.h"
 
-#include <sstream>
-
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
-#include "process_runner.h"
+#include "revision.h"
 #include "sha256.h"
 
 namespace densefeed {
+namespace {
 
-Provenance read_provenance(const std::filesystem::path& root, const GateSpec& gate) {
-  Provenance p;
-  p.root = root.string();
-  const auto head = capture_output({"git", "-C", root.string(), "rev-parse", "--verify", "HEAD"}, root);
-  if (!head) {
-    p.uncommitted.push_back("not a git checkout");
-  } else {
-    p.commit = head->substr(0, head->find('\n'));
-    std::vector<std::string> argv = {"git", "-C", root.string(), "status", "--porcelain", "--untracked-files=all", "--",
-                                     "gates/" + gate.name + ".yaml", "gates/gates.lock"};
-    argv.insert(argv.end(), gate.freezes.begin(), gate.freezes.end());
-    if (const auto status = capture_output(argv, root)) {
-      std::istringstream lines(*status);
-      for (std::string line; std::getline(lines, line);) {
-        if (line.size() > 3) p.uncommitted.push_back(line.substr(3) + " (" + line.substr(0, 2) + ")");
-      }
-    } else {
-      p.uncommitted.push_back("git status failed");
-    }
-  }
-  // WORKTREE arms run the harnesses as last built next to densefeed: say so
-  // when they come from another checkout, or when this one has changes they
-  // may not include.
-  const std::filesystem::path built_from = DENSEFEED_SOURCE_DIR;
+std::string hash_or_note(const std::filesystem::path& p) {
   std::error_code ec;
-  if (!std::filesystem::equivalent(built_from, root, ec)) {
-    p.uncommitted.push_back(fmt::format("the harnesses next to densefeed were built from {}, not from this root",
-                                        built_from.string()));
+  if (!std::filesystem::is_regular_file(p, ec)) return "missing";
+  try {
+    return sha256_file(p);
+  } catch (const std::exception&) {
+    return "unreadable";
   }
-  if (!p.commit.empty()) {
-    if (const auto status = capture_output({"git", "-C", root.string(), "status", "--porcelain", "--untracked-files=no"}, root);
-        status && !status->empty()) {
-      p.uncommitted.push_back("the checkout has uncommitted changes: WORKTREE runs the harnesses as last built, which may not include them");
+}
+
+}  // namespace
+
+Provenance read_provenance(const Project& project, const GateStore& store, const GateSpec* gate,
+                           const ArmContext* reference, const ArmContext* candidate,
+                           const nlohmann::ordered_json& candidate_params) {
+  Provenance p;
+  p.project = project.dir.string();
+  p.repository = project.repo_top.string();
+  p.gate_store = store.describe();
+  p.trusted_ref = store.ref;
+  p.trusted_commit = store.worktree ? "" : store.commit;
+  p.trust_worktree = store.worktree;
+  if (!project.in_git()) {
+    p.notes.push_back("not a git repository");
+  } else {
+    p.commit = head_commit(project.dir);
+    const auto changed = uncommitted_files(project.dir);
+    p.dirty = !changed.empty();
+    if (p.dirty) {
+      p.notes.push_back(fmt::format("uncommitted changes to tracked files ({}{})",
+                                    fmt::join(changed.begin(), changed.begin() + std::min<std::size_t>(changed.size(), 5), ", "),
+                                    changed.size() > 5 ? ", ..." : ""));
     }
   }
-  for (const auto* command : {&gate.reference_command, &gate.candidate_command}) {
-    if (command->empty()) continue;
-    const auto exe = resolve_executable(command->front());
-    if (exe.empty() || p.harness_sha256.count(exe.string())) continue;
+  if (store.worktree) p.notes.push_back("the gate store is the worktree (--trust-worktree), not the trusted ref");
+  if (gate == nullptr) return p;
+  std::vector<std::string> trusted = {store.gate_rel(gate->name), store.lock_rel()};
+  trusted.insert(trusted.end(), gate->freezes.begin(), gate->freezes.end());
+  for (const auto& rel : trusted) p.frozen_sha256[rel] = hash_or_note(store.path(rel));
+  if (const auto differ = worktree_differences(project, store, trusted); !differ.empty()) {
+    p.notes.push_back(fmt::format("the worktree's copies of {} differ from the gate store ({}): the run used the gate store's",
+                                  fmt::join(differ, ", "), store.describe()));
+  }
+  const auto first_case = gate->cases.empty() ? nlohmann::ordered_json::object() : gate->cases.front().values;
+  for (const auto& [command, arm, params] :
+       {std::tuple{&gate->reference_command, reference, nlohmann::ordered_json::object()},
+        std::tuple{&gate->candidate_command, candidate, candidate_params}}) {
+    if (arm == nullptr || command->empty()) continue;
     try {
-      p.harness_sha256[exe.string()] = sha256_file(exe);
+      const auto rendered = arm_command(*command, {first_case, params, 0, "OUT"}, *arm);
+      const auto program = command_program(rendered, *arm);
+      if (!program.empty()) p.harness_sha256[program.string()] = hash_or_note(program);
     } catch (const std::exception&) {
-      p.harness_sha256[exe.string()] = "unreadable";
+      // A command that cannot be rendered fails when it runs; provenance only records.
     }
   }
   return p;
 }
 
 nlohmann::ordered_json provenance_json(const Provenance& p) {
-  return {{"root", p.root}, {"commit", p.commit}, {"clean", p.clean()}, {"uncommitted", p.uncommitted},
-          {"harness_sha256", p.harness_sha256}};
+  return {{"project", p.project},          {"repository", p.repository},         {"commit", p.commit},
+          {"clean", p.clean()},            {"dirty", p.dirty},                   {"gate_store", p.gate_store},
+          {"trusted_ref", p.trusted_ref},  {"trusted_commit", p.trusted_commit}, {"trust_worktree", p.trust_worktree},
+          {"notes", p.notes},              {"harness_sha256", p.harness_sha256}, {"frozen_sha256", p.frozen_sha256}};
 }
 
 }  // namespace densefeed

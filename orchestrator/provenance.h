@@ -1,7 +1,7 @@
 // Where a gate run's trusted inputs came from, recorded beside its verdict so
-// that a reviewer can tell a run against densefeed's committed gates from one
-// against an edited or re-locked copy (the lock only proves that gates and
-// frozen files match gates/gates.lock, and a lock can be rewritten).
+// that a reviewer can tell a run against the trusted ref's committed gates
+// from one against an edited copy (the lock only proves that gates and frozen
+// files match gates.lock, and a lock can be rewritten).
 #pragma once
 
 #include <filesystem>
@@ -11,26 +11,44 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arm_context.h"
 #include "gate_spec.h"
+#include "gate_store.h"
+#include "project.h"
 
 namespace densefeed {
 
 struct Provenance {
-  std::string root;           // the densefeed checkout the gate was read from
-  std::string commit;         // its git HEAD, "" when it is not a git checkout
-  // Gate file, lock and frozen files that differ from HEAD (git status), "not
-  // a git checkout", uncommitted changes elsewhere in the checkout, and
-  // harnesses built from another checkout: each a reason to look closer.
-  std::vector<std::string> uncommitted;
-  // sha256 of each harness executable the gate's commands start (argv[0]).
+  std::string project;        // the project folder
+  std::string repository;     // its git repository's top ("" outside git)
+  std::string commit;         // the project's HEAD ("" outside git)
+  std::string gate_store;     // GateStore::describe(): "main at 1a2b..." or the worktree
+  std::string trusted_ref;    // the ref's name
+  std::string trusted_commit; // the commit the gate store was read from ("" for a worktree store outside git)
+  bool trust_worktree = false;  // --trust-worktree
+  // Reasons to look closer: tracked files with uncommitted changes, gate, lock
+  // or frozen files that differ between the worktree and the gate store, "not
+  // a git repository", --trust-worktree.
+  std::vector<std::string> notes;
+  bool dirty = false;         // tracked files under the project folder differ from HEAD
+  // sha256 of each program the gate's commands run: a harness script (not
+  // its interpreter) or an executable, by path.
   std::map<std::string, std::string> harness_sha256;
+  // sha256 of the gate file, the lock and every frozen file, as the gate store has them.
+  std::map<std::string, std::string> frozen_sha256;
 
-  bool clean() const { return !commit.empty() && uncommitted.empty(); }
+  bool clean() const { return !commit.empty() && !dirty && notes.empty(); }
 };
 
-// Runs git in `root` (read-only commands) and hashes the harness executables.
-// Never throws for a missing git or repository: that is recorded instead.
-Provenance read_provenance(const std::filesystem::path& root, const GateSpec& gate);
+// Reads git (read-only commands) for the project and hashes the programs the
+// reference and candidate commands of `gate` run, as rendered for the first
+// of `cases` (one rendering suffices: argv[0] and scripts do not depend on
+// the case in any gate that makes sense; a per-case script is hashed per
+// rendering all the same). Never throws for a missing git or repository:
+// that is recorded instead.
+Provenance read_provenance(const Project& project, const GateStore& store, const GateSpec* gate,
+                           const ArmContext* reference, const ArmContext* candidate,
+                           const nlohmann::ordered_json& candidate_params);
 
 nlohmann::ordered_json provenance_json(const Provenance& p);
 

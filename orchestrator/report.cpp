@@ -231,9 +231,9 @@ std::string render_text_report(const ExperimentOutcome& o) {
   }
   const Provenance& p = o.provenance;
   if (p.clean()) {
-    s += fmt::format("  provenance: {} at commit {} (gate, lock and frozen files committed)\n", p.root, p.commit.substr(0, 12));
+    s += fmt::format("  provenance: {} at commit {}; gates from {}\n", p.project, p.commit.substr(0, 12), p.gate_store);
   } else {
-    s += fmt::format("  provenance: WARNING ({}): {}\n", p.root, fmt::join(p.uncommitted, "; "));
+    s += fmt::format("  provenance: WARNING ({}; gates from {}): {}\n", p.project, p.gate_store, fmt::join(p.notes, "; "));
   }
   s += "  sandbox: " + sandbox_line(o.sandbox) + "\n";
   std::size_t width = 4;

@@ -12,54 +12,73 @@ namespace {
 
 std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
 }  // namespace
 
-std::string resolve_revision(const std::filesystem::path& root, const std::string& revision) {
+std::string resolve_revision(const std::filesystem::path& dir, const std::string& revision) {
   // "--end-of-options" keeps a revision such as "--output=x" from being read as an option.
-  const auto out = capture_output({"git", "-C", root.string(), "rev-parse", "--verify", "--quiet", "--end-of-options",
+  const auto out = capture_output({"git", "-C", dir.string(), "rev-parse", "--verify", "--quiet", "--end-of-options",
                                    revision + "^{commit}"},
-                                  root);
+                                  dir);
   if (!out || first_line(*out).size() != 40) {
-    throw std::runtime_error(fmt::format("'{}' names no commit in the git repository at {}", revision, root.string()));
+    throw std::runtime_error(fmt::format("'{}' names no commit in the git repository at {}", revision, dir.string()));
   }
   return first_line(*out);
 }
 
-std::string head_commit(const std::filesystem::path& root) {
-  const auto out = capture_output({"git", "-C", root.string(), "rev-parse", "--verify", "--quiet", "HEAD"}, root);
+std::string head_commit(const std::filesystem::path& dir) {
+  const auto out = capture_output({"git", "-C", dir.string(), "rev-parse", "--verify", "--quiet", "HEAD"}, dir);
   return out ? first_line(*out) : "";
 }
 
-bool worktree_dirty(const std::filesystem::path& root) {
-  const auto out = capture_output({"git", "-C", root.string(), "status", "--porcelain", "--untracked-files=no"}, root);
-  return out && !out->empty();
-}
-
-std::vector<std::string> changed_at_revision(const std::filesystem::path& root, const std::string& sha,
-                                             const std::vector<std::string>& paths) {
-  if (paths.empty()) return {};
-  std::vector<std::string> argv = {"git", "-C", root.string(), "diff", "--name-only", "--no-renames", sha, "--"};
-  argv.insert(argv.end(), paths.begin(), paths.end());
-  const auto out = capture_output(argv, root);
-  if (!out) throw std::runtime_error(fmt::format("git diff of {} against the checkout at {} failed", sha, root.string()));
-  std::vector<std::string> changed;
-  std::istringstream lines(*out);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) changed.push_back(line);
+std::vector<std::string> uncommitted_files(const std::filesystem::path& dir) {
+  const auto out = capture_output({"git", "-C", dir.string(), "status", "--porcelain", "--untracked-files=no", "--", "."}, dir);
+  std::vector<std::string> files;
+  if (!out) return files;
+  for (const auto& line : lines_of(*out)) {
+    if (line.size() > 3) files.push_back(line.substr(3));
   }
-  return changed;
+  return files;
 }
 
-void export_revision(const std::filesystem::path& root, const std::string& sha, const std::filesystem::path& dest) {
+std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir, const std::string& trusted_sha,
+                                                const std::string& sha, const std::vector<std::string>& paths) {
+  if (paths.empty()) return {};
+  const auto base = capture_output({"git", "-C", dir.string(), "merge-base", trusted_sha, sha}, dir);
+  if (!base || first_line(*base).size() != 40) {
+    throw std::runtime_error(fmt::format("{} shares no history with the trusted ref's commit {}", sha.substr(0, 12),
+                                         trusted_sha.substr(0, 12)));
+  }
+  std::vector<std::string> argv = {"git", "-C", dir.string(), "diff", "--name-only", "--no-renames", "--relative",
+                                   first_line(*base), sha, "--"};
+  argv.insert(argv.end(), paths.begin(), paths.end());
+  const auto out = capture_output(argv, dir);
+  if (!out) throw std::runtime_error(fmt::format("git diff of {} against its merge base failed", sha.substr(0, 12)));
+  return lines_of(*out);
+}
+
+void export_revision(const std::filesystem::path& dir, const std::string& prefix, const std::string& sha,
+                     const std::filesystem::path& dest) {
   std::filesystem::create_directories(dest);
   const auto tar = dest.parent_path() / (dest.filename().string() + ".tar");
-  if (!capture_output({"git", "-C", root.string(), "archive", "--format=tar", "-o", tar.string(), sha}, root)) {
-    throw std::runtime_error(fmt::format("git archive of {} failed", sha));
+  const std::string tree = prefix.empty() ? sha : sha + ":" + prefix.substr(0, prefix.size() - 1);
+  if (!capture_output({"git", "-C", dir.string(), "archive", "--format=tar", "-o", tar.string(), tree}, dir,
+                      std::chrono::minutes(10))) {
+    throw std::runtime_error(fmt::format("git archive of {} failed (is '{}' in that commit?)", sha.substr(0, 12),
+                                         prefix.empty() ? "." : prefix));
   }
-  const bool extracted = capture_output({"tar", "-xf", tar.string(), "-C", dest.string()}, dest).has_value();
+  const bool extracted = capture_output({"tar", "-xf", tar.string(), "-C", dest.string()}, dest, std::chrono::minutes(10)).has_value();
   std::error_code ec;
   std::filesystem::remove(tar, ec);
-  if (!extracted) throw std::runtime_error(fmt::format("extracting {} into {} failed", sha, dest.string()));
+  if (!extracted) throw std::runtime_error(fmt::format("extracting {} into {} failed", sha.substr(0, 12), dest.string()));
 }
 
 }  // namespace densefeed

@@ -1,6 +1,8 @@
-// Git revisions of densefeed's checkout: what an experiment's candidate or
-// base names (a SHA, branch, tag or "HEAD~1"; "WORKTREE" is the checkout as
-// it is). Read-only git commands, started through the process runner.
+// Git revisions of a project: what an experiment's candidate or base names
+// (a SHA, branch, tag or "HEAD~1"; "WORKTREE" is the project as checked out).
+// Read-only git commands, started through the process runner. `dir` is the
+// project folder; paths are relative to it (the project may sit in a
+// subfolder of its repository).
 #pragma once
 
 #include <filesystem>
@@ -11,28 +13,31 @@ namespace densefeed {
 
 inline constexpr const char* kWorktree = "WORKTREE";
 
-// The full commit SHA of `revision` in the repository at `root`. Throws
-// std::runtime_error with git's reason when it names no commit (or root is
-// not a git checkout).
-std::string resolve_revision(const std::filesystem::path& root, const std::string& revision);
+// The full commit SHA of `revision` in the repository holding `dir`. Throws
+// std::runtime_error with git's reason when it names no commit (or dir is in
+// no git repository).
+std::string resolve_revision(const std::filesystem::path& dir, const std::string& revision);
 
-// The HEAD commit of `root`, or "" when it is not a git checkout.
-std::string head_commit(const std::filesystem::path& root);
+// The HEAD commit of the repository holding `dir`, or "" outside git.
+std::string head_commit(const std::filesystem::path& dir);
 
-// Whether the checkout has uncommitted changes to tracked files (untracked
-// files ignored); false when it is not a git checkout.
-bool worktree_dirty(const std::filesystem::path& root);
+// Whether tracked files under `dir` have uncommitted changes (untracked files
+// ignored); false outside git.
+std::vector<std::string> uncommitted_files(const std::filesystem::path& dir);
+inline bool worktree_dirty(const std::filesystem::path& dir) { return !uncommitted_files(dir).empty(); }
 
-// Of `paths` (relative to root), those whose content at commit `sha` differs
-// from densefeed's checkout as it is (`git diff --name-only SHA -- paths`):
-// a candidate revision that edits a frozen file. Throws std::runtime_error
-// when git fails.
-std::vector<std::string> changed_at_revision(const std::filesystem::path& root, const std::string& sha,
-                                             const std::vector<std::string>& paths);
+// Of `paths` (relative to dir), those that the candidate's own commits
+// change: `git diff --name-only $(git merge-base TRUSTED SHA) SHA -- paths`.
+// A branch made before a change on the trusted ref is not blamed for it.
+// Throws std::runtime_error when git fails or the two share no history.
+std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir, const std::string& trusted_sha,
+                                                const std::string& sha, const std::vector<std::string>& paths);
 
-// Writes the tree of commit `sha` into the empty folder `dest` (git archive,
-// then tar): a clean checkout that never touches the repository's own
-// worktrees. Throws std::runtime_error naming the step that failed.
-void export_revision(const std::filesystem::path& root, const std::string& sha, const std::filesystem::path& dest);
+// Writes `dir`'s tree at commit `sha` (the project folder only, not the rest
+// of its repository) into the empty folder `dest` (git archive SHA:PREFIX,
+// then tar): a clean export that never touches the repository's worktrees.
+// Throws std::runtime_error naming the step that failed.
+void export_revision(const std::filesystem::path& dir, const std::string& prefix, const std::string& sha,
+                     const std::filesystem::path& dest);
 
 }  // namespace densefeed

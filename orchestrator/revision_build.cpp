@@ -15,18 +15,22 @@
 
 namespace densefeed {
 
-RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& root, const std::string& sha,
+RevisionBuild build_revision(const GateSpec& gate, const Project& project, const std::string& sha,
                              const std::filesystem::path& builds_dir, bool sandbox) {
   const auto start = std::chrono::steady_clock::now();
   RevisionBuild b;
   b.sha = sha;
-  const BuildSpec& spec = *gate.build;
-  const std::string spec_hash = sha256_hex(nlohmann::json({spec.commands, spec.bin}).dump()).substr(0, 12);
+  const BuildSpec spec = gate.build ? *gate.build : project.build ? *project.build : BuildSpec{{}, "", kDefaultBuildTimeoutS};
+  const std::string spec_hash =
+      sha256_hex(nlohmann::json({project.prefix, spec.commands, spec.bin}).dump()).substr(0, 12);
   const auto dir = builds_dir / (sha + "-" + spec_hash);
   b.src = dir / "src";
   b.build = dir / "build";
-  const TemplateValues values{{}, {}, 0, "", b.src.string(), b.build.string()};
-  b.bin = render_command({spec.bin}, values)[0];
+  TemplateValues values;
+  values.src = b.src.string();
+  values.build = b.build.string();
+  if (spec.commands.empty()) b.build.clear();  // nothing is built: the export is the build
+  else b.bin = render_command({spec.bin}, values)[0];
   const auto marker = dir / "built";
   if (std::filesystem::exists(marker)) {
     b.ok = b.cached = true;
@@ -37,10 +41,10 @@ RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& 
 
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
-  std::filesystem::create_directories(b.build, ec);
-  if (ec) throw InfraError(fmt::format("{}: cannot create the build folder: {}", b.build.string(), ec.message()));
+  std::filesystem::create_directories(dir / "build", ec);
+  if (ec) throw InfraError(fmt::format("{}: cannot create the build folder: {}", (dir / "build").string(), ec.message()));
   try {
-    export_revision(root, sha, b.src);
+    export_revision(project.dir, project.prefix, sha, b.src);
   } catch (const std::runtime_error& e) {
     b.failure = e.what();
     return b;

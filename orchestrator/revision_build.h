@@ -1,12 +1,14 @@
-// Builds an experiment arm at a git revision: a clean export of the commit,
-// the gate's build commands, and a folder of harness binaries. Builds are
-// cached per (commit, build commands).
+// Builds an experiment arm at a git revision: a clean export of the project
+// at that commit, the gate's build commands (or, when the gate has none, the
+// project's; with neither, the export is the build), and a folder of harness
+// binaries. Builds are cached per (commit, project folder, build commands).
 #pragma once
 
 #include <filesystem>
 #include <string>
 
 #include "gate_spec.h"
+#include "project.h"
 #include "sandbox.h"
 
 namespace densefeed {
@@ -16,7 +18,7 @@ struct RevisionBuild {
   std::string sha;
   std::filesystem::path src;    // the exported tree
   std::filesystem::path build;  // its build folder
-  std::filesystem::path bin;    // where its harnesses are
+  std::filesystem::path bin;    // where its built harnesses are ("" when nothing was built)
   bool cached = false;          // built by an earlier run
   std::string failure;          // what failed: the step, its exit, the log tail
   double wall_s = 0;
@@ -25,13 +27,13 @@ struct RevisionBuild {
   SandboxStatus sandbox;
 };
 
-// Exports `sha` from `root` into builds_dir/<sha>-<hash of the build spec>/src
-// and runs the gate's build commands there (logs beside them), under the
-// sandbox when `sandbox` and bwrap can start: a revision's build scripts are
-// its code as much as its harnesses. Never throws for a failing build
+// Exports `sha` of the project into builds_dir/<sha>-<hash of the folder and
+// build spec>/src and runs the build commands there (logs beside them), under
+// the sandbox when `sandbox` and bwrap can start: a revision's build scripts
+// are its code as much as its harnesses. Never throws for a failing build
 // (ok = false, failure says which command and why); throws InfraError if
 // densefeed cannot create its folders.
-RevisionBuild build_revision(const GateSpec& gate, const std::filesystem::path& root, const std::string& sha,
+RevisionBuild build_revision(const GateSpec& gate, const Project& project, const std::string& sha,
                              const std::filesystem::path& builds_dir, bool sandbox = true);
 
 }  // namespace densefeed

@@ -38,14 +38,17 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     std::filesystem::create_directories(dir / "out", ec);
     if (ec) throw InfraError(fmt::format("{}: cannot create the trace folder: {}", dir.string(), ec.message()));
     ProcessSpec spec;
-    spec.argv = render_command(trace.at("command").get<std::vector<std::string>>(),
-                               {nlohmann::ordered_json::object(), is_base ? base_params : candidate_params, options.seed,
-                                (dir / "out").string()});
-    spec.exe_dir = is_base ? options.base_exe_dir : options.candidate_exe_dir;
-    spec.env = {{"DENSEFEED_MODE", "trace"},
-                {"DENSEFEED_CASE", "{}"},
-                {"DENSEFEED_SEED", std::to_string(options.seed)},
-                {"DENSEFEED_OUT", (dir / "out").string()}};
+    const ArmContext& context = is_base ? options.base : options.candidate;
+    spec.argv = arm_command(trace.at("command").get<std::vector<std::string>>(),
+                            {nlohmann::ordered_json::object(), is_base ? base_params : candidate_params, options.seed,
+                             (dir / "out").string()},
+                            context);
+    spec.exe_dirs = context.exe_dirs;
+    spec.env = context.env;
+    spec.env["DENSEFEED_MODE"] = "trace";
+    spec.env["DENSEFEED_CASE"] = "{}";
+    spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
+    spec.env["DENSEFEED_OUT"] = (dir / "out").string();
     spec.cwd = dir;
     spec.stdout_path = dir / "stdout.log";
     spec.stderr_path = dir / "stderr.log";

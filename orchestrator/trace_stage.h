@@ -12,6 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "arm_context.h"
+
 #include "trace_checks.h"
 #include "verdict.h"
 
@@ -35,8 +37,8 @@ struct TraceStageResult {
 struct TraceStageOptions {
   std::filesystem::path work_dir;            // one folder per arm is made under it
   std::uint64_t seed = 0;
-  std::filesystem::path candidate_exe_dir;   // a revision's build; empty: densefeed's own
-  std::filesystem::path base_exe_dir;
+  ArmContext candidate;   // where each arm runs from (arm_context.h)
+  ArmContext base;
 };
 
 // `trace` is the manifest's section ({command, timeout_s (default 600 s),

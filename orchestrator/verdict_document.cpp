@@ -1,5 +1,7 @@
 #include "verdict_document.h"
 
+#include "workspace.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -65,7 +67,7 @@ GateResult gate_result_from_record(const nlohmann::ordered_json& record) {
 nlohmann::ordered_json status_document(const nlohmann::ordered_json& e, const GateSpec* gate,
                                        const std::filesystem::path& ledger_path) {
   const std::int64_t id = e.value("id", std::int64_t{0});
-  const auto work_dir = ledger_path.parent_path() / (ledger_path.stem().string() + "-runs") / std::to_string(id);
+  const auto work_dir = Workspace{ledger_path}.runs() / std::to_string(id);
   const J& g = e.contains("gate_run") ? e["gate_run"] : J();
 
   J doc = {{"experiment_id", id}, {"experiment", e.value("name", std::string())}, {"gate", e.value("gate", std::string())},

@@ -1,0 +1,89 @@
+#include "arm_context.h"
+
+#include <stdexcept>
+
+#include "install_paths.h"
+#include "process_runner.h"
+#include "revision_build.h"
+
+namespace densefeed {
+namespace {
+
+ArmContext base_context(const Project& project, const GateStore& store, const std::filesystem::path& tree,
+                        const std::filesystem::path& python) {
+  ArmContext a;
+  a.project = tree;
+  a.gate_dir = store.gate_dir();
+  a.python = python;
+  std::string pythonpath;
+  for (const auto& p : project.python_path) pythonpath += p.string() + ":";
+  pythonpath += python_module_dir().string();
+  a.env["PYTHONPATH"] = pythonpath;
+  a.readable = {tree};
+  for (const auto& p : project.python_path) a.readable.push_back(p);
+  a.readable.push_back(python_module_dir());
+  return a;
+}
+
+}  // namespace
+
+ArmContext reference_context(const Project& project, const GateStore& store, const std::filesystem::path& python) {
+  ArmContext a = base_context(project, store, store.root, python);
+  a.label = store.worktree ? "the worktree (--trust-worktree)" : "the trusted ref " + store.describe();
+  for (const auto& h : project.harness_path) a.exe_dirs.push_back(store.root / h);
+  if (!store.worktree) {
+    for (const auto& h : project.harness_path) a.exe_dirs.push_back(project.dir / h);
+  }
+  return a;
+}
+
+ArmContext worktree_context(const Project& project, const GateStore& store, const std::filesystem::path& python) {
+  ArmContext a = base_context(project, store, project.dir, python);
+  a.label = "WORKTREE";
+  for (const auto& h : project.harness_path) a.exe_dirs.push_back(project.dir / h);
+  return a;
+}
+
+ArmContext revision_context(const Project& project, const GateStore& store, const RevisionBuild& build,
+                            const std::filesystem::path& python) {
+  ArmContext a = base_context(project, store, build.src, python);
+  a.label = "revision " + build.sha.substr(0, 12);
+  if (!build.bin.empty()) a.exe_dirs.push_back(build.bin);
+  for (const auto& h : project.harness_path) a.exe_dirs.push_back(build.src / h);
+  if (!build.build.empty()) a.readable.push_back(build.build);
+  return a;
+}
+
+bool is_python_command(const std::vector<std::string>& argv) {
+  return !argv.empty() && (argv[0] == "python3" || argv[0] == "python");
+}
+
+std::vector<std::string> arm_command(const std::vector<std::string>& argv, TemplateValues values, const ArmContext& arm) {
+  values.project = arm.project.string();
+  values.gate_dir = arm.gate_dir.string();
+  auto out = render_command(argv, values);
+  if (is_python_command(argv)) {
+    if (arm.python.empty()) throw std::invalid_argument("a python3 command, but no Python interpreter was resolved for " + arm.label);
+    out[0] = arm.python.string();
+  }
+  return out;
+}
+
+std::filesystem::path command_program(const std::vector<std::string>& rendered, const ArmContext& arm) {
+  if (rendered.empty()) return {};
+  const auto exe = resolve_executable(rendered[0], arm.exe_dirs);
+  const auto name = std::filesystem::path(rendered[0]).filename().string();
+  if (!arm.python.empty() && (exe == arm.python || name.rfind("python", 0) == 0)) {
+    for (std::size_t i = 1; i < rendered.size(); ++i) {
+      if (rendered[i] == "-m" || rendered[i] == "-c") return {};
+      if (!rendered[i].empty() && rendered[i][0] != '-') {
+        std::filesystem::path script = rendered[i];
+        return std::filesystem::is_regular_file(script) ? script : std::filesystem::path();
+      }
+    }
+    return {};
+  }
+  return exe;
+}
+
+}  // namespace densefeed

@@ -1,0 +1,58 @@
+// Where one arm's commands run from (DESIGN.md, harness protocol): the tree
+// that {project} names (the trusted ref's export for the reference; a
+// revision's export, or the project folder for WORKTREE, for the candidate
+// and base), {gate_dir}, where a bare argv[0] is looked up, and what python3
+// becomes. Every stage renders its commands through arm_command, so that a
+// harness of any language runs the same way in the gate, bench, trace and
+// acceptance stages.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "command_template.h"
+#include "gate_store.h"
+#include "project.h"
+
+namespace densefeed {
+
+struct RevisionBuild;
+
+struct ArmContext {
+  std::string label;                      // "the trusted ref main at 1a2b3c4d5e6f", "WORKTREE", "revision 9f8e..."
+  std::filesystem::path project;          // {project}
+  std::filesystem::path gate_dir;         // {gate_dir}
+  std::vector<std::filesystem::path> exe_dirs;  // a bare argv[0] is looked up here, in order, then in PATH
+  std::filesystem::path python;           // what argv[0] python3/python becomes ("" = not resolved)
+  std::map<std::string, std::string> env;  // added to every command's environment (PYTHONPATH)
+  std::vector<std::filesystem::path> readable;  // folders a sandbox must show: the tree, its build
+};
+
+// The reference's context: {project} is the gate store's tree. Bare names are
+// looked up in the project's harness_path under that tree, then under the
+// project folder (where densefeed's own project builds its C++ references).
+ArmContext reference_context(const Project& project, const GateStore& store, const std::filesystem::path& python);
+// A WORKTREE arm: the project folder as it is.
+ArmContext worktree_context(const Project& project, const GateStore& store, const std::filesystem::path& python);
+// An arm at a revision: its clean export (build.src) and, when it was built,
+// its build's bin folder first; never the worktree's harnesses.
+ArmContext revision_context(const Project& project, const GateStore& store, const RevisionBuild& build,
+                            const std::filesystem::path& python);
+
+// Whether argv[0] of a command template names the Python interpreter.
+bool is_python_command(const std::vector<std::string>& argv);
+
+// Renders `argv` with `values` and the arm's {project} and {gate_dir}, then
+// replaces argv[0] python3/python with the arm's interpreter. Throws
+// std::invalid_argument as render_command does, and when a Python command
+// meets an arm whose interpreter was not resolved.
+std::vector<std::string> arm_command(const std::vector<std::string>& argv, TemplateValues values, const ArmContext& arm);
+
+// The file whose bytes a rendered command runs: the script (first argument
+// not starting with '-') of an interpreter command, else the executable
+// argv[0] resolves to; empty when neither is found. For provenance hashes.
+std::filesystem::path command_program(const std::vector<std::string>& rendered, const ArmContext& arm);
+
+}  // namespace densefeed

@@ -1,0 +1,50 @@
+// The gate store: the gates, gates.lock and frozen files a run trusts. They
+// are read from the trusted ref's commit (a person locks and merges them
+// there), exported clean into the workspace, never from whatever is checked
+// out; or, when the person running densefeed says --trust-worktree, from the
+// project folder as it is (recorded in provenance). The reference runs from
+// this tree. Paths are relative to the project folder; "gates/NAME.yaml" is
+// spelled here and nowhere else.
+#pragma once
+
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "project.h"
+#include "workspace.h"
+
+namespace densefeed {
+
+struct GateStore {
+  std::filesystem::path root;  // the project's tree at the trusted commit (an export), or the project folder
+  std::string gates = "gates"; // the gates folder, relative to root
+  std::string ref;             // the trusted ref's name ("main")
+  std::string commit;          // its commit; for a worktree store HEAD ("" outside git)
+  bool worktree = false;       // read from the project folder as it is, not from the trusted ref
+
+  std::string gate_rel(const std::string& name) const { return gates + "/" + name + ".yaml"; }
+  std::string lock_rel() const { return gates + "/gates.lock"; }
+  std::filesystem::path path(const std::string& rel) const { return root / rel; }
+  std::filesystem::path gate_dir() const { return root / gates; }
+  // "main at 1a2b3c4d5e6f" or "the worktree of PROJECT (--trust-worktree)".
+  std::string describe() const;
+};
+
+// The project folder as it is (what `gate lock` writes and `gate verify` checks).
+GateStore worktree_store(const Project& project);
+
+// The store a run uses: the worktree's when `trust_worktree`, otherwise the
+// trusted ref's commit exported (once per commit) into workspace.exports().
+// Throws InputError when the project is in no git repository (naming
+// --trust-worktree) or the trusted ref names no commit (naming densefeed.yaml's
+// trusted_ref); InfraError when the export fails.
+GateStore open_gate_store(const Project& project, const Workspace& workspace, bool trust_worktree);
+
+// Of `rels` (paths relative to the project), those whose bytes in the project
+// folder differ from the store's (missing on one side counts): e.g. a gate
+// edited in the worktree but not committed on the trusted ref.
+std::vector<std::string> worktree_differences(const Project& project, const GateStore& store,
+                                              const std::vector<std::string>& rels);
+
+}  // namespace densefeed

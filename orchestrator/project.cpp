@@ -1,0 +1,137 @@
+#include "project.h"
+
+#include <map>
+#include <mutex>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "error.h"
+#include "install_paths.h"
+#include "process_runner.h"
+#include "schema_validator.h"
+
+namespace densefeed {
+namespace {
+
+std::filesystem::path git_top(const std::filesystem::path& dir) {
+  const auto out = capture_output({"git", "-C", dir.string(), "rev-parse", "--show-toplevel"}, dir);
+  if (!out || out->empty()) return {};
+  return std::filesystem::path(out->substr(0, out->find('\n')));
+}
+
+// A path of densefeed.yaml that must stay inside the project: no absolute
+// path, no "..", so a config cannot point densefeed at another tree.
+std::string inside(const YamlDocument& doc, const std::string& pointer, const std::string& rel) {
+  const std::filesystem::path p(rel);
+  if (p.is_absolute() || rel.find("..") != std::string::npos) {
+    doc.fail(pointer, fmt::format("expected a path inside the project folder (relative, without '..'), got '{}'", rel));
+  }
+  return p.lexically_normal().generic_string();
+}
+
+}  // namespace
+
+Project load_project(const std::filesystem::path& dir_in) {
+  Project p;
+  p.dir = std::filesystem::weakly_canonical(std::filesystem::absolute(dir_in));
+  if (!std::filesystem::is_regular_file(p.config_file())) {
+    throw InputError(p.config_file().string(), {}, "",
+                     fmt::format("no {} in {} (run 'densefeed init' there to create one)", kProjectFile, p.dir.string()));
+  }
+  p.config = load_yaml_file(p.config_file());
+  if (p.config.value.is_null()) p.config.value = nlohmann::ordered_json::object();
+  SchemaValidator(schema_path("project.schema.json")).validate(p.config);
+  const auto& v = p.config.value;
+  if (v.contains("gates")) p.gates = inside(p.config, "/gates", v["gates"].get<std::string>());
+  if (v.contains("experiments")) p.experiments = inside(p.config, "/experiments", v["experiments"].get<std::string>());
+  p.ledger = p.dir / inside(p.config, "/ledger", v.value("ledger", std::string(".densefeed/ledger.db")));
+  p.trusted_ref = v.value("trusted_ref", p.trusted_ref);
+  if (v.contains("python")) {
+    const auto& py = v["python"];
+    p.python_interpreter = py.value("interpreter", "");
+    if (py.contains("path")) {
+      for (std::size_t i = 0; i < py["path"].size(); ++i) {
+        p.python_path.push_back(p.dir / inside(p.config, fmt::format("/python/path/{}", i), py["path"][i].get<std::string>()));
+      }
+    }
+  }
+  if (v.contains("harness_path")) {
+    for (std::size_t i = 0; i < v["harness_path"].size(); ++i) {
+      p.harness_path.push_back(inside(p.config, fmt::format("/harness_path/{}", i), v["harness_path"][i].get<std::string>()));
+    }
+  }
+  if (v.contains("build")) {
+    BuildSpec b;
+    for (const auto& c : v["build"]["commands"]) b.commands.push_back(c.get<std::vector<std::string>>());
+    b.bin = v["build"].value("bin", b.bin);
+    b.timeout_s = v["build"].value("timeout_s", b.timeout_s);
+    p.build = b;
+  }
+  p.repo_top = git_top(p.dir);
+  if (!p.repo_top.empty()) {
+    p.repo_top = std::filesystem::weakly_canonical(p.repo_top);
+    const auto rel = std::filesystem::relative(p.dir, p.repo_top).generic_string();
+    p.prefix = rel == "." || rel.empty() ? "" : rel + "/";
+  }
+  return p;
+}
+
+Project find_project(const std::filesystem::path& start, const std::filesystem::path& explicit_dir) {
+  if (!explicit_dir.empty()) {
+    if (!std::filesystem::is_directory(explicit_dir)) {
+      throw InputError("command line", {}, "--project", fmt::format("'{}' is not a folder", explicit_dir.string()));
+    }
+    return load_project(explicit_dir);
+  }
+  std::vector<std::string> searched;
+  for (auto dir = std::filesystem::weakly_canonical(std::filesystem::absolute(start));; dir = dir.parent_path()) {
+    searched.push_back(dir.string());
+    if (std::filesystem::is_regular_file(dir / kProjectFile)) return load_project(dir);
+    if (dir == dir.parent_path()) break;
+  }
+  throw InputError(std::string(kProjectFile), {}, "",
+                   fmt::format("no {} in {} or any folder above it (searched {}); run 'densefeed init' at the top of "
+                               "your repository to create one, or pass --project DIR",
+                               kProjectFile, start.string(), fmt::join(searched, ", ")));
+}
+
+std::filesystem::path harness_python(const Project& project) {
+  static std::mutex mutex;
+  static std::map<std::string, std::filesystem::path> found;  // configured name -> resolved interpreter
+  std::lock_guard lock(mutex);
+  const std::string key = project.dir.string() + "\n" + project.python_interpreter;
+  if (auto it = found.find(key); it != found.end()) return it->second;
+  const auto imports_numpy = [&](const std::filesystem::path& exe) {
+    return capture_output({exe.string(), "-c", "import numpy"}, project.dir, std::chrono::seconds(60)).has_value();
+  };
+  std::vector<std::filesystem::path> tried;
+  if (!project.python_interpreter.empty()) {
+    std::filesystem::path exe = project.python_interpreter;
+    if (exe.is_relative() && project.python_interpreter.find('/') != std::string::npos) exe = project.dir / exe;
+    const auto resolved = resolve_executable(exe.string());
+    const std::string pointer = "/python/interpreter";
+    if (resolved.empty()) {
+      project.config.fail(pointer, fmt::format("the Python interpreter '{}' is not found (looked in PATH)", project.python_interpreter));
+    }
+    if (!imports_numpy(resolved)) {
+      project.config.fail(pointer, fmt::format("the Python interpreter '{}' ({}) cannot import numpy, which harnesses "
+                                               "and densefeed_harness need: install numpy for it, or name another",
+                                               project.python_interpreter, resolved.string()));
+    }
+    return found[key] = resolved;
+  }
+  for (const auto& candidate : {resolve_executable("python3"), std::filesystem::path("/usr/bin/python3")}) {
+    if (candidate.empty() || !std::filesystem::exists(candidate)) continue;
+    tried.push_back(candidate);
+    if (imports_numpy(candidate)) return found[key] = candidate;
+  }
+  std::vector<std::string> names;
+  for (const auto& t : tried) names.push_back(t.string());
+  throw InputError(project.config_file().string(), {}, "python.interpreter",
+                   fmt::format("no Python interpreter that imports numpy (tried: {}); install numpy (Debian: python3-numpy) "
+                               "or set python.interpreter in {}",
+                               names.empty() ? std::string("none found") : fmt::format("{}", fmt::join(names, ", ")), kProjectFile));
+}
+
+}  // namespace densefeed
