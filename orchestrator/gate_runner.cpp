@@ -201,7 +201,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       if (ref_names.count("case." + k)) ref_case[k] = v;
     }
     TemplateValues key_values{c.values, nlohmann::ordered_json::object(), options.seed, "{out}"};
-    auto key = render_command(gate.reference_command, key_values);
+    auto key = arm_command(gate.reference_command, key_values, options.reference);
     auto [it, inserted] = reference_index.try_emplace(key, references.size());
     if (inserted) {
       Job ref;

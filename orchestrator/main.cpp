@@ -22,6 +22,7 @@
 #include "sha256.h"
 #include "experiment_runner.h"
 #include "gate_lock.h"
+#include "project_init.h"
 #include "process_runner.h"
 #include "process_tree.h"
 #include "ledger.h"
@@ -96,6 +97,12 @@ int main(int argc, char** argv) {
   run->add_flag("--no-sandbox", no_sandbox, "run candidate and base commands without bwrap (recorded in the report)");
   run->add_flag("--json", json, "print one JSON document");
 
+  auto* init_cmd = app.add_subcommand("init", "make this git repository a densefeed project: densefeed.yaml, a sample gate "
+                                               "with a Python/numpy harness pair, two sample experiments");
+  std::string init_dir = ".";
+  init_cmd->add_option("DIR", init_dir, "the project folder (default: the current one)")->capture_default_str();
+  init_cmd->add_flag("--json", json, "print JSON");
+
   auto* gate_cmd = app.add_subcommand("gate", "frozen correctness gates");
   gate_cmd->require_subcommand(1);
   auto* gate_lock = gate_cmd->add_subcommand(
@@ -163,6 +170,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
   } catch (const CLI::ParseError& e) {
     // Agents asked for JSON get JSON even when the command line is wrong.
     bool wants_json = false;
@@ -226,6 +235,23 @@ int main(int argc, char** argv) {
       else std::cout << df::render_trace_analysis_text(analysis, with_checks);
       const bool red = std::any_of(results.begin(), results.end(), [](const df::TraceCheckResult& r) { return !r.passed; });
       return red ? 1 : 0;
+    }
+    if (init_cmd->parsed()) {
+      const auto r = df::init_project(init_dir);
+      if (json) {
+        std::cout << nlohmann::ordered_json{{"project", r.dir.string()}, {"trusted_ref", r.trusted_ref}, {"written", r.written}}.dump(2)
+                  << "\n";
+        return 0;
+      }
+      std::cout << fmt::format("densefeed init: a project in {} (trusted ref: {})\n", r.dir.string(), r.trusted_ref);
+      for (const auto& f : r.written) std::cout << "  wrote " << f << "\n";
+      std::cout << fmt::format(
+          "next: commit it on {0} (runs read gates from there), then run the samples:\n"
+          "  git add densefeed.yaml gates harness experiments .densefeed/.gitignore && git commit -m 'densefeed: sample gate'\n"
+          "  densefeed run experiments/scan-merge-float16.yaml   # red: the error grows with the shard count\n"
+          "  densefeed run experiments/scan-merge-float32.yaml   # green, then a benchmark against float16\n",
+          r.trusted_ref);
+      return 0;
     }
     if (gate_lock->parsed()) {
       const df::GateStore worktree = ctx.worktree();
