@@ -308,8 +308,8 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                "Compare a candidate tensor file with a reference (.npy or .safetensors) with the gate's comparison engine: relative "
                "L2, max abs, elementwise atol + rtol*|ref|, ULP; worst element; per-slice errors along a partition axis. Bounds "
                "default to the candidate dtype's. A red comparison is a result, not a tool error." + schema_text("compare.schema.json"),
-               object_schema({{"reference", {{"type", "string"}, {"minLength", 1}, {"description", "reference file path (absolute, or relative to the densefeed checkout)"}}},
-                              {"candidate", {{"type", "string"}, {"minLength", 1}, {"description", "candidate file path (absolute, or relative to the densefeed checkout)"}}},
+               object_schema({{"reference", {{"type", "string"}, {"minLength", 1}, {"description", "reference file path (absolute, or relative to the project folder)"}}},
+                              {"candidate", {{"type", "string"}, {"minLength", 1}, {"description", "candidate file path (absolute, or relative to the project folder)"}}},
                               {"rel_l2", bound}, {"max_abs", bound}, {"atol", bound}, {"rtol", bound}, {"ulp", bound},
                               {"max_violation_fraction", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}},
                               {"partition_axis", {{"type", "integer"}, {"minimum", 0}}},
@@ -321,7 +321,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
   t.push_back({"analyze_trace", "Analyse a trace file",
                "Analyse a trace (Chrome Trace Event JSON, or an nsys SQLite export) with `densefeed trace analyze --json`: where "
                "the time goes, per lane, and the overlap of intervals.",
-               object_schema({{"path", {{"type", "string"}, {"minLength", 1}, {"description", "trace file path (absolute, or relative to the densefeed checkout)"}}}}, {"path"}),
+               object_schema({{"path", {{"type", "string"}, {"minLength", 1}, {"description", "trace file path (absolute, or relative to the project folder)"}}}}, {"path"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->analyze_trace(a, c); }});
   t.push_back({"ledger_list", "List experiments",
                "Every recorded experiment with its state, gate verdict and speedups (read-only)." + schema_text("ledger-list.schema.json"),

@@ -7,6 +7,9 @@
 // gates and skill; then the bad inputs of a project.
 #include <gtest/gtest.h>
 
+#include <regex>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -293,6 +296,53 @@ TEST_F(ProjectE2E, QueueReviewPromoteAndMcp) {
   const auto skill = responses[3]["result"]["contents"][0]["text"].get<std::string>();
   EXPECT_EQ(skill, testing::read_file(Installed::prefix() / "share/densefeed/skills/densefeed-optimization-loop/SKILL.md"));
   EXPECT_NE(responses[4]["result"]["contents"][0]["text"].get<std::string>().find("gate: scan-sharded"), std::string::npos);
+}
+
+// SKILL.md's table of MCP tools is what an agent reads; tools/list is what the
+// server takes. Every tool and every argument, required or optional, agree.
+TEST_F(ProjectE2E, SkillToolTableMatchesToolsList) {
+  init_and_commit();
+  const auto requests = dir_ / "mcp.in";
+  testing::write_file(requests,
+                      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
+                      "\n"
+                      R"({"jsonrpc":"2.0","id":2,"method":"tools/list"})"
+                      "\n");
+  const auto mcp = testing::run_cli("/bin/sh", {"-c", "exec densefeed mcp < '" + requests.string() + "'"}, sub_, env());
+  ASSERT_EQ(mcp.exit_code, 0) << mcp.err;
+  J tools;
+  std::istringstream lines(mcp.out);
+  for (std::string line; std::getline(lines, line);) {
+    const J r = J::parse(line, nullptr, false);
+    if (r.is_object() && r.value("id", 0) == 2) tools = r["result"]["tools"];
+  }
+  ASSERT_TRUE(tools.is_array() && !tools.empty()) << mcp.out;
+  std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> served;  // name -> (required, optional)
+  for (const auto& t : tools) {
+    auto& [req, opt] = served[t["name"].get<std::string>()];
+    const auto& schema = t["inputSchema"];
+    for (const auto& r : schema.value("required", J::array())) req.insert(r.get<std::string>());
+    for (const auto& [k, v] : schema["properties"].items()) {
+      if (!req.count(k)) opt.insert(k);
+    }
+  }
+  const auto skill = testing::read_file(Installed::prefix() / "share/densefeed/skills/densefeed-optimization-loop/SKILL.md");
+  std::map<std::string, std::pair<std::set<std::string>, std::set<std::string>>> documented;
+  const std::regex row(R"(^\| `([a-z_0-9]+)` \| (.*) \|$)"), arg(R"(`([a-z_0-9]+)(\??)`)");
+  const auto section = skill.find("## 7. From an MCP client");
+  ASSERT_NE(section, std::string::npos);
+  std::istringstream doc(skill.substr(section, skill.find("\n## ", section + 1) - section));
+  for (std::string line; std::getline(doc, line);) {
+    std::smatch m;
+    if (!std::regex_match(line, m, row)) continue;
+    auto& [req, opt] = documented[m[1].str()];
+    const std::string args = m[2].str();
+    for (auto it = std::sregex_iterator(args.begin(), args.end(), arg); it != std::sregex_iterator(); ++it) {
+      ((*it)[2].str().empty() ? req : opt).insert((*it)[1].str());
+    }
+  }
+  EXPECT_EQ(documented, served) << "SKILL.md's MCP table and tools/list disagree";
+  EXPECT_EQ(documented.size(), 10u);
 }
 
 TEST_F(ProjectE2E, BadProjectInputIsExit2NamingWhatAndWhere) {

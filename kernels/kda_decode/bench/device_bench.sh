@@ -64,7 +64,7 @@ for v in v3 v0; do
   sed -e "s/params: {version: v3}/params: {version: $v, device: cuda}/" \
       -e "s/^experiment: kda-decode-merge-vtiles/experiment: kda-decode-$v-cuda/" \
       experiments/kda-decode-merge-vtiles.yaml > "$W/kda-$v-cuda.yaml"
-  ( timeout "$GATE_BUDGET" "$BIN/densefeed" --root . run "$W/kda-$v-cuda.yaml" --profile full --no-bench \
+  ( timeout "$GATE_BUDGET" "$BIN/densefeed" --trust-worktree run "$W/kda-$v-cuda.yaml" --profile full --no-bench \
       --ledger "$W/gate-$v/ledger.db" --jobs 8 > "$W/gate_${v}_cuda.txt" 2>&1
     echo "$v: exit $?" > "$W/gate-$v.rc" ) &
 done
@@ -90,7 +90,7 @@ sed -e "s/params: {version: v3}/params: {version: v3, device: cuda}/" \
     -e "s/params: {version: v0}/params: {version: v0, device: cuda}/" \
     -e "s/^experiment: kda-decode-merge-vtiles/experiment: kda-decode-merge-vtiles-cuda/" \
     experiments/kda-decode-merge-vtiles.yaml > "$W/kda-merge-cuda.yaml"
-timeout "$(budget 100)" "$BIN/densefeed" --root . run "$W/kda-merge-cuda.yaml" --profile quick \
+timeout "$(budget 100)" "$BIN/densefeed" --trust-worktree run "$W/kda-merge-cuda.yaml" --profile quick \
   --ledger "$W/bench/ledger.db" --jobs 4 > "$W/densefeed_bench_cuda.txt" 2>&1
 echo "exit $?"
 grep -E "^gate|^bench|batch=|median|predicted|^verdict" "$W/densefeed_bench_cuda.txt" | head -20
