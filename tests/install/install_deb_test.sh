@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# InstallDeb: `cpack -G DEB` from the build folder makes densefeed's .deb: the
+# binary, schemas, skill and Python harness module under /usr, Depends on the
+# programs densefeed starts (bubblewrap first) and on the libraries it links;
+# the unpacked binary runs.
+#   install_deb_test.sh BUILD_DIR VERSION
+set -euo pipefail
+build=$1 version=$2
+fail() { echo "InstallDeb: $*" >&2; exit 1; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cpack --config "$build/CPackConfig.cmake" -G DEB -B "$tmp/out" >"$tmp/cpack.log" 2>&1 ||
+  { cat "$tmp/cpack.log" >&2; fail "cpack failed"; }
+debs=("$tmp"/out/*.deb)
+[ ${#debs[@]} -eq 1 ] && [ -f "${debs[0]}" ] || fail "expected one .deb in $tmp/out: ${debs[*]}"
+deb=${debs[0]}
+[ "$(basename "$deb")" = "densefeed_${version}_$(dpkg --print-architecture).deb" ] || fail "unexpected file name $(basename "$deb")"
+[ "$(dpkg-deb -f "$deb" Package)" = densefeed ] || fail "Package is '$(dpkg-deb -f "$deb" Package)'"
+[ "$(dpkg-deb -f "$deb" Version)" = "$version" ] || fail "Version is '$(dpkg-deb -f "$deb" Version)', not $version"
+[ -n "$(dpkg-deb -f "$deb" Maintainer)" ] || fail "no Maintainer"
+
+dpkg-deb --contents "$deb" | awk '{print $NF}' >"$tmp/contents"
+for f in ./usr/bin/densefeed ./usr/share/densefeed/schemas/gate.schema.json ./usr/share/densefeed/schemas/experiment.schema.json \
+         ./usr/share/densefeed/schemas/ledger.md ./usr/share/densefeed/skills/densefeed-optimization-loop/SKILL.md \
+         ./usr/share/densefeed/python/densefeed_harness.py ./usr/lib/python3/dist-packages/densefeed_harness.py; do
+  grep -qxF "$f" "$tmp/contents" || fail "the .deb does not contain $f"
+done
+[ "$(grep -c '^\./usr/bin/.' "$tmp/contents")" = 1 ] || fail "usr/bin holds more than densefeed: $(grep '^\./usr/bin/' "$tmp/contents" | tr '\n' ' ')"
+
+depends=$(dpkg-deb -f "$deb" Depends)
+tr ',' '\n' <<<"$depends" | awk '{print $1}' >"$tmp/depends"
+for p in bubblewrap git tar python3 python3-numpy libyaml-cpp0.7 libfmt9 libsqlite3-0 libssl3 zlib1g \
+         libboost-filesystem1.74.0 libstdc++6; do
+  grep -qxF "$p" "$tmp/depends" || fail "Depends lacks $p: $depends"
+done
+
+dpkg-deb -x "$deb" "$tmp/root"
+out=$(cd "$tmp" && env -u DENSEFEED_ROOT "$tmp/root/usr/bin/densefeed" --version) || fail "the packaged densefeed --version exited $?"
+[[ "$out" == "densefeed $version (commit "* ]] || fail "the packaged densefeed --version printed '$out'"
+echo "InstallDeb: ok: $(basename "$deb") $(stat -c %s "$deb") bytes; Depends: $depends"
