@@ -3,10 +3,10 @@
 # data and the Python harness module and nothing else; the installed binary
 # runs from an unrelated folder, and neither it nor its data names the source
 # tree (data is found next to the executable, orchestrator/install_paths.h).
-#   install_prefix_test.sh BUILD_DIR SOURCE_DIR VERSION PYTHON [allow-bare-source-dir]
+#   install_prefix_test.sh BUILD_DIR SOURCE_DIR VERSION PYTHON
 # PYTHON: the harnesses' interpreter (Debian's python3).
 set -euo pipefail
-build=$1 src=$2 version=$3 python=$4 allow=${5:-}
+build=$1 src=$2 version=$3 python=$4
 fail() { echo "InstallPrefix: $*" >&2; exit 1; }
 
 tmp=$(mktemp -d)
@@ -56,18 +56,7 @@ origin=$(PYTHONPATH="$prefix/share/densefeed/python" "$python" -c \
 if grep -rlF "$src" "$prefix/share" "$prefix/lib" >"$tmp/data.hits"; then
   fail "installed data names the source dir $src: $(tr '\n' ' ' <"$tmp/data.hits")"
 fi
-strings -a "$prefix/bin/densefeed" >"$tmp/strings"
-if [ "$allow" = allow-bare-source-dir ]; then
-  # Known, reported: DENSEFEED_SOURCE_DIR, the bare source path, is still the
-  # default --root (main.cpp) and provenance's built_from (provenance.cpp);
-  # g++ may store it unterminated (copied into a std::string), so it can run
-  # on into the next bytes. A path under the source tree (a data file, a
-  # __FILE__) still fails.
-  grep -qF "$src" "$tmp/strings" && echo "InstallPrefix: note: the binary still holds the bare source dir $src (DENSEFEED_SOURCE_DIR)"
-  grep -F "$src/" "$tmp/strings" >"$tmp/binary.hits" || true
-else
-  grep -F "$src" "$tmp/strings" >"$tmp/binary.hits" || true
-fi
+strings -a "$prefix/bin/densefeed" | grep -F "$src" >"$tmp/binary.hits" || true
 if [ -s "$tmp/binary.hits" ]; then
   fail "the installed binary names the source dir: $(head -5 "$tmp/binary.hits" | tr '\n' ' ')"
 fi

@@ -25,7 +25,7 @@ std::string infra_error_of(const std::function<void()>& f) {
 
 TEST(InstallPaths, DataDirIsShareDensefeedBesideTheExecutablesFolder) {
   const auto exe = running_executable();
-  EXPECT_EQ(exe.filename(), "orchestrator_test");
+  EXPECT_EQ(exe.filename(), "install_paths_test");
   EXPECT_EQ(data_dir(), exe.parent_path().parent_path() / "share" / "densefeed");
   EXPECT_EQ(schemas_dir(), data_dir() / "schemas");
   EXPECT_EQ(schema_path("gate.schema.json"), data_dir() / "schemas" / "gate.schema.json");
