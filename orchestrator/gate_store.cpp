@@ -69,7 +69,7 @@ GateStore open_gate_store(const Project& project, const Workspace& workspace, bo
   std::error_code ec;
   std::filesystem::remove_all(tmp, ec);
   try {
-    export_revision(project.dir, project.prefix, s.commit, tmp);
+    export_revision(project.repo_top, project.prefix, s.commit, tmp);
   } catch (const std::runtime_error& e) {
     std::filesystem::remove_all(tmp, ec);
     throw InfraError(fmt::format("exporting the trusted ref {} ({}) failed: {}", project.trusted_ref, s.commit.substr(0, 12), e.what()));

@@ -33,11 +33,12 @@ inline bool worktree_dirty(const std::filesystem::path& dir) { return !uncommitt
 std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir, const std::string& trusted_sha,
                                                 const std::string& sha, const std::vector<std::string>& paths);
 
-// Writes `dir`'s tree at commit `sha` (the project folder only, not the rest
-// of its repository) into the empty folder `dest` (git archive SHA:PREFIX,
-// then tar): a clean export that never touches the repository's worktrees.
+// Writes the tree of the project folder `prefix` ("" or "sub/dir/", relative
+// to the top of the repository `repo_top`) at commit `sha` into the empty
+// folder `dest` (git archive SHA:PREFIX run at the top, then tar): a clean
+// export of the project only, that never touches the repository's worktrees.
 // Throws std::runtime_error naming the step that failed.
-void export_revision(const std::filesystem::path& dir, const std::string& prefix, const std::string& sha,
+void export_revision(const std::filesystem::path& repo_top, const std::string& prefix, const std::string& sha,
                      const std::filesystem::path& dest);
 
 }  // namespace densefeed

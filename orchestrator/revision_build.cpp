@@ -44,7 +44,7 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
   std::filesystem::create_directories(dir / "build", ec);
   if (ec) throw InfraError(fmt::format("{}: cannot create the build folder: {}", (dir / "build").string(), ec.message()));
   try {
-    export_revision(project.dir, project.prefix, sha, b.src);
+    export_revision(project.in_git() ? project.repo_top : project.dir, project.prefix, sha, b.src);
   } catch (const std::runtime_error& e) {
     b.failure = e.what();
     return b;
