@@ -13,7 +13,7 @@ cd "$(dirname "$0")"
 export PATH=$bundle/bin:$PATH LD_LIBRARY_PATH=$bundle/lib TRITON_CACHE_DIR=/tmp/triton-fla
 ./setup.sh --wheels .whl || exit 1
 SECONDS=0
-for v in 0.5.2 0.6.0; do
+for v in ${VERSIONS:-0.5.2 0.6.0}; do
   ( s=$SECONDS
     timeout "${BUDGET:-470}" densefeed --trust-worktree run "experiments/fla-$v-intracard-cp.yaml" --profile "$profile" --no-bench --no-sandbox \
       --jobs "${JOBS:-5}" --seed 20261201 --json > "$out/run-$v.json" 2> "$out/run-$v.err"
