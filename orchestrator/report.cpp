@@ -9,21 +9,14 @@
 #include "error_trend.h"
 #include "trace_report.h"
 #include "next_steps.h"
+#include "printable.h"
 
 namespace densefeed {
 namespace {
 
-// Untrusted text (a manifest's hypothesis) on a terminal: control characters
-// are shown escaped so they cannot fake or hide report lines.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
+// Untrusted text (a manifest's hypothesis) on one line of a terminal:
+// printable.h's escapes, line breaks included.
+std::string printable(const std::string& text) { return densefeed::printable(text, false); }
 
 std::string threshold_source(const BenchCaseResult& c) {
   if (!c.calibrated_floor) return "the 1 % minimum; no calibration on this host";
