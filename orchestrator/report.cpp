@@ -56,6 +56,17 @@ std::string sandbox_line(const SandboxStatus& s) {
   return "?";
 }
 
+// Every stage that ran untrusted commands, and how: "gate on, bench on,
+// trace on" (revision builds and acceptance go through the same launcher).
+std::string stage_sandboxes(const ExperimentOutcome& o) {
+  std::string s;
+  const auto add = [&](const char* stage, const SandboxStatus& st) { s += fmt::format("{}{} {}", s.empty() ? "" : ", ", stage, st.text()); };
+  if (!o.gate_result.cases.empty()) add("gate", o.gate_result.sandbox);
+  if (o.bench) add("bench", o.bench->sandbox);
+  if (o.trace) add("trace", o.trace->sandbox);
+  return s.empty() ? "no untrusted command ran" : s;
+}
+
 nlohmann::ordered_json process_json(const ProcessResult& p) {
   using J = nlohmann::ordered_json;
   return {{"started", p.started},
@@ -229,6 +240,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
     s += fmt::format("  provenance: WARNING ({}; gates from {}): {}\n", p.project, p.gate_store, fmt::join(p.notes, "; "));
   }
   s += "  sandbox: " + sandbox_line(o.sandbox) + "\n";
+  s += "  sandbox by stage: " + stage_sandboxes(o) + "\n";
   std::size_t width = 4;
   for (const auto& c : g.cases) width = std::max(width, c.gate_case.label.size());
   if (!g.cases.empty()) {
@@ -410,7 +422,10 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
           {"verdict", to_string(o.verdict)},
           {"sandbox", {{"mode", o.sandbox.on() ? "on" : o.sandbox.mode == SandboxMode::off ? "off" : "unavailable"},
                        {"reason", o.sandbox.reason},
-                       {"text", o.sandbox.text()}}},
+                       {"text", o.sandbox.text()},
+                       {"stages", {{"gate", o.gate_result.cases.empty() ? J(nullptr) : J(o.gate_result.sandbox.text())},
+                                   {"bench", o.bench ? J(o.bench->sandbox.text()) : J(nullptr)},
+                                   {"trace", o.trace ? J(o.trace->sandbox.text()) : J(nullptr)}}}}},
           {"candidate", {{"revision", o.manifest.candidate.revision}, {"sha", o.candidate_sha}, {"params", o.candidate_params}}},
           {"base", {{"revision", o.manifest.base.revision}, {"sha", o.base_sha}, {"params", o.base_params}}},
           {"stages",
