@@ -9,6 +9,7 @@
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
+#include "untrusted_launch.h"
 
 namespace densefeed {
 
@@ -26,29 +27,31 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
   std::filesystem::create_directories(options.work_dir / "out", ec);
   if (ec) throw InfraError(fmt::format("{}: cannot create the acceptance folder: {}", options.work_dir.string(), ec.message()));
 
-  ProcessSpec spec;
+  UntrustedCommand spec;
   spec.argv = arm_command(acceptance.at("command").get<std::vector<std::string>>(),
                           {nlohmann::ordered_json::object(), params, options.seed, (options.work_dir / "out").string()},
                           options.candidate);
-  spec.exe_dirs = options.candidate.exe_dirs;
-  spec.env = options.candidate.env;
+  spec.arm = &options.candidate;
   spec.env["DENSEFEED_MODE"] = "acceptance";
   spec.env["DENSEFEED_CASE"] = "{}";
   spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
   spec.env["DENSEFEED_OUT"] = (options.work_dir / "out").string();
   spec.cwd = options.work_dir;
+  spec.writable = {options.work_dir / "out"};
   spec.stdout_path = options.work_dir / "stdout.log";
   spec.stderr_path = options.work_dir / "stderr.log";
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(acceptance.value("timeout_s", 600.0) * 1000));
-  const ProcessResult p = run_process(spec);
+  spec.limits = options.limits;
+  spec.sandbox = options.sandbox;
+  const UntrustedResult launched = launch_untrusted(spec);
   const auto finish = [&](std::string verdict, std::string reason) {
     r.verdict = std::move(verdict);
     r.reason = std::move(reason);
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
   };
-  if (!p.ok()) {
-    return finish("fail", fmt::format("the acceptance command {}; stderr: {}", p.describe(), file_tail(spec.stderr_path, 6)));
+  if (!launched.ok()) {
+    return finish("fail", fmt::format("the acceptance command {}; stderr: {}", launched.describe(), file_tail(spec.stderr_path, 6)));
   }
   const auto metrics_path = options.work_dir / "out" / "metrics.json";
   std::ifstream in(metrics_path);

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "arm_context.h"
+#include "process_limits.h"
 #include "ledger.h"
 
 namespace densefeed {
@@ -17,6 +18,8 @@ struct AcceptanceOptions {
   std::filesystem::path work_dir;  // emptied; the command runs in work_dir with its outputs in work_dir/out
   ArmContext candidate;             // where the candidate runs from (arm_context.h)
   std::uint64_t seed = 0;
+  bool sandbox = true;    // false: --no-sandbox (promote never passes it: acceptance always runs sandboxed)
+  CommandLimits limits;   // the gate's (process_limits.h)
 };
 
 // `acceptance` is the manifest's section as recorded ({command, statistic,

@@ -5,6 +5,7 @@
 #include "install_paths.h"
 #include "process_runner.h"
 #include "revision_build.h"
+#include "untrusted_launch.h"
 
 namespace densefeed {
 namespace {
@@ -22,6 +23,8 @@ ArmContext base_context(const Project& project, const GateStore& store, const st
   a.readable = {tree};
   for (const auto& p : project.python_path) a.readable.push_back(p);
   a.readable.push_back(python_module_dir());
+  a.env_allow = project.sandbox_env;
+  a.hidden = workspace_hidden(Workspace{project.ledger});
   return a;
 }
 

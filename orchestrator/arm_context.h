@@ -28,6 +28,10 @@ struct ArmContext {
   std::filesystem::path python;           // what argv[0] python3/python becomes ("" = not resolved)
   std::map<std::string, std::string> env;  // added to every command's environment (PYTHONPATH)
   std::vector<std::filesystem::path> readable;  // folders a sandbox must show: the tree, its build
+  // Inside `readable`, what a sandbox covers again: the workspace (runs,
+  // builds, exports, the ledger) when the tree holds it (untrusted_launch.h).
+  std::vector<std::filesystem::path> hidden;
+  std::vector<std::string> env_allow;  // the project's sandbox.env: densefeed's variables its untrusted commands get
 };
 
 // The reference's context: {project} is the gate store's tree. Bare names are

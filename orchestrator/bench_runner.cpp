@@ -11,6 +11,7 @@
 #include "error.h"
 #include "gate_runner.h"
 #include "process_runner.h"
+#include "untrusted_launch.h"
 
 namespace densefeed {
 namespace {
@@ -61,7 +62,7 @@ ArmRound read_samples(const std::filesystem::path& path) {
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
                       const nlohmann::ordered_json& candidate_params, const BenchOptions& options) {
   BenchResult result;
-  result.sandbox = sandbox_status(options.sandbox);
+  result.sandbox = require_sandbox(options.sandbox);
   const int max_rounds = options.fixed_rounds ? *options.fixed_rounds : gate.bench.looks.back();
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     const Case& c = gate.bench.cases[ci];
@@ -87,12 +88,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         std::filesystem::remove_all(dir, ec);
         std::filesystem::create_directories(dir / "out", ec);
         if (ec) throw InfraError(fmt::format("{}: cannot create: {}", dir.string(), ec.message()));
-        ProcessSpec spec;
         const ArmContext& arm = is_base ? options.base : options.candidate;
+        UntrustedCommand spec;
         spec.argv = arm_command(gate.candidate_command,
                                 {c.values, is_base ? base_params : candidate_params, options.seed, (dir / "out").string()}, arm);
-        spec.exe_dirs = arm.exe_dirs;
-        spec.env = arm.env;
+        spec.arm = &arm;
         spec.env["DENSEFEED_MODE"] = "bench";
         spec.env["DENSEFEED_CASE"] = c.values.dump();
         spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
@@ -101,22 +101,20 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.env["DENSEFEED_ITERS"] = std::to_string(gate.bench.iters);
         if (!options.gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
         spec.cwd = dir;
+        spec.writable = {dir / "out"};
+        spec.readable = options.sandbox_readable;
         spec.stdout_path = dir / "stdout.log";
         spec.stderr_path = dir / "stderr.log";
         spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
-        if (result.sandbox.on()) {
-          auto readable = options.sandbox_readable;
-          readable.insert(readable.end(), arm.readable.begin(), arm.readable.end());
-          spec.launcher = sandbox_argv(harness_policy(dir, resolve_executable(spec.argv[0], spec.exe_dirs),
-                                                      options.private_dir.empty() ? options.work_dir : options.private_dir,
-                                                      readable));
-        }
-        const ProcessResult pr = run_process(spec);
+        spec.limits = gate.limits;
+        spec.sandbox = options.sandbox;
+        const UntrustedResult launched = launch_untrusted(spec);
+        const ProcessResult& pr = launched.process;
         result.harness_wall_s += pr.wall_s;
         try {
-          if (!pr.ok()) {
+          if (!launched.ok()) {
             const LogTail tail = log_tail(spec.stdout_path, spec.stderr_path, 4);
-            throw std::runtime_error(fmt::format("it {}{}", pr.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
+            throw std::runtime_error(fmt::format("it {}{}", launched.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
           }
           (is_base ? bc.base : bc.candidate).push_back(read_samples(dir / "out" / "samples.json"));
           if (auto ref = options.reference_out.find(c.label); !is_base && ref != options.reference_out.end()) {

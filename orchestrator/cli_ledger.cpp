@@ -282,9 +282,12 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
 
   auto* audit = app.add_subcommand("audit", "CI: exit 1 if a result lacks a green gate, a gate or frozen file differs from gates/gates.lock, or the hash chain is broken");
   auto junit = std::make_shared<std::string>();
+  auto allow_unsandboxed = std::make_shared<bool>(false);
   audit->add_option("--junit", *junit, "also write JUnit XML here");
+  audit->add_flag("--allow-unsandboxed", *allow_unsandboxed,
+                  "accept green results whose untrusted commands ran without the sandbox (--no-sandbox)");
   add_ledger_and_json(audit, ctx);
-  verbs.push_back({audit, [&ctx, junit] {
+  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed] {
                      struct Check {
                        std::string name;
                        std::vector<std::string> failures;
@@ -293,6 +296,10 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                      {
                        const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                        checks.push_back({"no speedup, trace or acceptance result without a green gate", ledger.results_without_green_gate()});
+                       if (!*allow_unsandboxed) {
+                         checks.push_back({"no green result whose untrusted commands ran without the sandbox (--allow-unsandboxed accepts them)",
+                                           ledger.unsandboxed_green_results()});
+                       }
                        const ChainCheck c = ledger.verify();
                        Check chain{"hash chain intact", {}};
                        if (!c.ok) {

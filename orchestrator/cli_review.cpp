@@ -13,6 +13,7 @@
 #include "gate_spec.h"
 #include "ledger.h"
 #include "revision_build.h"
+#include "untrusted_launch.h"
 
 namespace densefeed {
 namespace {
@@ -128,10 +129,16 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                        auto problems = check_locked_file(store, lock, store.gate_rel(gate_name));
                        if (!problems.empty()) throw InputError(problems.front(), {}, "", "the gate does not match its lock; not promoting");
                        const auto gate = load_gate(store, gate_name);
+                       options.limits = gate.limits;
                        const auto b = build_revision(gate, project, e["candidate_sha"].get<std::string>(), ctx.workspace().builds());
                        if (!b.ok) throw InfraError("the candidate's build failed: " + b.failure);
                        options.candidate = revision_context(project, store, b, python);
                      }
+                     // Fail closed before the promotion is recorded: acceptance
+                     // commands are the manifest's, never run unconfined.
+                     require_sandbox(true);
+                     const auto hidden = workspace_hidden(ctx.workspace());
+                     options.candidate.hidden.insert(options.candidate.hidden.end(), hidden.begin(), hidden.end());
                      const auto promotion = ledger.record_promotion(id, pa->by);
                      const auto record = run_acceptance(e["acceptance"], e["candidate_params"], options);
                      ledger.record_acceptance(id, promotion, record);

@@ -12,6 +12,7 @@
 #include "revision.h"
 #include "revision_build.h"
 #include "trace_report.h"
+#include "untrusted_launch.h"
 #include "sha256.h"
 #include "command_template.h"
 
@@ -119,6 +120,8 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   // Everything that can be rejected as bad input is checked before the
   // ledger is opened, so a rejected manifest leaves it as it was.
   ExperimentOutcome out = prepare_experiment(load_manifest(manifest_path, options.store, options.project), options);
+  // Fail closed, before anything is recorded or run (exit 3).
+  require_sandbox(options.sandbox);
   Ledger ledger(options.workspace.ledger);
   ledger.recover_dead_owners();
   out.experiment_id = record_prepared(ledger, out, ExperimentEvent::started, "run");
@@ -135,7 +138,12 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   // Keyed on the ledger file, so two ledgers in one folder never share runs.
   out.work_dir = options.workspace.runs() / std::to_string(out.experiment_id);
   const std::string started_at = utc_now();
-  out.sandbox = sandbox_status(options.sandbox);
+  out.sandbox = require_sandbox(options.sandbox);
+  // The workspace this run writes (--ledger may put it outside the project):
+  // hidden from every arm's sandbox wherever an arm's tree holds it.
+  for (auto* arm : {&out.candidate_arm, &out.base_arm}) {
+    for (const auto& h : workspace_hidden(options.workspace)) arm->hidden.push_back(h);
+  }
   // Every run's folder, with every reference's outputs: hidden from
   // sandboxed commands, so that no candidate can copy a reference's answer.
   const auto runs_dir = out.work_dir.parent_path();
@@ -197,7 +205,9 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
           out.gate_result.verdict = Verdict::red;
           out.gate_result.reason = fmt::format("the candidate's build at {} failed: {}", out.candidate_sha.substr(0, 12), b.failure);
         }
+        const auto hidden = out.candidate_arm.hidden;
         out.candidate_arm = revision_context(options.project, options.store, b, out.candidate_arm.python);
+        out.candidate_arm.hidden = hidden;
         out.candidate_bin = b.bin;
         out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
                                          out.candidate_params);
@@ -246,7 +256,9 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
       revision_dirs.push_back(b.src.parent_path());
+      const auto hidden = out.base_arm.hidden;
       out.base_arm = revision_context(options.project, options.store, b, out.base_arm.python);
+      out.base_arm.hidden = hidden;
       bench_options.base = out.base_arm;
       if (!b.ok) {
         // Never measure something else in the base's place.
@@ -269,10 +281,15 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     out.trace_skipped = "the gate is not green";
   } else {
     TraceStageOptions trace_options{out.work_dir, out.seed, out.candidate_arm, out.base_arm};
+    trace_options.sandbox = options.sandbox;
+    trace_options.limits = out.gate->limits;
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
+      revision_dirs.push_back(b.src.parent_path());
       trace_options.base = revision_context(options.project, options.store, b, out.base_arm.python);
+      trace_options.base.hidden = out.base_arm.hidden;
     }
+    trace_options.readable = revision_dirs;
     out.trace = run_trace_stage(m.trace, out.trace_checks, out.candidate_params, out.base_params, trace_options);
     std::vector<TraceFindingRecord> findings;
     for (const auto& arm : out.trace->arms) {

@@ -13,6 +13,8 @@
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
+#include "sha256.h"
+#include "untrusted_launch.h"
 #include "tensor_file.h"
 
 namespace densefeed {
@@ -23,7 +25,9 @@ struct Job {
   const ArmContext* arm = nullptr;
   nlohmann::ordered_json case_json;
   std::filesystem::path dir;
-  bool sandboxed = false;  // a candidate command while the sandbox is on
+  bool untrusted = false;  // a candidate command: through launch_untrusted
+  std::string limit;       // the limit it exceeded (untrusted_launch.h), '' when none
+  std::map<std::string, std::string> out_hashes;  // a reference's outputs as it exited
   std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
   ProcessResult result;
 };
@@ -35,29 +39,57 @@ void fresh_dir(const std::filesystem::path& dir) {
   if (ec) throw InfraError(fmt::format("{}: cannot create the run folder: {}", dir.string(), ec.message()));
 }
 
-void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options, const std::string& gpu) {
-  ProcessSpec spec;
-  spec.argv = job.argv;
-  spec.exe_dirs = job.arm->exe_dirs;
-  spec.env = job.arm->env;
-  spec.env["DENSEFEED_MODE"] = "gate";
-  spec.env["DENSEFEED_CASE"] = job.case_json.dump();
-  spec.env["DENSEFEED_SEED"] = std::to_string(seed);
-  spec.env["DENSEFEED_OUT"] = (job.dir / "out").string();
-  if (!gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = gpu;
-  job.gpu = gpu;
-  spec.cwd = job.dir;
-  spec.stdout_path = job.dir / "stdout.log";
-  spec.stderr_path = job.dir / "stderr.log";
-  spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
-  if (job.sandboxed) {
-    auto readable = options.sandbox_readable;
-    readable.insert(readable.end(), job.arm->readable.begin(), job.arm->readable.end());
-    spec.launcher = sandbox_argv(harness_policy(job.dir, resolve_executable(job.argv[0], job.arm->exe_dirs),
-                                                options.private_dir.empty() ? options.work_dir : options.private_dir,
-                                                readable));
+// sha256 of every file a reference wrote, by name, taken as it exits.
+std::map<std::string, std::string> hash_outputs(const std::filesystem::path& out) {
+  std::map<std::string, std::string> hashes;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
+    hashes[e.path().filename().string()] = e.is_regular_file() && !e.is_symlink() ? sha256_file(e.path()) : "not a file";
   }
-  job.result = run_process(spec);
+  return hashes;
+}
+
+void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options, const std::string& gpu) {
+  std::map<std::string, std::string> env;
+  env["DENSEFEED_MODE"] = "gate";
+  env["DENSEFEED_CASE"] = job.case_json.dump();
+  env["DENSEFEED_SEED"] = std::to_string(seed);
+  env["DENSEFEED_OUT"] = (job.dir / "out").string();
+  if (!gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = gpu;
+  job.gpu = gpu;
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+  if (!job.untrusted) {
+    // The reference: trusted, from the gate store, with densefeed's environment.
+    ProcessSpec spec;
+    spec.argv = job.argv;
+    spec.exe_dirs = job.arm->exe_dirs;
+    spec.env = job.arm->env;
+    for (const auto& [k, v] : env) spec.env[k] = v;
+    spec.cwd = job.dir;
+    spec.stdout_path = job.dir / "stdout.log";
+    spec.stderr_path = job.dir / "stderr.log";
+    spec.timeout = timeout;
+    job.result = launch_trusted(spec);
+    // Hashed the moment it exits: whatever writes them later (a candidate
+    // run without the sandbox) is found before they are compared.
+    job.out_hashes = hash_outputs(job.dir / "out");
+    return;
+  }
+  UntrustedCommand c;
+  c.argv = job.argv;
+  c.arm = job.arm;
+  c.env = env;
+  c.cwd = job.dir;
+  c.writable = {job.dir / "out"};
+  c.readable = options.sandbox_readable;
+  c.stdout_path = job.dir / "stdout.log";
+  c.stderr_path = job.dir / "stderr.log";
+  c.timeout = timeout;
+  c.limits = gate.limits;
+  c.sandbox = options.sandbox;
+  const UntrustedResult r = launch_untrusted(c);
+  job.result = r.process;
+  job.limit = r.limit;
 }
 
 // Runs `jobs` on `n` threads (one per GPU when there are GPUs); each job is
@@ -90,6 +122,7 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
 // themselves go with the case (log_tail) into the report.
 std::string process_failure(const char* who, const Job& job, const LogTail& tail) {
   std::string reason = fmt::format("{} {}", who, job.result.describe());
+  if (!job.limit.empty()) reason += "; it exceeded " + job.limit;
   if (!tail.text.empty()) {
     std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
     if (last.size() > 200) last = last.substr(0, 200) + "...";
@@ -104,13 +137,26 @@ std::string process_failure(const char* who, const Job& job, const LogTail& tail
 }
 
 // NAME.npy, or tensor NAME of the single .safetensors file in `dir`.
-TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, const std::string& declared_dtype) {
+TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, const std::string& declared_dtype,
+                       bool candidate) {
   // A link could point at the reference's own output.
-  const auto refuse_link = [](const std::filesystem::path& p) {
+  const auto refuse_link = [candidate](const std::filesystem::path& p) {
     if (std::filesystem::is_symlink(p)) {
       throw std::runtime_error(fmt::format("{}: a symbolic link; outputs must be files the harness wrote", p.string()));
     }
+    // A hard link shares its bytes with another name: the harness wrote
+    // nothing of its own (a fresh file has one link).
+    std::error_code ec;
+    // (A reference's file with two names is a candidate's doing: its side says so.)
+    if (const auto links = std::filesystem::hard_link_count(p, ec); candidate && !ec && links > 1) {
+      throw std::runtime_error(fmt::format("{}: a hard link ({} names share these bytes); outputs must be files the harness wrote",
+                                           p.string(), links));
+    }
   };
+  // The folder itself replaced by a link to another (the reference's).
+  if (std::filesystem::is_symlink(dir)) {
+    throw std::runtime_error(fmt::format("{}: the output folder was replaced by a symbolic link", dir.string()));
+  }
   const auto npy = dir / (out.name + ".npy");
   refuse_link(npy);
   if (std::filesystem::exists(npy)) return TensorFile::open_npy(npy, declared_dtype);
@@ -153,7 +199,7 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
   const auto open_checked = [&](const std::filesystem::path& dir, const std::string& dtype, Verdict on_failure,
                                 const char* who) -> std::optional<TensorFile> {
     try {
-      TensorFile t = open_output(dir, out, dtype);
+      TensorFile t = open_output(dir, out, dtype, on_failure == Verdict::red);
       if (auto problem = check_declared(t, dtype, out, case_values); !problem.empty()) throw std::runtime_error(problem);
       return t;
     } catch (const std::runtime_error& e) {
@@ -183,7 +229,8 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
                     const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GateResult gate_result;
-  gate_result.sandbox = sandbox_status(options.sandbox);
+  // Fail closed: no reference is started when no candidate may be.
+  gate_result.sandbox = require_sandbox(options.sandbox);
   const auto ref_names = placeholders(gate.reference_command);
 
   std::map<std::vector<std::string>, std::size_t> reference_index;  // argv (with {out} unrendered) -> job
@@ -221,7 +268,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
                             options.candidate);
     cand.case_json = c.values;
     cand.arm = &options.candidate;
-    cand.sandboxed = gate_result.sandbox.on();
+    cand.untrusted = true;
   }
 
   std::vector<Job*> jobs;
@@ -259,8 +306,20 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     };
     if (!ref.result.ok()) {
       fail(Verdict::error, "the reference", ref);
-    } else if (!cand.result.ok()) {
+    } else if (!cand.result.ok() || !cand.limit.empty()) {
       fail(Verdict::red, "the candidate", cand);
+    } else if (const auto changed = hash_outputs(ref.dir / "out"); changed != ref.out_hashes) {
+      std::string which;
+      for (const auto& [name, sha] : ref.out_hashes) {
+        if (auto it = changed.find(name); it == changed.end() || it->second != sha) which = name;
+      }
+      for (const auto& [name, sha] : changed) {
+        if (!ref.out_hashes.count(name)) which = name;
+      }
+      cr.verdict = Verdict::red;
+      cr.reason = fmt::format("the reference's output {} changed after the reference exited (its sha256 was taken then): "
+                              "something else wrote into {}; no output of this case is compared",
+                              which, (ref.dir / "out").string());
     } else {
       for (const auto& out : gate.outputs) {
         cr.outputs.push_back(compare_output(out, cr.gate_case.values, ref.dir / "out", cand.dir / "out"));

@@ -106,6 +106,16 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
   gate.reference_command = v["reference"]["command"].get<std::vector<std::string>>();
   gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
   gate.timeout_s = v.value("timeout_s", kDefaultHarnessTimeoutS);
+  if (v.contains("limits")) {
+    const auto& l = v["limits"];
+    const auto mib = [&](const char* key, std::uint64_t fallback) {
+      return l.contains(key) ? l[key].get<std::uint64_t>() << 20 : fallback;
+    };
+    gate.limits.memory_bytes = mib("memory_mb", gate.limits.memory_bytes);
+    gate.limits.processes = l.value("processes", gate.limits.processes);
+    gate.limits.file_size_bytes = mib("file_size_mb", gate.limits.file_size_bytes);
+    gate.limits.tmp_bytes = mib("tmp_mb", gate.limits.tmp_bytes);
+  }
 
   if (v.contains("params")) {
     for (const auto& [pname, p] : v["params"].items()) {

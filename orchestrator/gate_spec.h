@@ -68,6 +68,7 @@ struct GateSpec {
   std::vector<Case> cases;
   std::map<std::string, ProfileFilter> profiles;
   double timeout_s = kDefaultHarnessTimeoutS;  // per harness process, seconds
+  CommandLimits limits;  // per untrusted command (process_limits.h)
   std::vector<std::string> freezes;  // paths relative to the project folder
   BenchSpec bench;
   std::optional<BuildSpec> build;  // absent: the project's build, else a revision's clean export is its build

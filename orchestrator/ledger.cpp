@@ -785,6 +785,23 @@ std::vector<std::string> Ledger::results_without_green_gate() const {
   return out;
 }
 
+std::vector<std::string> Ledger::unsandboxed_green_results() const {
+  std::vector<std::string> out;
+  Statement s(db_,
+              "SELECT g.id, g.experiment_id, g.sandbox, (SELECT COUNT(*) FROM bench_cases b WHERE b.gate_run_id = g.id), "
+              "(SELECT COUNT(*) FROM trace_findings t WHERE t.gate_run_id = g.id), "
+              "(SELECT COUNT(*) FROM acceptance_runs a WHERE a.experiment_id = g.experiment_id) "
+              "FROM gate_runs g WHERE g.verdict = 'green' AND (g.sandbox IS NULL OR g.sandbox <> 'on') ORDER BY g.id");
+  while (s.step()) {
+    const auto text = s.column(2).is_string() ? s.column(2).get<std::string>() : std::string("not recorded");
+    out.push_back(fmt::format("gate run {} of experiment {} is green without the sandbox ({}); {} bench case(s), {} trace "
+                              "finding(s), {} acceptance run(s) rest on it",
+                              s.column(0).get<std::int64_t>(), s.column(1).dump(), text.empty() ? "not recorded" : text,
+                              s.column(3).dump(), s.column(4).dump(), s.column(5).dump()));
+  }
+  return out;
+}
+
 nlohmann::ordered_json Ledger::export_tables() const {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
   Statement tables(db_, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");

@@ -186,6 +186,10 @@ class Ledger {
   ChainCheck verify() const;
   // Benchmark, trace and acceptance rows whose experiment has no green gate
   // run (possible only if someone dropped the triggers): one string each.
+  // Green gate runs (with whatever bench, trace and acceptance results hang
+  // on them) whose untrusted commands ran without the sandbox: gate_runs.sandbox
+  // is not "on" ("off: --no-sandbox", or an older "unavailable: ..."), one line each.
+  std::vector<std::string> unsandboxed_green_results() const;
   std::vector<std::string> results_without_green_gate() const;
   // Every table as {table: [rows]} (JSON columns kept as text).
   nlohmann::ordered_json export_tables() const;

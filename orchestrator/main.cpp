@@ -16,6 +16,7 @@
 #include "calibration.h"
 #include "densefeed_version.h"
 #include "cli.h"
+#include "printable.h"
 #include "arm_context.h"
 #include "environment.h"
 #include "error.h"
@@ -184,6 +185,17 @@ int main(int argc, char** argv) {
     return 2;
   }
 
+  // Everything printed passes through printable() (control characters and
+  // direction marks escaped), but ledger export's CSV and the MCP protocol.
+  bool raw_output = false;
+  for (const auto& verb : verbs) {
+    raw_output = raw_output || (verb.app->parsed() && (verb.app->get_name() == "export" || verb.app->get_name() == "mcp"));
+  }
+  std::optional<df::PrintableStream> safe_out, safe_err;
+  if (!raw_output) {
+    safe_out.emplace(std::cout);
+    safe_err.emplace(std::cerr);
+  }
   try {
     for (const auto& verb : verbs) {
       if (verb.app->parsed()) return verb.run();

@@ -1,6 +1,8 @@
 #include "mcp_server.h"
 
 #include <algorithm>
+#include <deque>
+#include <list>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -12,6 +14,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "printable.h"
 #include "schema_validator.h"
 
 namespace densefeed {
@@ -41,10 +44,26 @@ J result_response(const J& id, const J& result) { return {{"jsonrpc", "2.0"}, {"
 bool valid_id(const J& id) { return id.is_string() || id.is_number_integer() || id.is_number_unsigned(); }
 
 struct RunningCall {
-  std::thread thread;
   std::shared_ptr<std::atomic<bool>> cancel;
   std::shared_ptr<std::atomic<bool>> done;
 };
+
+// A tool call accepted but not yet running.
+struct PendingCall {
+  J id;
+  const McpTool* tool = nullptr;
+  J arguments;
+  std::shared_ptr<std::atomic<bool>> cancel;
+  std::shared_ptr<std::atomic<bool>> done;
+};
+
+// A thread that runs calls one after another while any are pending.
+struct Runner {
+  std::thread thread;
+  std::shared_ptr<std::atomic<bool>> exited = std::make_shared<std::atomic<bool>>(false);
+};
+
+struct TooDeep {};
 
 }  // namespace
 
@@ -61,7 +80,9 @@ struct McpServer::Impl {
   std::function<void(const std::string&)> write;
   std::mutex out_mutex;
   std::mutex calls_mutex;
-  std::map<std::string, RunningCall> calls;  // by id.dump()
+  std::map<std::string, RunningCall> calls;  // by id.dump(): running or pending
+  std::deque<PendingCall> pending;           // in arrival order
+  std::list<Runner> runners;                 // at most options.max_running_calls alive
   std::vector<std::unique_ptr<SchemaValidator>> validators;  // one per tool, same order
   bool initialize_answered = false;
   bool initialized_notified = false;
@@ -74,19 +95,54 @@ struct McpServer::Impl {
   }
 
   void reap_finished() {
-    std::vector<std::thread> finished;
+    std::list<Runner> finished;
     {
       const std::lock_guard lock(calls_mutex);
       for (auto it = calls.begin(); it != calls.end();) {
-        if (*it->second.done) {
-          finished.push_back(std::move(it->second.thread));
-          it = calls.erase(it);
-        } else {
-          ++it;
-        }
+        if (*it->second.done) it = calls.erase(it);
+        else ++it;
+      }
+      for (auto it = runners.begin(); it != runners.end();) {
+        auto next = std::next(it);
+        if (*it->exited) finished.splice(finished.end(), runners, it);
+        it = next;
       }
     }
-    for (auto& t : finished) t.join();
+    for (auto& r : finished) r.thread.join();
+  }
+
+  void run_call(const PendingCall& c) {
+    if (!*c.cancel) {
+      McpToolResult r;
+      try {
+        r = c.tool->run(c.arguments, *c.cancel);
+      } catch (const std::exception& e) {
+        r = {J::object(), std::string("internal error in densefeed's MCP server: ") + e.what(), true};
+      }
+      // A cancelled request gets no response (basic/utilities/cancellation).
+      if (!*c.cancel) {
+        // Tool text quotes manifests and harness output: printable.h.
+        J result = {{"content", J::array({{{"type", "text"}, {"text", printable(r.text)}}})}, {"isError", r.is_error}};
+        if (!r.structured.empty()) result["structuredContent"] = r.structured;
+        send(result_response(c.id, result));
+      }
+    }
+    *c.done = true;
+  }
+
+  // The body of a Runner: its first call, then pending ones until none is left.
+  void run_calls(PendingCall first, std::shared_ptr<std::atomic<bool>> exited) {
+    PendingCall c = std::move(first);
+    for (;;) {
+      run_call(c);
+      const std::lock_guard lock(calls_mutex);
+      if (pending.empty()) {
+        *exited = true;
+        return;
+      }
+      c = std::move(pending.front());
+      pending.pop_front();
+    }
   }
 
   J initialize(const J& params) {
@@ -199,23 +255,22 @@ struct McpServer::Impl {
       send(error_response(id, kInvalidRequest, fmt::format("request id {} is already in use by a running call", key)));
       return;
     }
-    const McpTool* tool = &options.tools[index];
-    calls[key] = RunningCall{std::thread([this, id, tool, arguments, cancel, done] {
-                               McpToolResult r;
-                               try {
-                                 r = tool->run(arguments, *cancel);
-                               } catch (const std::exception& e) {
-                                 r = {J::object(), std::string("internal error in densefeed's MCP server: ") + e.what(), true};
-                               }
-                               // A cancelled request gets no response (basic/utilities/cancellation).
-                               if (!*cancel) {
-                                 J result = {{"content", J::array({{{"type", "text"}, {"text", r.text}}})}, {"isError", r.is_error}};
-                                 if (!r.structured.empty()) result["structuredContent"] = r.structured;
-                                 send(result_response(id, result));
-                               }
-                               *done = true;
-                             }),
-                             cancel, done};
+    std::size_t alive = 0;
+    for (const auto& r : runners) alive += !*r.exited;
+    PendingCall call{id, &options.tools[index], arguments, cancel, done};
+    if (alive >= options.max_running_calls && pending.size() >= options.max_queued_calls) {
+      send(error_response(id, kInternalError,
+                          fmt::format("busy: {} tool calls are running and {} waiting; retry when one has answered", alive,
+                                      pending.size())));
+      return;
+    }
+    calls[key] = RunningCall{cancel, done};
+    if (alive >= options.max_running_calls) {
+      pending.push_back(std::move(call));
+      return;
+    }
+    Runner& r = runners.emplace_back();
+    r.thread = std::thread([this, call, exited = r.exited] { run_calls(call, exited); });
   }
 
   void cancel_call(const J& params) {
@@ -227,7 +282,20 @@ struct McpServer::Impl {
   void handle(const std::string& line) {
     J message;
     try {
-      message = J::parse(line);
+      // Refused while parsing, before any deep value exists: copying or
+      // validating one recurses once per level.
+      const int max_depth = options.max_depth;
+      message = J::parse(line, [max_depth](int depth, nlohmann::json::parse_event_t event, J&) {
+        if ((event == nlohmann::json::parse_event_t::object_start || event == nlohmann::json::parse_event_t::array_start) &&
+            depth >= max_depth) {
+          throw TooDeep{};
+        }
+        return true;
+      });
+    } catch (const TooDeep&) {
+      send(error_response(nullptr, kInvalidRequest,
+                          fmt::format("Invalid Request: JSON nested deeper than {} levels; the message was dropped", options.max_depth)));
+      return;
     } catch (const nlohmann::json::parse_error& e) {
       send(error_response(nullptr, kParseError, fmt::format("Parse error: not JSON ({}); send one JSON-RPC object per line", e.what())));
       return;
@@ -339,17 +407,48 @@ void McpServer::handle_line(const std::string& line) {
 }
 
 void McpServer::finish() {
-  std::map<std::string, RunningCall> calls;
+  std::list<Runner> runners;
   {
     const std::lock_guard lock(impl_->calls_mutex);
-    calls.swap(impl_->calls);
+    runners.swap(impl_->runners);
   }
-  for (auto& [id, call] : calls) call.thread.join();
+  // A runner still takes pending calls until none is left; joined in order.
+  for (auto& r : runners) r.thread.join();
+  const std::lock_guard lock(impl_->calls_mutex);
+  impl_->calls.clear();
 }
+
+void McpServer::line_too_long(std::size_t bytes_seen) {
+  impl_->send(error_response(nullptr, kInvalidRequest,
+                             fmt::format("Invalid Request: a line of more than {} bytes (at least {} read) was dropped unread; "
+                                         "send one JSON-RPC message of at most that size per line",
+                                         impl_->options.max_line_bytes, bytes_seen)));
+}
+
+const McpServerOptions& McpServer::options() const { return impl_->options; }
 
 int serve_mcp(McpServerOptions options, std::istream& in, std::ostream& out) {
   McpServer server(std::move(options), [&out](const std::string& text) { out << text << "\n" << std::flush; });
-  for (std::string line; std::getline(in, line);) server.handle_line(line);
+  const std::size_t max = server.options().max_line_bytes;
+  std::streambuf* input = in.rdbuf();
+  std::string line;
+  for (;;) {
+    // One line, of which at most `max` bytes are kept: the rest of a longer
+    // one is counted and skipped, never stored.
+    line.clear();
+    std::size_t seen = 0;
+    bool any = false;
+    int c = std::char_traits<char>::eof();
+    while ((c = input->sbumpc()) != std::char_traits<char>::eof()) {
+      any = true;
+      if (c == '\n') break;
+      if (++seen <= max) line.push_back(static_cast<char>(c));
+    }
+    if (!any) break;
+    if (seen > max) server.line_too_long(seen);
+    else server.handle_line(line);
+    if (c == std::char_traits<char>::eof()) break;
+  }
   server.finish();
   return 0;
 }

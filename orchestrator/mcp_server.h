@@ -15,7 +15,12 @@
 //
 // Tool calls run on their own threads, so ping and quick calls are answered
 // while a long one (status --wait) is in flight; responses are written whole,
-// one line each, under a lock.
+// one line each, under a lock. Hostile input cannot take it down: a line
+// longer than max_line_bytes is dropped unread (-32600), nesting deeper than
+// max_depth is refused while parsing (-32600; a nlohmann parser callback,
+// so no deep value is ever built, copied or destroyed), at most
+// max_running_calls tool calls run at once and up to max_queued_calls more
+// wait their turn in order; beyond that a call is refused (-32603, retry).
 #pragma once
 
 #include <atomic>
@@ -63,6 +68,10 @@ struct McpServerOptions {
   std::string instructions;  // InitializeResult.instructions
   std::vector<McpTool> tools;
   std::vector<McpResource> resources;
+  std::size_t max_line_bytes = 8u << 20;  // one JSON-RPC message, bytes (8 MiB)
+  int max_depth = 128;                    // arrays and objects inside each other
+  std::size_t max_running_calls = 4;      // tool calls on threads at once
+  std::size_t max_queued_calls = 64;      // waiting beyond those
 };
 
 // Protocol revisions this server speaks, newest first; the first is the one
@@ -80,6 +89,10 @@ class McpServer {
 
   // Handles one incoming line (blank lines are ignored). Never throws.
   void handle_line(const std::string& line);
+  // A line that was longer than max_line_bytes and dropped: answered with
+  // -32600 (id null: it was never read).
+  void line_too_long(std::size_t bytes_seen);
+  const McpServerOptions& options() const;
 
   // Cancels every running tool call and waits for them (their responses
   // are still written).
@@ -91,7 +104,9 @@ class McpServer {
 };
 
 // Reads `in` line by line until it ends, writing responses to `out`
-// (flushed after each), then finishes running calls. Returns 0.
+// (flushed after each), then finishes running calls. A line is read up to
+// options.max_line_bytes; the rest of a longer one is skipped without being
+// stored. Returns 0.
 int serve_mcp(McpServerOptions options, std::istream& in, std::ostream& out);
 
 }  // namespace densefeed

@@ -1,5 +1,8 @@
 #include "mcp_tools.h"
 
+#include <signal.h>
+#include <sys/wait.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -65,11 +68,23 @@ struct DensefeedMcpTools::Impl {
   std::mutex counter_mutex;
   std::uint64_t counter = 0;
   // run_queue's background worker.
+  // In a process of its own (start_detached), not a thread of this server:
+  // a server that crashes leaves it running its benchmark.
   std::mutex worker_mutex;
-  std::thread worker;
-  std::atomic<bool> worker_running{false};
-  std::atomic<bool> worker_stop{false};
+  pid_t worker_pid = 0;
   std::filesystem::path worker_log;
+
+  // Call with worker_mutex held.
+  bool worker_alive() {
+    if (worker_pid <= 0) return false;
+    int status = 0;
+    const pid_t r = ::waitpid(worker_pid, &status, WNOHANG);  // this server's child unless it was re-parented
+    if (r == worker_pid || (r < 0 && ::kill(worker_pid, 0) != 0)) {
+      worker_pid = 0;
+      return false;
+    }
+    return true;
+  }
 
   std::string unique(const std::string& stem) {
     const std::lock_guard lock(counter_mutex);
@@ -143,7 +158,7 @@ struct DensefeedMcpTools::Impl {
   McpToolResult submit(const J& a, const std::atomic<bool>& cancel) {
     const auto dir = scratch / "manifests";
     std::filesystem::create_directories(dir);
-    // Kept: the ledger records this path with the manifest's text.
+    // Kept only when queued: the ledger records this path with the manifest's text.
     const auto path = dir / (unique("submitted") + ".yaml");
     {
       std::ofstream out(path, std::ios::binary);
@@ -160,7 +175,12 @@ struct DensefeedMcpTools::Impl {
       lead = "Queued. Call run_queue (or start `densefeed worker`), then get_status for each id.";
     }
     auto r = result_of("submit", o, "queued", lead);
-    if (r.is_error) r.text += fmt::format("\n(The manifest was saved as {}; line and column numbers refer to it.)", path.string());
+    if (r.is_error) {
+      // Refused: nothing refers to it, so it is not kept.
+      std::error_code ec;
+      std::filesystem::remove(path, ec);
+      r.text += "\n(Line and column numbers refer to the manifest text you sent.)";
+    }
     return r;
   }
 
@@ -213,14 +233,13 @@ struct DensefeedMcpTools::Impl {
 
   McpToolResult run_queue(const J& a) {
     const std::lock_guard lock(worker_mutex);
-    if (worker_running) {
+    if (worker_alive()) {
       return {{{"started", false}, {"running", true}, {"log", worker_log.string()}},
               fmt::format("A worker this server started is still running the queue (log: {}); call get_status to follow "
                           "an experiment.",
                           worker_log.string()),
               false};
     }
-    if (worker.joinable()) worker.join();
     const auto dir = scratch / "workers";
     std::filesystem::create_directories(dir);
     worker_log = dir / (unique("worker") + ".log");
@@ -232,19 +251,7 @@ struct DensefeedMcpTools::Impl {
       argv.push_back("--profile");
       argv.push_back(a["profile"].get<std::string>());
     }
-    worker_running = true;
-    worker = std::thread([this, argv, log = worker_log] {
-      ProcessSpec spec;
-      spec.argv = argv;
-      spec.cwd = config.project;
-      spec.stdout_path = log;
-      spec.stderr_path = log.string() + ".stderr";
-      spec.timeout = std::chrono::hours(24);
-      spec.kill_grace = std::chrono::seconds(30);  // the worker requeues what it was running before it ends
-      spec.cancel = &worker_stop;
-      run_process(spec);
-      worker_running = false;
-    });
+    worker_pid = start_detached(argv, config.project, worker_log, worker_log.string() + ".stderr");
     return {{{"started", true}, {"running", true}, {"log", worker_log.string()}},
             fmt::format("Started `densefeed worker --once`: it runs every queued experiment in submission order and exits when "
                         "the queue is empty (log: {}). Follow one with get_status (experiment_id, wait_s).",
@@ -259,8 +266,13 @@ DensefeedMcpTools::DensefeedMcpTools(McpToolConfig config) : impl_(std::make_uni
 }
 
 DensefeedMcpTools::~DensefeedMcpTools() {
-  impl_->worker_stop = true;
-  if (impl_->worker.joinable()) impl_->worker.join();
+  // The server ends on purpose (its input ended): its worker is stopped as
+  // before, requeueing what it ran. Only a crash leaves the worker running.
+  const std::lock_guard lock(impl_->worker_mutex);
+  if (!impl_->worker_alive()) return;
+  ::kill(impl_->worker_pid, SIGTERM);
+  for (int i = 0; i < 3000 && impl_->worker_alive(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (impl_->worker_alive()) ::kill(impl_->worker_pid, SIGKILL);
 }
 
 std::vector<McpTool> DensefeedMcpTools::tools() {

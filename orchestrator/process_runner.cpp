@@ -2,7 +2,9 @@
 
 #include <poll.h>
 #include <signal.h>
+#include <fcntl.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -38,6 +40,8 @@ std::mutex g_spawn_mutex;
 // process group; guarded by g_spawn_mutex.
 std::map<pid_t, std::string> g_tokens;
 std::atomic<std::uint64_t> g_token_counter{0};
+// Processes start_detached started (session leaders): never swept.
+std::set<pid_t> g_detached;
 constexpr const char* kTokenName = "DENSEFEED_RUN_TOKEN";
 
 class GroupRegistration {
@@ -137,6 +141,7 @@ RunningCommands running_commands() {
     if (const pid_t g = slot.load(); g > 0) running.groups.insert(g);
   }
   for (const auto& [group, token] : g_tokens) running.tokens.insert(token);
+  for (pid_t p : g_detached) running.groups.insert(p);
   return running;
 }
 
@@ -173,7 +178,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   OutputCapture out(spec.stdout_path, spec.output_cap_bytes);
   OutputCapture err(spec.stderr_path, spec.output_cap_bytes);
 
-  bp::environment env = boost::this_process::environment();
+  bp::environment env = spec.clear_env ? bp::environment() : bp::environment(boost::this_process::environment());
   for (const auto& [k, v] : spec.env) env[k] = v;
   // Marks every process of this command, even one that leaves its group, so
   // that a sweep after another command leaves it to this one.
@@ -191,12 +196,22 @@ ProcessResult run_process(const ProcessSpec& spec) {
     // A sweep for strays must never see a leader that is not registered yet.
     const std::lock_guard lock(g_spawn_mutex);
     const pid_t parent = getpid();
+    const std::uint64_t as_bytes = spec.rlimit_as_bytes, fsize_bytes = spec.rlimit_fsize_bytes;
+    const std::vector<int>* join_fds = &spec.join_fds;
     child = bp::child(bp::exe = program.string(), bp::args = args, env, bp::std_in < bp::null,
                       bp::start_dir = spec.cwd.string(), group,
-                      bp::extend::on_exec_setup = [out_fd, err_fd, parent](auto&) {
+                      bp::extend::on_exec_setup = [out_fd, err_fd, parent, as_bytes, fsize_bytes, join_fds](auto&) {
                         // In the child, before exec: async-signal-safe calls only.
                         ::dup2(out_fd, STDOUT_FILENO);
                         ::dup2(err_fd, STDERR_FILENO);
+                        for (int fd : *join_fds) {
+                          if (::write(fd, "0", 1) != 1) ::_exit(126);  // never run outside its cgroup
+                        }
+                        for (const auto& [resource, bytes] : {std::pair{RLIMIT_AS, as_bytes}, std::pair{RLIMIT_FSIZE, fsize_bytes}}) {
+                          if (bytes == 0) continue;
+                          const rlimit lim{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
+                          if (::setrlimit(resource, &lim) != 0) ::_exit(126);
+                        }
                         // It dies with densefeed even when densefeed is SIGKILLed,
                         // which no handler sees (prctl(2) PR_SET_PDEATHSIG).
                         ::prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -301,6 +316,39 @@ ProcessResult run_process(const ProcessSpec& spec) {
     }
   }
   return result;
+}
+
+pid_t start_detached(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                     const std::filesystem::path& stdout_path, const std::filesystem::path& stderr_path) {
+  if (argv.empty()) throw InfraError("start_detached: empty command");
+  // Everything the child needs is made before fork: after it, only
+  // async-signal-safe calls (the process has threads).
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const int in = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int out = ::open(stdout_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int err = ::open(stderr_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  if (in < 0 || out < 0 || err < 0) {
+    for (int fd : {in, out, err}) if (fd >= 0) ::close(fd);
+    throw InfraError(fmt::format("{}: cannot open the log files of a detached process", stdout_path.string()));
+  }
+  const std::string dir = cwd.string();
+  const std::lock_guard lock(g_spawn_mutex);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setsid();
+    ::dup2(in, STDIN_FILENO);
+    ::dup2(out, STDOUT_FILENO);
+    ::dup2(err, STDERR_FILENO);
+    if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  for (int fd : {in, out, err}) ::close(fd);
+  if (pid < 0) throw InfraError(fmt::format("cannot start {}: {}", argv[0], std::strerror(errno)));
+  g_detached.insert(pid);
+  return pid;
 }
 
 std::optional<std::string> capture_output(const std::vector<std::string>& argv, const std::filesystem::path& cwd,

@@ -27,6 +27,8 @@
 #include <string>
 #include <vector>
 
+#include <sys/types.h>
+
 #include "output_capture.h"
 #include "process_limits.h"
 
@@ -39,6 +41,17 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   std::vector<std::filesystem::path> exe_dirs;
   std::map<std::string, std::string> env;  // added to (and overriding) densefeed's own environment
+  // The command's environment is `env` alone (plus DENSEFEED_RUN_TOKEN), not
+  // densefeed's: what untrusted_launch.h's allowlist gives.
+  bool clear_env = false;
+  // Applied with setrlimit(2) in the child before exec (0 = unchanged):
+  // RLIMIT_AS and RLIMIT_FSIZE, bytes. untrusted_launch.h sets them.
+  std::uint64_t rlimit_as_bytes = 0;
+  std::uint64_t rlimit_fsize_bytes = 0;
+  // Open files ("cgroup.procs" of a cgroup v1 hierarchy) the child writes
+  // "0" into before exec: it joins those cgroups, and so does everything
+  // it starts (untrusted_launch.h's CommandCgroup).
+  std::vector<int> join_fds;
   std::filesystem::path cwd;
   std::filesystem::path stdout_path;
   std::filesystem::path stderr_path;
@@ -115,6 +128,15 @@ std::filesystem::path resolve_executable(const std::string& name, const std::vec
 // (git); stderr is discarded.
 std::optional<std::string> capture_output(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
                                           std::chrono::milliseconds timeout = std::chrono::seconds(30));
+
+// Starts argv (argv[0] a path) as a process of its own that outlives
+// densefeed: a new session, no death signal, stdin /dev/null, stdout and
+// stderr appended to the files. For the MCP server's worker: a server that
+// crashes must not take a benchmark with it. densefeed's sweep of adopted
+// orphans leaves it alone. Returns its pid; throws InfraError when it
+// cannot start.
+pid_t start_detached(const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                     const std::filesystem::path& stdout_path, const std::filesystem::path& stderr_path);
 
 // Directory of the running densefeed executable (where harnesses are built).
 std::filesystem::path self_dir();

@@ -61,6 +61,9 @@ Project load_project(const std::filesystem::path& dir_in) {
       p.harness_path.push_back(inside(p.config, fmt::format("/harness_path/{}", i), v["harness_path"][i].get<std::string>()));
     }
   }
+  if (v.contains("sandbox") && v["sandbox"].contains("env")) {
+    p.sandbox_env = v["sandbox"]["env"].get<std::vector<std::string>>();
+  }
   if (v.contains("build")) {
     BuildSpec b;
     for (const auto& c : v["build"]["commands"]) b.commands.push_back(c.get<std::vector<std::string>>());

@@ -27,6 +27,9 @@ struct Project {
   std::string python_interpreter;     // as configured; "" = the first python3 that imports numpy
   std::vector<std::filesystem::path> python_path;  // absolute, first on every harness's PYTHONPATH
   std::vector<std::string> harness_path;           // relative to the tree an arm runs from
+  // sandbox.env: names (a trailing '*' matches a prefix) of densefeed's
+  // environment variables that untrusted commands also get (untrusted_launch.h).
+  std::vector<std::string> sandbox_env;
   std::optional<BuildSpec> build;     // how a revision builds when its gate says nothing
   // Git: the repository's top and `dir` relative to it ("" at the top, else
   // "sub/dir/"); repo_top is empty when dir is in no git repository.

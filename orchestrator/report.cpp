@@ -9,21 +9,14 @@
 #include "error_trend.h"
 #include "trace_report.h"
 #include "next_steps.h"
+#include "printable.h"
 
 namespace densefeed {
 namespace {
 
-// Untrusted text (a manifest's hypothesis) on a terminal: control characters
-// are shown escaped so they cannot fake or hide report lines.
-std::string printable(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c < 0x20 || c == 0x7F) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
-  }
-  return out;
-}
+// Untrusted text (a manifest's hypothesis) on one line of a terminal:
+// printable.h's escapes, line breaks included.
+std::string printable(const std::string& text) { return densefeed::printable(text, false); }
 
 std::string threshold_source(const BenchCaseResult& c) {
   if (!c.calibrated_floor) return "the 1 % minimum; no calibration on this host";
@@ -61,6 +54,17 @@ std::string sandbox_line(const SandboxStatus& s) {
       return fmt::format("WARNING: unavailable, candidate and base commands ran unconfined: {}", s.reason);
   }
   return "?";
+}
+
+// Every stage that ran untrusted commands, and how: "gate on, bench on,
+// trace on" (revision builds and acceptance go through the same launcher).
+std::string stage_sandboxes(const ExperimentOutcome& o) {
+  std::string s;
+  const auto add = [&](const char* stage, const SandboxStatus& st) { s += fmt::format("{}{} {}", s.empty() ? "" : ", ", stage, st.text()); };
+  if (!o.gate_result.cases.empty()) add("gate", o.gate_result.sandbox);
+  if (o.bench) add("bench", o.bench->sandbox);
+  if (o.trace) add("trace", o.trace->sandbox);
+  return s.empty() ? "no untrusted command ran" : s;
 }
 
 nlohmann::ordered_json process_json(const ProcessResult& p) {
@@ -236,6 +240,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
     s += fmt::format("  provenance: WARNING ({}; gates from {}): {}\n", p.project, p.gate_store, fmt::join(p.notes, "; "));
   }
   s += "  sandbox: " + sandbox_line(o.sandbox) + "\n";
+  s += "  sandbox by stage: " + stage_sandboxes(o) + "\n";
   std::size_t width = 4;
   for (const auto& c : g.cases) width = std::max(width, c.gate_case.label.size());
   if (!g.cases.empty()) {
@@ -417,7 +422,10 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
           {"verdict", to_string(o.verdict)},
           {"sandbox", {{"mode", o.sandbox.on() ? "on" : o.sandbox.mode == SandboxMode::off ? "off" : "unavailable"},
                        {"reason", o.sandbox.reason},
-                       {"text", o.sandbox.text()}}},
+                       {"text", o.sandbox.text()},
+                       {"stages", {{"gate", o.gate_result.cases.empty() ? J(nullptr) : J(o.gate_result.sandbox.text())},
+                                   {"bench", o.bench ? J(o.bench->sandbox.text()) : J(nullptr)},
+                                   {"trace", o.trace ? J(o.trace->sandbox.text()) : J(nullptr)}}}}},
           {"candidate", {{"revision", o.manifest.candidate.revision}, {"sha", o.candidate_sha}, {"params", o.candidate_params}}},
           {"base", {{"revision", o.manifest.base.revision}, {"sha", o.base_sha}, {"params", o.base_params}}},
           {"stages",

@@ -12,6 +12,7 @@
 #include "process_runner.h"
 #include "revision.h"
 #include "sha256.h"
+#include "untrusted_launch.h"
 
 namespace densefeed {
 
@@ -37,7 +38,7 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
     b.sandbox = {SandboxMode::off, "cached"};
     return b;
   }
-  b.sandbox = sandbox_status(sandbox);
+  b.sandbox = require_sandbox(sandbox);
 
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
@@ -50,20 +51,17 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
     return b;
   }
   for (std::size_t i = 0; i < spec.commands.size(); ++i) {
-    ProcessSpec p;
+    UntrustedCommand p;
     p.argv = render_command(spec.commands[i], values);
     p.cwd = b.src;
+    p.writable = {dir};
     p.stdout_path = dir / fmt::format("build-{}.out.log", i);
     p.stderr_path = dir / fmt::format("build-{}.err.log", i);
     p.timeout = std::chrono::milliseconds(static_cast<long long>(spec.timeout_s * 1000));
-    if (b.sandbox.on()) {
-      SandboxPolicy policy;
-      policy.writable = {dir};
-      if (const auto exe = resolve_executable(p.argv[0]); !exe.empty()) policy.readable.push_back(exe.parent_path());
-      policy.cwd = b.src;
-      p.launcher = sandbox_argv(policy);
-    }
-    const ProcessResult r = run_process(p);
+    p.limits = gate.limits;
+    p.sandbox = sandbox;
+    // A build sees the system and its own folder: no project, no workspace.
+    const UntrustedResult r = launch_untrusted(p);
     if (!r.ok()) {
       const LogTail tail = log_tail(p.stdout_path, p.stderr_path, 8);
       b.failure = fmt::format("build command {} ({}) {}; log {}: {}", i + 1, fmt::join(p.argv, " "), r.describe(),

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <mutex>
 
 #include <fmt/format.h>
@@ -13,22 +14,52 @@ namespace {
 
 std::filesystem::path bwrap_path() { return resolve_executable("bwrap"); }
 
-// What every sandboxed command gets, before its own folders (bwrap applies
-// the mount options in order: later binds show through earlier tmpfs).
-// private_tmp: an empty, writable /tmp of its own. When densefeed's own state
-// (checkout, ledger, runs) lies under /tmp, an empty /tmp would hide it
-// instead of showing it read-only, so /tmp stays the real one, read-only,
-// and the command gets a writable TMPDIR in its run folder instead.
-std::vector<std::string> base_argv(const std::filesystem::path& bwrap, bool private_tmp) {
-  std::vector<std::string> argv = {bwrap.string(), "--ro-bind", "/", "/", "--dev", "/dev"};
+bool has_gpu_nodes() {
   std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    if (e.path().filename().string().rfind("nvidia", 0) == 0) return true;
+  }
+  return false;
+}
+
+// The system's read-only runtime: what every sandboxed command gets before
+// its own folders (bwrap applies the mount options in order: later binds
+// show through earlier tmpfs). Nothing of / is shown but these.
+std::vector<std::string> base_argv(const std::filesystem::path& bwrap, std::uint64_t tmp_bytes) {
+  std::vector<std::string> argv = {bwrap.string(), "--ro-bind", "/usr", "/usr"};
+  std::error_code ec;
+  // Merged /usr: /bin, /lib... are links into /usr; elsewhere folders of their own.
+  for (const char* d : {"/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"}) {
+    if (std::filesystem::is_symlink(d, ec)) {
+      argv.insert(argv.end(), {"--symlink", std::filesystem::read_symlink(d, ec).string(), d});
+    } else if (std::filesystem::is_directory(d, ec)) {
+      argv.insert(argv.end(), {"--ro-bind", d, d});
+    }
+  }
+  argv.insert(argv.end(), {"--ro-bind", "/etc", "/etc"});
+  // The secrets of /etc: files covered by /dev/null, folders by an empty
+  // read-only tmpfs.
+  for (const char* f : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd",
+                        "/etc/master.passwd"}) {
+    if (std::filesystem::is_regular_file(f, ec)) argv.insert(argv.end(), {"--ro-bind", "/dev/null", f});
+  }
+  for (const char* d : {"/etc/sudoers.d", "/etc/ssh", "/etc/ssl/private", "/etc/polkit-1", "/etc/credstore"}) {
+    if (std::filesystem::is_directory(d, ec) && !std::filesystem::is_symlink(d, ec)) {
+      argv.insert(argv.end(), {"--tmpfs", d, "--remount-ro", d});
+    }
+  }
+  argv.insert(argv.end(), {"--dev", "/dev"});
+  const bool gpu = has_gpu_nodes();
   for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
     if (e.path().filename().string().rfind("nvidia", 0) == 0) {
       argv.insert(argv.end(), {"--dev-bind", e.path().string(), e.path().string()});
     }
   }
+  // The CUDA driver reads /sys (PCI topology) and /proc/driver/nvidia.
+  if (gpu) argv.insert(argv.end(), {"--ro-bind", "/sys", "/sys"});
   argv.insert(argv.end(), {"--proc", "/proc"});
-  if (private_tmp) argv.insert(argv.end(), {"--tmpfs", "/tmp"});
+  if (tmp_bytes > 0) argv.insert(argv.end(), {"--size", std::to_string(tmp_bytes)});
+  argv.insert(argv.end(), {"--tmpfs", "/tmp"});
   return argv;
 }
 
@@ -48,7 +79,7 @@ SandboxStatus probe() {
     return status;
   }
   const auto truth = resolve_executable("true");
-  auto argv = base_argv(bwrap, true);
+  auto argv = base_argv(bwrap, 1 << 20);
   argv.insert(argv.end(), {"--chdir", "/"});
   add_namespaces(argv);
   argv.insert(argv.end(), {"--", truth.empty() ? "/bin/true" : truth.string()});
@@ -105,30 +136,49 @@ SandboxPolicy harness_policy(const std::filesystem::path& run_dir, const std::fi
 }
 
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
-  const auto under_tmp = [](const std::filesystem::path& p) {
-    const auto a = std::filesystem::absolute(p).lexically_normal().string();
-    return a == "/tmp" || a.rfind("/tmp/", 0) == 0;
-  };
-  bool state_in_tmp = under_tmp(policy.cwd);
-  for (const auto* list : {&policy.writable, &policy.readable, &policy.hidden}) {
-    for (const auto& p : *list) state_in_tmp = state_in_tmp || under_tmp(p);
-  }
-  auto argv = base_argv(bwrap_path(), !state_in_tmp);
+  auto argv = base_argv(bwrap_path(), policy.tmp_bytes);
   std::error_code ec;
-  for (const auto& p : policy.hidden) {
-    if (std::filesystem::is_directory(p, ec)) argv.insert(argv.end(), {"--tmpfs", p.string()});
+  const auto norm = [](const std::filesystem::path& p) { return std::filesystem::absolute(p).lexically_normal(); };
+  const auto inside = [&](const std::filesystem::path& p, const std::filesystem::path& dir) {
+    const auto a = norm(p).string(), d = norm(dir).string();
+    return a == d || (a.size() > d.size() && a.compare(0, d.size(), d) == 0 && a[d.size()] == '/');
+  };
+  const auto in_hidden = [&](const std::filesystem::path& p) {
+    for (const auto& h : policy.hidden) {
+      if (inside(p, h) && norm(p) != norm(h)) return true;
+    }
+    return false;
+  };
+  // Shallow folders first, so that a deeper bind is not covered by a wider one.
+  auto readable = policy.readable;
+  std::sort(readable.begin(), readable.end(), [&](const auto& a, const auto& b) { return norm(a).string().size() < norm(b).string().size(); });
+  const auto bind_ro = [&](const std::filesystem::path& p) {
+    if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--ro-bind", norm(p).string(), norm(p).string()});
+  };
+  // 1. what is shown; 2. what of it is hidden again (the workspace: runs,
+  // builds, exports, the ledger), only where something shown holds it;
+  // 3. what is shown again from inside the hidden (its own run folder, an
+  // arm's build); 4. what it writes.
+  for (const auto& p : readable) {
+    if (!in_hidden(p)) bind_ro(p);
   }
-  for (const auto& p : policy.readable) {
-    if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--ro-bind", p.string(), p.string()});
+  for (const auto& h : policy.hidden) {
+    bool shown = false;
+    for (const auto& p : readable) shown = shown || inside(h, p);
+    if (!shown) continue;
+    if (std::filesystem::is_directory(h, ec)) {
+      // Writable but private and empty; read-only would refuse the mount
+      // points of what is shown again inside it.
+      argv.insert(argv.end(), {"--tmpfs", norm(h).string()});
+    } else if (std::filesystem::exists(h, ec)) {
+      argv.insert(argv.end(), {"--ro-bind", "/dev/null", norm(h).string()});
+    }
   }
-  if (state_in_tmp && !policy.cwd.empty()) {
-    // After the hidden folders are covered, or they would cover it.
-    const auto tmp = policy.cwd / "tmp";
-    std::filesystem::create_directories(tmp, ec);
-    argv.insert(argv.end(), {"--bind", tmp.string(), tmp.string(), "--setenv", "TMPDIR", tmp.string()});
+  for (const auto& p : readable) {
+    if (in_hidden(p)) bind_ro(p);
   }
   for (const auto& p : policy.writable) {
-    if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--bind", p.string(), p.string()});
+    if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--bind", norm(p).string(), norm(p).string()});
   }
   if (!policy.cwd.empty()) argv.insert(argv.end(), {"--chdir", policy.cwd.string()});
   add_namespaces(argv);

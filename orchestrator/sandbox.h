@@ -1,24 +1,31 @@
-// Untrusted commands (the candidate's and the base's harnesses, and the
-// build commands of a candidate or base revision) under bubblewrap (`bwrap`,
-// Debian package bubblewrap). What a sandboxed command gets:
-//   - the whole filesystem read-only, with a private empty /tmp;
+// Untrusted commands (the candidate's and the base's harnesses, trace and
+// acceptance commands, the build commands of a revision) under bubblewrap
+// (`bwrap`, Debian package bubblewrap), started by untrusted_launch.h. What a
+// sandboxed command sees is a small world, not the machine:
+//   - read-only: /usr, /bin, /sbin, /lib*, and /etc without its secrets
+//     (shadow, gshadow, sudoers, ssh host keys, ssl private keys: covered);
+//     its `readable` folders (the arm's tree and build, the interpreter's
+//     prefix, the project's python.path, its own run folder);
 //   - written: only its `writable` folders (DENSEFEED_OUT; a revision
 //     build's own folder);
-//   - hidden behind an empty tmpfs: the ledger's runs folder, where the
-//     reference's outputs lie (a candidate could otherwise copy them);
-//   - the gates, gates.lock and the ledger: read-only (or hidden when they
-//     lie under /tmp or a hidden folder);
-//   - no network (its own network namespace: only a loopback of its own);
+//   - hidden again behind an empty tmpfs where a readable folder holds them
+//     (`hidden`: the workspace's runs, builds, exports, the ledger): a
+//     candidate can never read a reference's outputs or another run's;
+//   - its own /tmp: an empty tmpfs of `tmp_bytes`, never the host's /tmp;
+//     not /root, not /home, not /run (so no host unix socket path exists);
+//   - no network (its own network namespace: only a loopback of its own, and
+//     abstract unix sockets of its own);
 //   - its own PID namespace: it sees and can signal no process outside, and
 //     when it ends (or densefeed does: --die-with-parent) every process it
 //     started ends too, even one that called setsid;
 //   - no capabilities (--cap-drop ALL: densefeed running as root would
 //     otherwise hand them on, and root could remount / read-write);
-//   - the GPUs' device nodes (/dev/nvidia*) when the machine has them.
-// The reference runs outside it: it is built from the gate's frozen files
-// in densefeed's own checkout, as trusted as densefeed itself.
+//   - the GPUs' device nodes (/dev/nvidia*) and, with them, /sys read-only.
+// The reference runs outside it: it is built from the gate store, as
+// trusted as densefeed itself.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -30,8 +37,9 @@ struct SandboxPolicy {
   // Bound read-only again after the hidden folders and /tmp are covered:
   // the harness's own folder, its run folder (its working directory).
   std::vector<std::filesystem::path> readable;
-  std::vector<std::filesystem::path> hidden;  // covered by an empty tmpfs
+  std::vector<std::filesystem::path> hidden;  // folders covered by an empty tmpfs, files by /dev/null
   std::filesystem::path cwd;                  // must be readable or writable
+  std::uint64_t tmp_bytes = 0;                // size of the private /tmp (0: bwrap's default, half the RAM)
 };
 
 enum class SandboxMode { on, off, unavailable };

@@ -7,6 +7,7 @@
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
+#include "untrusted_launch.h"
 
 namespace densefeed {
 namespace {
@@ -26,6 +27,7 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
                                  const TraceStageOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   TraceStageResult result;
+  result.sandbox = require_sandbox(options.sandbox);
   std::vector<std::string> arms = {"candidate", "base"};
   if (trace.contains("arms")) arms = trace["arms"].get<std::vector<std::string>>();
   for (const auto& arm : arms) {
@@ -37,25 +39,29 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     std::filesystem::remove_all(dir, ec);
     std::filesystem::create_directories(dir / "out", ec);
     if (ec) throw InfraError(fmt::format("{}: cannot create the trace folder: {}", dir.string(), ec.message()));
-    ProcessSpec spec;
     const ArmContext& context = is_base ? options.base : options.candidate;
+    UntrustedCommand spec;
     spec.argv = arm_command(trace.at("command").get<std::vector<std::string>>(),
                             {nlohmann::ordered_json::object(), is_base ? base_params : candidate_params, options.seed,
                              (dir / "out").string()},
                             context);
-    spec.exe_dirs = context.exe_dirs;
-    spec.env = context.env;
+    spec.arm = &context;
     spec.env["DENSEFEED_MODE"] = "trace";
     spec.env["DENSEFEED_CASE"] = "{}";
     spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
     spec.env["DENSEFEED_OUT"] = (dir / "out").string();
     spec.cwd = dir;
+    spec.writable = {dir / "out"};
+    spec.readable = options.readable;
     spec.stdout_path = dir / "stdout.log";
     spec.stderr_path = dir / "stderr.log";
     spec.timeout = std::chrono::milliseconds(static_cast<long long>(trace.value("timeout_s", 600.0) * 1000));
-    const ProcessResult p = run_process(spec);
-    if (!p.ok()) {
-      r.failure = fmt::format("the {}'s trace command {}; stderr: {}", arm, p.describe(), file_tail(spec.stderr_path, 6));
+    spec.limits = options.limits;
+    spec.sandbox = options.sandbox;
+    const UntrustedResult launched = launch_untrusted(spec);
+    const ProcessResult& p = launched.process;
+    if (!launched.ok()) {
+      r.failure = fmt::format("the {}'s trace command {}; stderr: {}", arm, launched.describe(), file_tail(spec.stderr_path, 6));
     } else if ((r.trace_file = find_trace(dir / "out")).empty()) {
       r.failure = fmt::format("the {}'s trace command exited 0 but wrote no trace.json, trace.json.gz or trace.sqlite in {}", arm,
                               (dir / "out").string());

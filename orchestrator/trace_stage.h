@@ -13,6 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "arm_context.h"
+#include "process_limits.h"
+#include "sandbox.h"
 
 #include "trace_checks.h"
 #include "verdict.h"
@@ -32,6 +34,7 @@ struct TraceStageResult {
   std::string reason;
   std::vector<TraceArmResult> arms;
   double wall_s = 0;
+  SandboxStatus sandbox;  // whether its commands ran sandboxed (untrusted_launch.h)
 };
 
 struct TraceStageOptions {
@@ -39,6 +42,9 @@ struct TraceStageOptions {
   std::uint64_t seed = 0;
   ArmContext candidate;   // where each arm runs from (arm_context.h)
   ArmContext base;
+  bool sandbox = true;    // false: --no-sandbox
+  CommandLimits limits;   // the gate's (process_limits.h)
+  std::vector<std::filesystem::path> readable;  // revision folders the arms run from
 };
 
 // `trace` is the manifest's section ({command, timeout_s (default 600 s),

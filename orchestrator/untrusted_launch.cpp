@@ -1,0 +1,329 @@
+#include "untrusted_launch.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "error.h"
+
+extern char** environ;
+
+namespace densefeed {
+namespace {
+
+std::string mib(std::uint64_t bytes) {
+  return bytes % (1ull << 30) == 0 ? fmt::format("{} GiB", bytes >> 30) : fmt::format("{} MiB", bytes >> 20);
+}
+
+std::string read_text(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The value of `key` in a flat-keyed cgroup file ("oom_kill 3\n", "max 2\n"); 0 when absent.
+std::uint64_t keyed(const std::filesystem::path& file, const std::string& key) {
+  std::istringstream in(read_text(file));
+  std::string k;
+  std::uint64_t v = 0;
+  while (in >> k >> v) {
+    if (k == key) return v;
+  }
+  return 0;
+}
+
+// This process's cgroup in the v1 hierarchy of `controller` (/proc/self/cgroup
+// "N:pids:/a/b"), as a folder; empty when that hierarchy is not mounted at
+// /sys/fs/cgroup/<controller>.
+std::filesystem::path own_v1_cgroup(const std::string& controller) {
+  std::istringstream in(read_text("/proc/self/cgroup"));
+  for (std::string line; std::getline(in, line);) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::istringstream names(line.substr(a + 1, b - a - 1));
+    for (std::string n; std::getline(names, n, ',');) {
+      if (n != controller) continue;
+      const auto root = std::filesystem::path("/sys/fs/cgroup") / controller;
+      if (!std::filesystem::exists(root / "cgroup.procs")) return {};
+      return root / line.substr(b + 2);
+    }
+  }
+  return {};
+}
+
+std::atomic<std::uint64_t> g_cgroup_counter{0};
+
+// A cgroup (v1 pids and memory hierarchies) for one command: every process
+// the command starts is in it, whatever session or group it moves to, so it
+// can be counted, limited and ended. Where densefeed may not make one (not
+// root, cgroup v2 only, read-only cgroupfs), each part is simply absent and
+// the rlimits of launch_untrusted stand in.
+class CommandCgroup {
+ public:
+  CommandCgroup(const CommandLimits* limits) {
+    const std::string name = fmt::format("densefeed-{}-{}", ::getpid(), g_cgroup_counter++);
+    if (const auto parent = own_v1_cgroup("pids"); !parent.empty()) {
+      pids_ = make(parent / name, limits ? std::vector<std::pair<std::string, std::string>>{{"pids.max", std::to_string(limits->processes)}}
+                                         : std::vector<std::pair<std::string, std::string>>{});
+    }
+    if (limits) {
+      if (const auto parent = own_v1_cgroup("memory"); !parent.empty()) {
+        std::vector<std::pair<std::string, std::string>> settings = {{"memory.limit_in_bytes", std::to_string(limits->memory_bytes)}};
+        if (std::filesystem::exists(parent / "memory.memsw.limit_in_bytes")) {
+          settings.emplace_back("memory.memsw.limit_in_bytes", std::to_string(limits->memory_bytes));
+        }
+        memory_ = make(parent / name, settings);
+      }
+    }
+    for (auto* dir : {&pids_, &memory_}) {
+      if (dir->empty()) continue;
+      const int fd = ::open((*dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+      if (fd >= 0) fds_.push_back(fd);
+      else dir->clear();
+    }
+  }
+  ~CommandCgroup() {
+    kill_all();
+    for (int fd : fds_) ::close(fd);
+    for (const auto* dir : {&pids_, &memory_}) {
+      if (dir->empty()) continue;
+      for (int i = 0; i < 200 && ::rmdir(dir->c_str()) != 0 && errno == EBUSY; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+    }
+  }
+  CommandCgroup(const CommandCgroup&) = delete;
+  CommandCgroup& operator=(const CommandCgroup&) = delete;
+
+  const std::vector<int>& join_fds() const { return fds_; }
+  bool pids() const { return !pids_.empty(); }
+  bool memory() const { return !memory_.empty(); }
+  bool oom_killed() const {
+    return memory() && (keyed(memory_ / "memory.oom_control", "oom_kill") > 0);
+  }
+  bool pids_max_hit() const { return pids() && keyed(pids_ / "pids.events", "max") > 0; }
+
+  // SIGKILLs every process still in the cgroup, again until none is left:
+  // one that forks and exits between two reads is found in the next, for
+  // its child is in the cgroup too (the "hopper"). Reaps those densefeed
+  // adopted (it is their subreaper). Returns how many it killed.
+  std::size_t kill_all() {
+    std::size_t killed = 0;
+    const auto& dir = pids() ? pids_ : memory_;
+    if (dir.empty()) return 0;
+    const auto end = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    for (;;) {
+      std::istringstream in(read_text(dir / "cgroup.procs"));
+      std::vector<pid_t> pids;
+      for (pid_t p; in >> p;) pids.push_back(p);
+      if (pids.empty() || std::chrono::steady_clock::now() > end) break;
+      for (pid_t p : pids) {
+        if (::kill(p, SIGKILL) == 0) ++killed;
+        int status = 0;
+        ::waitpid(p, &status, WNOHANG);  // only densefeed's own children: adopted orphans
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+    return killed;
+  }
+
+ private:
+  static std::filesystem::path make(const std::filesystem::path& dir,
+                                    const std::vector<std::pair<std::string, std::string>>& settings) {
+    if (::mkdir(dir.c_str(), 0755) != 0) return {};
+    for (const auto& [file, value] : settings) {
+      std::ofstream out(dir / file);
+      out << value;
+      out.flush();
+      if (!out) {
+        ::rmdir(dir.c_str());
+        return {};
+      }
+    }
+    return dir;
+  }
+
+  std::filesystem::path pids_;
+  std::filesystem::path memory_;
+  std::vector<int> fds_;
+};
+
+bool gpu_machine() {
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev", ec)) {
+    if (e.path().filename().string().rfind("nvidia", 0) == 0) return true;
+  }
+  return false;
+}
+
+bool allowed(const std::string& name, const std::vector<std::string>& allow) {
+  for (const auto& a : allow) {
+    if (!a.empty() && a.back() == '*' ? name.compare(0, a.size() - 1, a, 0, a.size() - 1) == 0 : name == a) return true;
+  }
+  return false;
+}
+
+// Which limit a failed command most likely ran into, from what the kernel
+// says (cgroup counters, SIGXFSZ) and, where it says nothing, what the
+// command's own stderr says the failing call returned.
+std::string limit_hit(const ProcessResult& p, const CommandCgroup& cg, const CommandLimits& limits, bool rlimit_as,
+                      const std::filesystem::path& stderr_path) {
+  if (cg.oom_killed()) return fmt::format("the memory limit of {} (cgroup memory.limit_in_bytes; the gate's limits.memory_mb)", mib(limits.memory_bytes));
+  if (cg.pids_max_hit()) return fmt::format("the process limit of {} (cgroup pids.max; the gate's limits.processes)", limits.processes);
+  if (p.signal == SIGXFSZ) return fmt::format("the file-size limit of {} (RLIMIT_FSIZE; the gate's limits.file_size_mb)", mib(limits.file_size_bytes));
+  if (p.ok()) return "";
+  const std::string tail = file_tail(stderr_path, 40, 8192);
+  const auto says = [&](std::initializer_list<const char*> words) {
+    for (const char* w : words) {
+      if (tail.find(w) != std::string::npos) return true;
+    }
+    return false;
+  };
+  if (says({"File too large", "EFBIG"})) return fmt::format("the file-size limit of {} (RLIMIT_FSIZE; the gate's limits.file_size_mb)", mib(limits.file_size_bytes));
+  if (says({"No space left on device", "ENOSPC"})) return fmt::format("the private /tmp limit of {} (the gate's limits.tmp_mb)", mib(limits.tmp_bytes));
+  if (rlimit_as && says({"MemoryError", "bad_alloc", "Cannot allocate memory", "out of memory"})) {
+    return fmt::format("the memory limit of {} (RLIMIT_AS; the gate's limits.memory_mb)", mib(limits.memory_bytes));
+  }
+  if (!cg.pids() && says({"Resource temporarily unavailable", "Cannot fork", "can't fork"})) {
+    return fmt::format("the process limit of {} (RLIMIT_NPROC; the gate's limits.processes)", limits.processes);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string UntrustedResult::describe() const {
+  return limit.empty() ? process.describe() : fmt::format("{}; it exceeded {}", process.describe(), limit);
+}
+
+SandboxStatus require_sandbox(bool requested) {
+  const SandboxStatus s = sandbox_status(requested);
+  if (requested && !s.on()) {
+    throw InfraError(fmt::format("the sandbox cannot start, so no untrusted command was run: {}. Install bubblewrap (Debian package "
+                                 "bubblewrap) or allow user namespaces here; or, if you accept running the candidate's code "
+                                 "unconfined, pass --no-sandbox (recorded in the ledger; audit fails on what it produces)",
+                                 s.reason));
+  }
+  return s;
+}
+
+std::vector<std::filesystem::path> workspace_hidden(const Workspace& w) {
+  std::vector<std::filesystem::path> out = {w.runs(), w.builds(), w.exports(), w.calibrations(), w.ledger};
+  for (const char* suffix : {"-wal", "-shm", "-journal"}) out.push_back(w.ledger.string() + suffix);
+  return out;
+}
+
+std::map<std::string, std::string> untrusted_environment(const std::map<std::string, std::string>& protocol,
+                                                         const ArmContext* arm, const std::filesystem::path& home) {
+  std::map<std::string, std::string> env;
+  static const std::vector<std::string> always = {"PATH", "LANG", "LC_ALL", "CUDA_VISIBLE_DEVICES"};
+  const std::vector<std::string> none;
+  const auto& allow = arm ? arm->env_allow : none;
+  for (char** e = environ; e && *e; ++e) {
+    const std::string entry = *e;
+    const auto eq = entry.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string name = entry.substr(0, eq);
+    if (allowed(name, always) || allowed(name, allow)) env[name] = entry.substr(eq + 1);
+  }
+  if (!env.count("PATH")) env["PATH"] = "/usr/local/bin:/usr/bin:/bin";
+  env["HOME"] = home.string();
+  env["TMPDIR"] = home.string();
+  if (arm) {
+    for (const auto& [k, v] : arm->env) env[k] = v;
+  }
+  for (const auto& [k, v] : protocol) env[k] = v;
+  return env;
+}
+
+UntrustedResult launch_untrusted(const UntrustedCommand& c) {
+  UntrustedResult result;
+  const SandboxStatus status = require_sandbox(c.sandbox);
+  result.sandboxed = status.on();
+  ProcessSpec spec;
+  spec.argv = c.argv;
+  if (c.arm) spec.exe_dirs = c.arm->exe_dirs;
+  spec.cwd = c.cwd;
+  spec.stdout_path = c.stdout_path;
+  spec.stderr_path = c.stderr_path;
+  spec.timeout = c.timeout;
+  spec.cancel = c.cancel;
+  spec.clear_env = true;
+  spec.env = untrusted_environment(c.env, c.arm, result.sandboxed ? std::filesystem::path("/tmp") : c.cwd);
+  spec.rlimit_fsize_bytes = c.limits.file_size_bytes;
+
+  CommandCgroup cgroup(&c.limits);
+  spec.join_fds = cgroup.join_fds();
+  // Without a memory cgroup, the address space of each process stands in,
+  // except on a GPU machine, where the CUDA driver's reservations exceed
+  // any useful bound.
+  const bool rlimit_as = !cgroup.memory() && !gpu_machine();
+  if (rlimit_as) spec.rlimit_as_bytes = c.limits.memory_bytes;
+  std::vector<std::string> parts;
+  if (cgroup.memory()) parts.push_back("memory");
+  if (cgroup.pids()) parts.push_back("pids");
+  result.containment = fmt::format("{}{}{}", result.sandboxed ? "bwrap" : "no sandbox (" + status.reason + ")",
+                                   parts.empty() ? "" : fmt::format(", cgroup ({})", fmt::join(parts, ", ")),
+                                   rlimit_as ? ", RLIMIT_AS" : "");
+
+  if (result.sandboxed) {
+    SandboxPolicy policy;
+    policy.writable = c.writable;
+    policy.readable = c.readable;
+    if (c.arm) {
+      policy.readable.insert(policy.readable.end(), c.arm->readable.begin(), c.arm->readable.end());
+      if (!c.arm->gate_dir.empty()) policy.readable.push_back(c.arm->gate_dir);
+      policy.hidden = c.arm->hidden;
+      // A virtualenv or conda interpreter lives outside /usr: its prefix.
+      if (!c.arm->python.empty() && c.arm->python.string().rfind("/usr/", 0) != 0) {
+        policy.readable.push_back(c.arm->python.parent_path().parent_path());
+        std::error_code ec;
+        const auto real = std::filesystem::canonical(c.arm->python, ec);
+        if (!ec && real.string().rfind("/usr/", 0) != 0) policy.readable.push_back(real.parent_path().parent_path());
+      }
+    }
+    if (const auto exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], spec.exe_dirs); !exe.empty()) {
+      policy.readable.push_back(std::filesystem::absolute(exe).parent_path());
+    }
+    if (!c.cwd.empty()) policy.readable.push_back(c.cwd);
+    policy.cwd = c.cwd;
+    policy.tmp_bytes = c.limits.tmp_bytes;
+    spec.launcher = sandbox_argv(policy);
+    // RLIMIT_NPROC counts the processes of a user in its user namespace: set
+    // inside the sandbox (prlimit(1), util-linux), where bwrap made one. As
+    // root there is none to count in (and root's count is the machine's).
+    if (!cgroup.pids() && ::geteuid() != 0) {
+      if (const auto prlimit = resolve_executable("prlimit"); !prlimit.empty()) {
+        spec.launcher.insert(spec.launcher.end(), {prlimit.string(), fmt::format("--nproc={}", c.limits.processes), "--"});
+        result.containment += ", RLIMIT_NPROC";
+      }
+    }
+  }
+  result.process = run_process(spec);
+  result.limit = limit_hit(result.process, cgroup, c.limits, rlimit_as, c.stderr_path);
+  result.process.strays_killed += cgroup.kill_all();
+  return result;
+}
+
+ProcessResult launch_trusted(const ProcessSpec& spec_in) {
+  ProcessSpec spec = spec_in;
+  CommandCgroup cgroup(nullptr);
+  spec.join_fds = cgroup.join_fds();
+  ProcessResult r = run_process(spec);
+  r.strays_killed += cgroup.kill_all();
+  return r;
+}
+
+}  // namespace densefeed

@@ -1,0 +1,97 @@
+// The one path by which densefeed starts a command whose argv or code comes
+// from a manifest or a candidate revision: the candidate's and the base's
+// harnesses (gate, bench), trace commands, acceptance commands and the build
+// commands of a revision (DESIGN.md, boundaries of trust). It decides, for
+// every such command alike:
+//   - the sandbox (sandbox.h: bwrap's small world, no network, own PID
+//     namespace), and fails closed: when the sandbox was asked for and cannot
+//     start, nothing runs (InfraError, exit 3); only --no-sandbox runs it bare;
+//   - the environment: an allowlist, never densefeed's own (see
+//     untrusted_environment);
+//   - the limits (process_limits.h CommandLimits, per gate): memory and
+//     processes in a cgroup of its own where densefeed can make one, else
+//     RLIMIT_AS / RLIMIT_NPROC; file size (RLIMIT_FSIZE); the private /tmp's
+//     size; a limit it hits is named in its result;
+//   - that nothing outlives it: every process it starts is in its PID
+//     namespace (sandboxed) and in its cgroup, both ended with it.
+// Reference commands are trusted (the gate store's) and start through
+// launch_trusted: densefeed's environment, no sandbox, but the same cgroup
+// sweep so that nothing they leave outlives them either.
+// tests/orchestrator/untrusted_launch_test.cpp holds the list of files that
+// may start processes; a process started elsewhere fails it.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "arm_context.h"
+#include "process_limits.h"
+#include "process_runner.h"
+#include "sandbox.h"
+#include "workspace.h"
+
+namespace densefeed {
+
+struct UntrustedCommand {
+  std::vector<std::string> argv;   // rendered (arm_command); argv[0] looked up in the arm's exe_dirs, then PATH
+  const ArmContext* arm = nullptr; // where it runs from; nullptr for a revision build (its own folder only)
+  std::map<std::string, std::string> env;  // the protocol's DENSEFEED_* and CUDA_VISIBLE_DEVICES densefeed sets
+  std::filesystem::path cwd;               // its run folder: shown read-only
+  std::vector<std::filesystem::path> writable;  // its DENSEFEED_OUT (a build: its build folder)
+  std::vector<std::filesystem::path> readable;  // shown beside the arm's own folders
+  std::filesystem::path stdout_path;
+  std::filesystem::path stderr_path;
+  std::chrono::milliseconds timeout{static_cast<long long>(kDefaultHarnessTimeoutS * 1000)};
+  CommandLimits limits;
+  const std::atomic<bool>* cancel = nullptr;
+  // false only when the person running densefeed said --no-sandbox.
+  bool sandbox = true;
+};
+
+struct UntrustedResult {
+  ProcessResult process;
+  // The limit it ran into, in words ("the memory limit of 512 MiB (cgroup
+  // memory.limit_in_bytes)"); empty when none. A command that hit a limit is
+  // red even when it exited 0.
+  std::string limit;
+  bool sandboxed = false;
+  std::string containment;  // "bwrap, cgroup (memory, pids)", "no sandbox (--no-sandbox), rlimits": for messages
+
+  bool ok() const { return process.ok() && limit.empty(); }
+  // process.describe(), then "; it exceeded <limit>" when it hit one.
+  std::string describe() const;
+};
+
+// Whether untrusted commands can run now: `requested` false is off
+// (--no-sandbox); otherwise sandbox_status(true), and when bwrap cannot start
+// throws InfraError naming why (fail closed: exit 3 before anything runs).
+SandboxStatus require_sandbox(bool requested);
+
+// Runs one untrusted command to completion. Never throws for what the
+// command does; throws InfraError when the sandbox was asked for and cannot
+// start, or its log files cannot be made.
+UntrustedResult launch_untrusted(const UntrustedCommand& command);
+
+// Runs a trusted command (a reference) with densefeed's environment and no
+// sandbox; in a cgroup of its own where densefeed can make one, emptied
+// when it ends, beside run_process's own sweep of strays.
+ProcessResult launch_trusted(const ProcessSpec& spec);
+
+// The environment an untrusted command gets: `protocol` (DENSEFEED_*,
+// CUDA_VISIBLE_DEVICES), the arm's env (PYTHONPATH), PATH, LANG and LC_ALL
+// and CUDA_VISIBLE_DEVICES from densefeed's environment when set, HOME and
+// TMPDIR = `home`, and the variables the project's sandbox.env names
+// (`allow`; "NAME*" matches a prefix). Nothing else.
+std::map<std::string, std::string> untrusted_environment(const std::map<std::string, std::string>& protocol,
+                                                         const ArmContext* arm, const std::filesystem::path& home);
+
+// What of a workspace a sandbox hides where a shown folder holds it (the
+// project folder of a WORKTREE arm holds .densefeed/): the runs, builds,
+// exports and calibrations folders, the ledger and its journal files.
+std::vector<std::filesystem::path> workspace_hidden(const Workspace& workspace);
+
+}  // namespace densefeed
