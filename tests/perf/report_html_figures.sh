@@ -41,8 +41,8 @@ page() {
   charts=$(grep -o 'data-charts="[0-9]*"' "$work/$name.dom" | head -1 | tr -dc 0-9)
   rendered=$(grep -o 'data-charts-rendered="[0-9]*"' "$work/$name.dom" | head -1 | tr -dc 0-9)
   printf '%-34s %9d bytes (%7d without Vega)  write %6.2f s  render %6.2f s  charts %s/%s drawn  %s\n' "$name" "$(stat -c %s "$out")" \
-    "$(sed '/densefeedVegaPackage("/d' "$out" | wc -c)" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "${rendered:-?}" "${charts:-?}" \
-    "$(grep -q 'data-chart-errors' "$work/$name.dom" && echo 'ERRORS' || echo '')"
+    "$(python3 -c 'import re,sys; print(len(re.sub(r"</style>.*?</head>", "", open(sys.argv[1], encoding="utf-8").read(), flags=re.S).encode()))' "$out")" "$(echo "$t1 - $t0" | bc)" "$(echo "$t2 - $t1" | bc)" "${rendered:-?}" "${charts:-?}" \
+    "$(grep -q 'data-chart-errors="' "$work/$name.dom" && echo 'ERRORS' || echo '')"
 }
 
 ex="$work/examples.db"
@@ -50,10 +50,10 @@ rm -f "$ex"*
 echo
 echo "=== the examples' ledger ($ex) ==="
 set +e
-"$df" run experiments/cp-affine-chain-tf32x3.yaml --ledger "$ex" --trust-worktree --jobs "$(nproc)" > "$work/run-tf32x3.txt"
-"$df" run experiments/cp-affine-chain-tf32.yaml --ledger "$ex" --trust-worktree --jobs "$(nproc)" --no-bench > "$work/run-tf32.txt"
+"$df" --trust-worktree run experiments/cp-affine-chain-tf32x3.yaml --ledger "$ex" --jobs "$(nproc)" > "$work/run-tf32x3.txt"
+"$df" --trust-worktree run experiments/cp-affine-chain-tf32.yaml --ledger "$ex" --jobs "$(nproc)" --no-bench > "$work/run-tf32.txt"
 if [[ -x "$build/bin/kv_overlap" ]]; then
-  "$df" run experiments/kv-transfer-release-lock.yaml --ledger "$ex" --trust-worktree --jobs "$(nproc)" > "$work/run-kv.txt"
+  "$df" --trust-worktree run experiments/kv-transfer-release-lock.yaml --ledger "$ex" --jobs "$(nproc)" > "$work/run-kv.txt"
 fi
 set -e
 "$df" ledger list --ledger "$ex"
@@ -67,9 +67,9 @@ big="$work/big.db"
 rm -f "$big"*
 echo
 echo "=== a ledger of $n experiments ($big, report_ledger_writer) ==="
-[[ -x "$build/tests/report_ledger_writer" ]] || { echo "no $build/tests/report_ledger_writer: build the report_ledger_writer target" >&2; exit 2; }
+[[ -x "$build/bin/report_ledger_writer" ]] || { echo "no $build/bin/report_ledger_writer: build the report_ledger_writer target" >&2; exit 2; }
 t0=$(now)
-"$build/tests/report_ledger_writer" "$big" . "$n"
+"$build/bin/report_ledger_writer" "$big" . "$n"
 echo "written in $(echo "$(now) - $t0" | bc) s"
 page "$big" "big-ledger-$n" 
 page "$big" "big-gate-$n" --gate cp-affine-chain
