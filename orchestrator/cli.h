@@ -69,6 +69,8 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx);
 std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx);
 // submit, worker, status, cancel
 std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx);
+// report (an HTML page of an experiment, a gate or the ledger)
+std::vector<CliVerb> add_report_verbs(CLI::App& app, CliContext& ctx);
 // mcp (the Model Context Protocol server)
 std::vector<CliVerb> add_mcp_verbs(CLI::App& app, CliContext& ctx);
 

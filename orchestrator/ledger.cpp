@@ -750,6 +750,7 @@ ChainCheck Ledger::verify() const {
       return c;
     }
     prev = hash;
+    c.head = hash;
   }
   for (const char* table : kChainedTables) {
     Statement u(db_, fmt::format("SELECT id FROM {} WHERE id NOT IN (SELECT row_id FROM record_chain WHERE table_name = '{}') "

@@ -104,6 +104,7 @@ struct ChainCheck {
   std::int64_t row_id = 0;
   std::int64_t experiment_id = 0;  // 0 when the row is not an experiment's
   std::string problem;             // '' when ok
+  std::string head;                // hash of the last link checked (when ok: the chain's head; '' for an empty chain)
 };
 
 class Ledger {

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   std::string& ledger_text = ctx.ledger_text;
   bool& json = ctx.json;
   std::vector<df::CliVerb> verbs;
-  for (auto&& family : {df::add_ledger_verbs(app, ctx), df::add_review_verbs(app, ctx), df::add_queue_verbs(app, ctx), df::add_mcp_verbs(app, ctx)}) {
+  for (auto&& family : {df::add_ledger_verbs(app, ctx), df::add_review_verbs(app, ctx), df::add_queue_verbs(app, ctx), df::add_report_verbs(app, ctx), df::add_mcp_verbs(app, ctx)}) {
     verbs.insert(verbs.end(), family.begin(), family.end());
   }
 

@@ -365,6 +365,20 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                                         self->cli(self->with_ledger({"ledger", "compare", a["a"].dump(), a["b"].dump()}), std::chrono::minutes(2), &c),
                                         "comparison");
                }});
+  t.push_back({"write_report", "Write an experiment's HTML report",
+               "Write one self-contained HTML page of a recorded experiment (charts and tables: the gate's error over its case "
+               "grid with the bound, per-slice failures, bench samples and speedup interval, trace intervals, reviews) with "
+               "`densefeed report ID -o FILE --json`, into the server's folder next to the ledger; returns its path for a "
+               "person to open. The result is {kind, path, bytes, charts, notices, chain}.",
+               object_schema({{"experiment_id", id_schema}}, {"experiment_id"}),
+               [self](const J& a, const std::atomic<bool>& c) {
+                 const auto dir = self->scratch / "reports";
+                 std::filesystem::create_directories(dir);
+                 const auto path = dir / fmt::format("experiment-{}.html", a["experiment_id"].get<std::int64_t>());
+                 return self->result_of("report",
+                                        self->cli(self->with_ledger({"report", a["experiment_id"].dump(), "-o", path.string()}), std::chrono::minutes(2), &c),
+                                        "report", "Wrote " + path.string());
+               }});
   return t;
 }
 

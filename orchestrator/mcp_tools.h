@@ -14,6 +14,7 @@
 //   ledger_list        densefeed ledger list [--gate --verdict --since] --json
 //   ledger_show        densefeed ledger show ID --json
 //   ledger_compare     densefeed ledger compare ID1 ID2 --json
+//   write_report       densefeed report ID -o LEDGER-mcp/reports/experiment-ID.html --json
 //
 // A document the CLI prints is a result (a red verdict included); the CLI's
 // error document (exit 2 bad input, 3 infrastructure) is a tool error whose

@@ -1,0 +1,828 @@
+#include "report_html.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <set>
+
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "error.h"
+#include "vega_bundle.h"
+#include "vega_specs.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::ordered_json;
+
+std::string str(const J& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
+  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
+}
+std::optional<double> num(const J& j, const char* key) {
+  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
+  return j[key].get<double>();
+}
+std::string sci(std::optional<double> v) { return v ? fmt::format("{:.3e}", *v) : "NaN"; }
+std::string fixed3(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "—"; }
+std::string general(std::optional<double> v) { return v ? fmt::format("{:.4g}", *v) : "—"; }
+
+// A case value as the case wrote it: 8192, long-memory.
+std::string case_value(const J& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+const char* kStyle = R"css(
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;padding:0 16px;color:#1d1d1f}
+h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
+.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:13px;color:#444;margin:8px 0 14px}
+.facts dt{font-weight:600}.facts dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
+.notice{border-left:5px solid #1f77b4;background:#eef5fb;padding:10px 14px;margin:12px 0;font-weight:500}
+.notice.bad{border-color:#d62728;background:#fdeeee}.notice.warn{border-color:#bcbd22;background:#fafae6}
+.side{display:grid;grid-template-columns:1fr 1fr 1fr;gap:14px}.side>div{background:#f7f7f9;border-radius:6px;padding:10px 12px}
+.side h3{margin-top:0}.charts{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start;margin:8px 0}
+table{border-collapse:collapse;margin:8px 0 14px;font-size:12.5px}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+th{background:#f2f2f4}td.num{text-align:right;font-family:ui-monospace,monospace}tr.red td,td.red{background:#fde2e1}
+td.green{background:#e3f4e1}.verdict-green{color:#2ca02c;font-weight:700}.verdict-red,.verdict-error{color:#d62728;font-weight:700}
+code{font-family:ui-monospace,monospace;font-size:12.5px}
+)css";
+
+const char* kRenderScript = R"js(
+(function(){
+  var specs=JSON.parse(document.getElementById('densefeed-specs').textContent);
+  var errors=[],rendered=0;
+  function logger(id){var level=2;return{level:function(l){if(arguments.length){level=+l;return this;}return level;},
+    error:function(){errors.push(id+': '+Array.prototype.join.call(arguments,' '));return this;},
+    warn:function(){errors.push(id+' (warning): '+Array.prototype.join.call(arguments,' '));return this;},
+    info:function(){return this;},debug:function(){return this;}};}
+  Promise.all(specs.map(function(s){
+    try{
+      return new vega.View(vega.parse(s.spec),{renderer:'svg',container:'#'+s.id,hover:false,logger:logger(s.id)})
+        .runAsync().then(function(){rendered++;},function(e){errors.push(s.id+': '+e);});
+    }catch(e){errors.push(s.id+': '+e);return Promise.resolve();}
+  })).then(function(){
+    document.body.setAttribute('data-charts-rendered',String(rendered));
+    if(errors.length)document.body.setAttribute('data-chart-errors',errors.join(' | '));
+  });
+})();
+)js";
+
+class Page {
+ public:
+  Page(std::string kind, std::string title, const LedgerFacts& facts) : kind_(std::move(kind)), title_(std::move(title)), facts_(facts) {}
+
+  std::string& body() { return body_; }
+  void add(const std::string& html) { body_ += html; }
+  void notice(const std::string& text, const char* cls = "") {
+    notices_.push_back(text);
+    body_ += fmt::format("<p class=\"notice {}\" data-notice>{}</p>\n", cls, html_escape(text));
+  }
+  // A chart's container; the spec goes into the page's spec list.
+  std::string chart(const std::string& what, J spec) {
+    const std::string id = fmt::format("chart-{}", specs_.size() + 1);
+    specs_.push_back({{"id", id}, {"spec", std::move(spec)}});
+    return fmt::format("<div class=\"chart\" id=\"{}\" data-chart=\"{}\"></div>\n", id, html_escape(what));
+  }
+
+  ReportPage finish(const std::string& vega_scripts) const {
+    ReportPage p;
+    p.kind = kind_;
+    p.title = title_;
+    p.charts = static_cast<int>(specs_.size());
+    p.notices = notices_;
+    std::string facts;
+    facts += fmt::format("<dt>ledger</dt><dd data-fact=\"ledger\">{}</dd>\n", html_escape(facts_.ledger_file));
+    if (facts_.chain.ok) {
+      facts += fmt::format("<dt>chain head</dt><dd data-fact=\"chain-head\">{}</dd>\n<dt>chain</dt><dd>intact: {} links verified</dd>\n",
+                           facts_.chain.head.empty() ? "(empty chain)" : facts_.chain.head, facts_.chain.links);
+    } else {
+      facts += "<dt>chain head</dt><dd data-fact=\"chain-head\">none: the chain is broken</dd>\n";
+    }
+    facts += fmt::format("<dt>written</dt><dd data-fact=\"written\">{}</dd>\n", html_escape(facts_.written_at));
+    std::string broken;
+    if (!facts_.chain.ok) {
+      broken = fmt::format(
+          "<p class=\"notice bad\" data-notice data-chain-broken>The ledger's hash chain is broken at link {} ({} row {}{}): {}. "
+          "Rows from there on may have been changed outside densefeed; what this page shows is not verified.</p>\n",
+          facts_.chain.first_broken_seq, html_escape(facts_.chain.table), facts_.chain.row_id,
+          facts_.chain.experiment_id ? fmt::format(", experiment {}", facts_.chain.experiment_id) : "",
+          html_escape(facts_.chain.problem));
+    }
+    std::string specs = J(specs_).dump(-1, ' ', false, J::error_handler_t::replace);
+    // Inside <script> only "</" can end the element early; "<\/" is the same JSON string.
+    for (std::size_t at = 0; (at = specs.find("</", at)) != std::string::npos; at += 3) specs.replace(at, 2, "<\\/");
+    p.html = fmt::format(
+        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"densefeed report\">\n"
+        "<title>{}</title>\n<style>{}</style>\n{}</head>\n<body data-kind=\"{}\" data-chain=\"{}\" data-charts=\"{}\">\n"
+        "<h1>{}</h1>\n<dl class=\"facts\">\n{}</dl>\n{}{}\n"
+        "<script type=\"application/json\" id=\"densefeed-specs\">{}</script>\n<script>{}</script>\n</body></html>\n",
+        html_escape(title_), kStyle, vega_scripts, kind_, facts_.chain.ok ? "ok" : "broken", specs_.size(), html_escape(title_), facts,
+        broken, body_, specs, kRenderScript);
+    return p;
+  }
+
+ private:
+  std::string kind_, title_;
+  const LedgerFacts& facts_;
+  std::string body_;
+  std::vector<J> specs_;
+  std::vector<std::string> notices_;
+};
+
+// A table: header cells, then rows of (already escaped) cells; a row whose first
+// element starts with "\x01" is marked red.
+struct Table {
+  std::vector<std::string> head;
+  std::vector<std::vector<std::string>> rows;
+  std::vector<bool> red;
+  std::string id;
+  std::string html() const {
+    std::string out = id.empty() ? "<table>" : fmt::format("<table data-table=\"{}\">", id);
+    out += "<thead><tr>";
+    for (const auto& h : head) out += "<th>" + html_escape(h) + "</th>";
+    out += "</tr></thead><tbody>\n";
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      out += i < red.size() && red[i] ? "<tr class=\"red\">" : "<tr>";
+      for (const auto& c : rows[i]) out += c;
+      out += "</tr>\n";
+    }
+    return out + "</tbody></table>\n";
+  }
+};
+std::string td(const std::string& text) { return "<td>" + html_escape(text) + "</td>"; }
+std::string tdn(const std::string& text) { return "<td class=\"num\">" + html_escape(text) + "</td>"; }
+std::string tdv(const std::string& verdict) {
+  return fmt::format("<td class=\"verdict-{}\">{}</td>", html_escape(verdict), html_escape(verdict));
+}
+
+// --- the experiment page --------------------------------------------------
+
+struct CaseAxes {
+  std::string rows, columns;
+  std::vector<std::string> groups;  // other keys that vary
+};
+
+CaseAxes case_axes(const J& cases, const ReportAxes& wanted) {
+  std::vector<std::string> order;
+  std::map<std::string, std::set<std::string>> values;
+  std::map<std::string, bool> numeric;
+  for (const auto& c : cases) {
+    if (!c["case_json"].is_object()) continue;
+    for (const auto& [k, v] : c["case_json"].items()) {
+      if (!values.count(k)) {
+        order.push_back(k);
+        numeric[k] = true;
+      }
+      values[k].insert(case_value(v));
+      numeric[k] = numeric[k] && v.is_number();
+    }
+  }
+  CaseAxes a;
+  const auto usable = [&](const std::string& k) { return values.count(k) && numeric[k]; };
+  if (usable(wanted.rows) && usable(wanted.columns)) {
+    a.rows = wanted.rows;
+    a.columns = wanted.columns;
+  } else {
+    for (const auto& k : order) {
+      if (!numeric[k] || values[k].size() < 2) continue;
+      if (a.rows.empty()) a.rows = k;
+      else if (a.columns.empty()) a.columns = k;
+    }
+    if (a.columns.empty()) std::swap(a.rows, a.columns);  // one varying key: one row
+  }
+  for (const auto& k : order) {
+    if (k != a.rows && k != a.columns && values[k].size() > 1) a.groups.push_back(k);
+  }
+  return a;
+}
+
+std::string group_of(const J& case_json, const CaseAxes& axes) {
+  std::string g;
+  for (const auto& k : axes.groups) {
+    // An empty value (seq_lens: "" for one sequence) is the key's default: left out of the name.
+    if (case_json.contains(k) && !case_value(case_json[k]).empty()) g += fmt::format("{}{}={}", g.empty() ? "" : " ", k, case_value(case_json[k]));
+  }
+  return g;
+}
+
+std::vector<std::string> sorted_numeric(std::set<std::string> values) {
+  std::vector<std::string> v(values.begin(), values.end());
+  std::sort(v.begin(), v.end(), [](const std::string& a, const std::string& b) { return std::stod(a) < std::stod(b); });
+  return v;
+}
+
+void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
+  page.add(fmt::format("<h2 id=\"gate\">Gate <code>{}</code>: <span class=\"verdict-{}\" data-gate-verdict>{}</span></h2>\n",
+                       html_escape(str(run, "gate")), html_escape(str(run, "verdict")), html_escape(str(run, "verdict"))));
+  page.add(fmt::format("<p>profile {}, seed {}, {} cases, {:.1f} s; gate file sha256 <code>{}</code>; sandbox: {}.</p>\n",
+                       html_escape(str(run, "profile")), html_escape(str(run, "seed")), run["cases"].size(), num(run, "wall_s").value_or(0),
+                       html_escape(str(run, "gate_sha256")), html_escape(str(run, "sandbox").empty() ? "not recorded" : str(run, "sandbox"))));
+  if (!str(run, "reason").empty()) page.add("<p><b>Why:</b> " + html_escape(str(run, "reason")) + "</p>\n");
+  for (const auto& p : run["lock_problems"]) page.notice("Lock: " + p.get<std::string>(), "bad");
+  const J& cases = run["cases"];
+  const CaseAxes axes = case_axes(cases, wanted);
+
+  // Every (output, metric) in the order recorded.
+  std::vector<std::pair<std::string, std::string>> metrics;
+  for (const auto& c : cases) {
+    for (const auto& m : c["metrics"]) {
+      const std::pair<std::string, std::string> key{str(m, "output"), str(m, "metric")};
+      if (std::find(metrics.begin(), metrics.end(), key) == metrics.end()) metrics.push_back(key);
+    }
+  }
+  if (!axes.columns.empty()) {
+    for (const auto& [output, metric] : metrics) {
+      // Group -> cells.
+      std::vector<std::string> groups;
+      std::map<std::string, std::set<std::string>> rows, columns;
+      std::map<std::string, std::vector<std::pair<const J*, const J*>>> in_group;  // (case, metric row)
+      std::optional<double> bound;
+      for (const auto& c : cases) {
+        const J& cj = c["case_json"];
+        if (!cj.contains(axes.columns) || (!axes.rows.empty() && !cj.contains(axes.rows))) continue;
+        for (const auto& m : c["metrics"]) {
+          if (str(m, "output") != output || str(m, "metric") != metric) continue;
+          const std::string g = group_of(cj, axes);
+          if (!in_group.count(g)) groups.push_back(g);
+          in_group[g].push_back({&c, &m});
+          rows[g].insert(axes.rows.empty() ? "all" : case_value(cj[axes.rows]));
+          columns[g].insert(case_value(cj[axes.columns]));
+          bound = num(m, "bound");
+        }
+      }
+      page.add(fmt::format("<h3>{}.{} over {} × {} (bound {})</h3>\n", html_escape(output), html_escape(metric),
+                           html_escape(axes.rows.empty() ? "-" : axes.rows), html_escape(axes.columns), sci(bound)));
+      for (const auto& g : groups) {
+        HeatmapChart h;
+        h.title = fmt::format("{}.{}{}", output, metric, g.empty() ? "" : " — " + g);
+        h.subtitle = fmt::format("outlined cells exceed the bound {}", sci(bound));
+        h.row_key = axes.rows;
+        h.column_key = axes.columns;
+        h.value_title = metric;
+        h.rows = axes.rows.empty() ? std::vector<std::string>{"all"} : sorted_numeric(rows[g]);
+        h.columns = sorted_numeric(columns[g]);
+        h.bound = bound;
+        TrendChart t;
+        t.title = fmt::format("{}.{} against {}{}", output, metric, axes.columns, g.empty() ? "" : " — " + g);
+        t.x_title = axes.columns;
+        t.y_title = metric + " (log)";
+        t.series_title = axes.rows;
+        t.bound = bound;
+        Table table;
+        table.id = fmt::format("metric {}.{} {}", output, metric, g);
+        table.head = {axes.rows.empty() ? "" : axes.rows + " \\ " + axes.columns};
+        for (const auto& col : h.columns) table.head.push_back(col);
+        std::map<std::pair<std::string, std::string>, const J*> at;
+        for (const auto& [c, m] : in_group[g]) {
+          const J& cj = (*c)["case_json"];
+          at[{axes.rows.empty() ? "all" : case_value(cj[axes.rows]), case_value(cj[axes.columns])}] = m;
+        }
+        for (const auto& r : h.rows) {
+          std::vector<std::string> row = {"<th>" + html_escape(r) + "</th>"};
+          std::vector<TrendPoint> line;
+          for (const auto& col : h.columns) {
+            const auto it = at.find({r, col});
+            if (it == at.end()) {
+              row.push_back("<td></td>");
+              continue;
+            }
+            const J& m = *it->second;
+            const auto value = num(m, "value");
+            const bool failed = m.value("passed", 1) == 0;
+            const std::string where = fmt::format("{}{}={}{}", axes.rows.empty() ? "" : axes.rows + "=" + r + " ", axes.columns, col,
+                                                  g.empty() ? "" : " " + g);
+            const std::string description =
+                fmt::format("{}: {}.{} {} {} the bound {}", where, output, metric, sci(value), failed ? "over" : "within", sci(bound));
+            h.cells.push_back({r, col, value, failed, value ? fmt::format("{:.2e}", *value) : "NaN", description});
+            row.push_back(fmt::format("<td class=\"num{}\" data-cell=\"{}\">{}</td>", failed ? " red" : "", html_escape(where), sci(value)));
+            if (value && *value > 0) line.push_back({axes.rows.empty() ? "all" : axes.rows + "=" + r, std::stod(col), *value, failed, description});
+          }
+          t.points.insert(t.points.end(), line.begin(), line.end());
+          table.rows.push_back(row);
+        }
+        page.add("<div class=\"charts\">\n" + page.chart("heatmap", heatmap_spec(h)));
+        if (!t.points.empty()) page.add(page.chart("trend", trend_spec(t)));
+        page.add("</div>\n" + table.html());
+      }
+    }
+  }
+
+  // Per-slice: the ledger keeps the first slice over the bound, per failing case and metric.
+  Table slices;
+  slices.id = "slices";
+  slices.head = {"case", "output", "metric", "value", "first failing slice"};
+  HeatmapChart sh;
+  std::set<std::string> srows, scols;
+  for (const auto& c : cases) {
+    for (const auto& m : c["metrics"]) {
+      if (!m["first_failing_slice"].is_number()) continue;
+      const auto slice = m["first_failing_slice"].get<std::int64_t>();
+      slices.rows.push_back({td(str(c, "case_label")), td(str(m, "output")), td(str(m, "metric")), tdn(sci(num(m, "value"))), tdn(std::to_string(slice))});
+      slices.red.push_back(true);
+      const J& cj = c["case_json"];
+      if (!axes.columns.empty() && cj.contains(axes.columns) && (axes.rows.empty() || cj.contains(axes.rows)) && str(m, "metric") == (metrics.empty() ? "" : metrics[0].second)) {
+        const std::string r = axes.rows.empty() ? "all" : case_value(cj[axes.rows]);
+        const std::string col = case_value(cj[axes.columns]);
+        const std::string g = group_of(cj, axes);
+        const std::string row = g.empty() ? r : r + " " + g;
+        srows.insert(row);
+        scols.insert(col);
+        sh.cells.push_back({row, col, static_cast<double>(slice), false, std::to_string(slice),
+                            fmt::format("{} ({}): {}.{} first fails at slice {}", str(c, "case_label"), g, str(m, "output"), str(m, "metric"), slice)});
+      }
+    }
+  }
+  page.add("<h3 id=\"slices\">Per-slice errors of partitioned outputs</h3>\n");
+  if (slices.rows.empty()) {
+    page.add("<p>No slice of a partitioned output went over its bound (the ledger records, for each failing case and metric of an "
+             "output with a partition axis, the first slice over the bound).</p>\n");
+  } else {
+    page.add("<p>The ledger records, for each failing case and metric of an output with a partition axis, the first slice (index "
+             "along that axis, in order) that goes over the bound.</p>\n");
+    if (!sh.cells.empty()) {
+      sh.title = fmt::format("first failing slice ({}.{})", metrics[0].first, metrics[0].second);
+      sh.row_key = axes.rows;
+      sh.column_key = axes.columns;
+      sh.value_title = "slice";
+      sh.log_scale = false;
+      sh.rows.assign(srows.begin(), srows.end());
+      std::sort(sh.rows.begin(), sh.rows.end(), [](const std::string& a, const std::string& b) {
+        const double x = std::stod(a), y = std::stod(b);
+        return x != y ? x < y : a < b;
+      });
+      sh.columns = sorted_numeric(scols);
+      page.add("<div class=\"charts\">\n" + page.chart("slices", heatmap_spec(sh)) + "</div>\n");
+    }
+    page.add(slices.html());
+  }
+
+  Table all;
+  all.id = "cases";
+  all.head = {"#", "case", "verdict", "metrics (value / bound)", "reason"};
+  for (const auto& c : cases) {
+    std::string ms;
+    for (const auto& m : c["metrics"]) {
+      ms += fmt::format("{}{}.{} {} / {}", ms.empty() ? "" : "; ", str(m, "output"), str(m, "metric"), sci(num(m, "value")), sci(num(m, "bound")));
+    }
+    all.rows.push_back({tdn(str(c, "case_index")), td(str(c, "case_label")), tdv(str(c, "verdict")), td(ms), td(str(c, "reason"))});
+    all.red.push_back(str(c, "verdict") != "green");
+  }
+  page.add("<h3>Every case</h3>\n" + all.html());
+}
+
+void bench_section(Page& page, const J& record) {
+  page.add("<h2 id=\"bench\">Benchmark</h2>\n");
+  const J& run = record["gate_run"];
+  const J& cases = record["bench_cases"];
+  if (cases.empty()) {
+    if (run.is_null()) {
+      page.notice("No benchmark: the gate has not run.");
+    } else if (str(run, "verdict") != "green") {
+      page.notice(fmt::format("No benchmark: the gate is {}. densefeed never measures, stores or prints a speedup for an experiment "
+                              "whose gate is not green.", str(run, "verdict")), "bad");
+    } else {
+      page.notice("No benchmark recorded: the gate is green but no bench case ran (--no-bench, or the gate declares none).");
+    }
+    return;
+  }
+  std::vector<SpeedupMark> marks;
+  Table summary;
+  summary.id = "bench";
+  summary.head = {"bench case", "verdict", "speedup", "interval", "confidence", "predicted", "noise threshold", "p", "rounds",
+                  "base median", "candidate median", "reason"};
+  for (const auto& b : cases) {
+    const std::string unit = str(b, "unit");
+    std::vector<BenchSample> samples;
+    Table rounds;
+    rounds.id = "rounds " + str(b, "case_label");
+    rounds.head = {"round", "base samples (" + unit + ")", "candidate samples (" + unit + ")"};
+    int r = 0;
+    for (const auto& round : b["rounds_json"]) {
+      ++r;
+      std::vector<std::string> cells = {tdn(std::to_string(r))};
+      for (const char* arm : {"base", "candidate"}) {
+        const J& xs = round[std::string(arm) + "_ms"];
+        std::string text;
+        int i = 0;
+        for (const auto& x : xs) {
+          const double v = x.get<double>();
+          text += fmt::format("{}{:.4g}", text.empty() ? "" : ", ", v);
+          samples.push_back({r, arm, i++, static_cast<int>(xs.size()), v, fmt::format("round {} {} {:.4g} {}", r, arm, v, unit)});
+        }
+        cells.push_back(tdn(text));
+      }
+      rounds.rows.push_back(cells);
+    }
+    const std::string label = str(b, "case_label");
+    page.add(fmt::format("<h3>{}: <span class=\"verdict-{}\">{}</span></h3>\n<p>{}</p>\n", html_escape(label),
+                         str(b, "verdict") == "slower" ? "red" : "green", html_escape(str(b, "verdict")), html_escape(str(b, "reason"))));
+    page.add("<div class=\"charts\">\n" + page.chart("bench-samples", bench_samples_spec(fmt::format("{}: samples per round ({})", label, unit), unit, samples)) +
+             "</div>\n" + rounds.html());
+    SpeedupMark m;
+    m.label = label;
+    m.speedup = num(b, "speedup").value_or(0);
+    m.lo = num(b, "speedup_lo").value_or(m.speedup);
+    m.hi = num(b, "speedup_hi").value_or(m.speedup);
+    m.predicted = num(b, "predicted_speedup");
+    m.threshold = num(b, "threshold");
+    m.verdict = str(b, "verdict");
+    m.description = fmt::format("{}: speedup {} [{}, {}], {}", label, fixed3(m.speedup), fixed3(m.lo), fixed3(m.hi), m.verdict);
+    marks.push_back(m);
+    summary.rows.push_back({td(label), tdv(m.verdict), tdn(fixed3(m.speedup)), tdn(fmt::format("[{}, {}]", fixed3(m.lo), fixed3(m.hi))),
+                            tdn(fmt::format("{:.1f} %", 100 * num(b, "ci_confidence").value_or(0))), tdn(fixed3(m.predicted)),
+                            tdn(fmt::format("{:.1f} %", 100 * m.threshold.value_or(0))), tdn(general(num(b, "p_value"))), tdn(str(b, "rounds")),
+                            tdn(general(num(b, "base_median")) + " " + unit), tdn(general(num(b, "candidate_median")) + " " + unit), td(str(b, "reason"))});
+    summary.red.push_back(m.verdict == "slower");
+  }
+  page.add("<h3>Speedup</h3>\n<div class=\"charts\">\n" + page.chart("speedup", speedup_spec("speedup with its confidence interval", marks)) + "</div>\n" +
+           summary.html());
+}
+
+void trace_section(Page& page, const J& findings) {
+  if (findings.empty()) return;
+  page.add("<h2 id=\"trace\">Trace findings</h2>\n");
+  Table t;
+  t.id = "trace";
+  t.head = {"arm", "check", "a", "b", "value", "bound", "verdict", "reason"};
+  for (const auto& f : findings) {
+    const J& d = f["details"];
+    const std::string unit = str(d, "unit");
+    const auto fmt_value = [&](std::optional<double> v) {
+      if (!v) return std::string("—");
+      return unit == "ms" ? fmt::format("{:.4g} ms", *v) : fmt::format("{:.1f} %", 100 * *v);
+    };
+    const bool passed = f.value("passed", false);
+    t.rows.push_back({td(str(f, "arm")), td(str(f, "kind")), td(str(d, "a")), td(str(d, "b")), tdn(fmt_value(num(f, "value"))),
+                      tdn(fmt_value(num(f, "bound"))), tdv(passed ? "green" : "red"), td(str(d, "reason"))});
+    t.red.push_back(!passed);
+    const J& window = d["window"];
+    const double w0 = num(window, "start_ns").value_or(0), w1 = num(window, "end_ns").value_or(0);
+    std::vector<LaneInterval> lanes;
+    Table it;
+    it.id = fmt::format("intervals {} {}", str(f, "arm"), str(f, "check_index"));
+    it.head = {"lane", "slice", "start (ms)", "end (ms)", str(f, "kind") == "share" ? "in the selection (ms)" : "exposed (ms)"};
+    for (const auto& s : d.value("intervals", J::array())) {
+      const double start = (num(s, "start_ns").value_or(0) - w0) / 1e6, end = (num(s, "end_ns").value_or(0) - w0) / 1e6;
+      const double ns = num(s, "ns").value_or(0) / 1e6;
+      const double fraction = end > start ? std::clamp(ns / (end - start), 0.0, 1.0) : 0;
+      const std::string lane = str(s, "lane") + (s.contains("rank") ? fmt::format(" (rank {})", str(s, "rank")) : "");
+      lanes.push_back({lane, str(s, "name"), start, end, fraction,
+                       fmt::format("{} on {}: {:.3f} to {:.3f} ms, {:.3f} ms {}", str(s, "name"), lane, start, end, ns,
+                                   str(f, "kind") == "share" ? "in the selection" : "exposed")});
+      it.rows.push_back({td(lane), td(str(s, "name")), tdn(fmt::format("{:.3f}", start)), tdn(fmt::format("{:.3f}", end)), tdn(fmt::format("{:.3f}", ns))});
+    }
+    page.add(fmt::format("<h3>{} arm, {} check {}: <span class=\"verdict-{}\">{}</span></h3>\n", html_escape(str(f, "arm")),
+                         html_escape(str(f, "kind")), html_escape(str(f, "check_index")), passed ? "green" : "red", passed ? "passed" : "failed"));
+    if (lanes.empty()) {
+      page.add("<p>The check names no intervals (nothing was exposed, or the selection matched nothing).</p>\n");
+    } else {
+      page.add("<div class=\"charts\">\n" +
+               page.chart("lane-timeline", lane_timeline_spec(fmt::format("{} arm: {} intervals ({} of {} listed)", str(f, "arm"), str(f, "kind"),
+                                                                          lanes.size(), str(d, "intervals_total")),
+                                                              lanes, (w1 - w0) / 1e6, str(f, "kind") == "share" ? "in the selection" : "exposed")) +
+               "</div>\n" + it.html());
+    }
+  }
+  page.add("<h3>All checks</h3>\n" + t.html());
+}
+
+void acceptance_and_review_section(Page& page, const J& record) {
+  page.add("<h2 id=\"review\">Review, promotion and acceptance</h2>\n");
+  Table events;
+  events.id = "events";
+  events.head = {"at", "event", "owner", "host", "pid", "detail"};
+  for (const auto& e : record["events"]) {
+    events.rows.push_back({td(str(e, "at")), td(str(e, "event")), td(str(e, "owner")), td(str(e, "owner_host")), tdn(str(e, "owner_pid")), td(str(e, "detail"))});
+  }
+  page.add("<h3>Life of the experiment</h3>\n" + events.html());
+  Table reviews;
+  reviews.id = "reviews";
+  reviews.head = {"at", "category", "decision", "reviewer", "note"};
+  for (const auto& r : record.value("reviews", J::array())) {
+    reviews.rows.push_back({td(str(r, "reviewed_at")), td(str(r, "category")), td(str(r, "decision")), td(str(r, "reviewer")), td(str(r, "note"))});
+    reviews.red.push_back(str(r, "decision") == "reject");
+  }
+  std::string categories;
+  const J categories_doc = record.value("categories", J::object());
+  for (const auto& [k, v] : categories_doc.items()) {
+    categories += fmt::format("{}{}: {}", categories.empty() ? "" : ", ", k, case_value(v));
+  }
+  page.add(fmt::format("<h3>Reviews</h3>\n<p>Risk categories (latest decision): {}</p>\n", html_escape(categories.empty() ? "none declared" : categories)));
+  page.add(reviews.rows.empty() ? "<p>No review recorded.</p>\n" : reviews.html());
+  const J& promotion = record.value("promotion", J());
+  page.add(promotion.is_object() ? fmt::format("<p data-promotion>Promoted by <b>{}</b> at {}.</p>\n", html_escape(str(promotion, "promoted_by")),
+                                               html_escape(str(promotion, "promoted_at")))
+                                 : "<p>Not promoted.</p>\n");
+  page.add("<h3 id=\"acceptance\">Acceptance</h3>\n");
+  const J& runs = record.value("acceptance_runs", J::array());
+  if (runs.empty()) {
+    std::string criteria;
+    if (record["acceptance"].is_object()) {
+      for (const auto& c : record["acceptance"].value("criteria", J::array())) criteria += "<li><code>" + html_escape(case_value(c)) + "</code></li>";
+    }
+    page.add(criteria.empty() ? "<p>No acceptance criteria in the manifest.</p>\n"
+                              : "<p>No acceptance run yet. Criteria written before any result:</p><ul>" + criteria + "</ul>\n");
+  }
+  for (const auto& a : runs) {
+    Table t;
+    t.id = "acceptance " + str(a, "id");
+    t.head = {"criterion", "statistic", "left", "right", "verdict"};
+    for (const auto& c : a["criteria"]) {
+      const bool passed = c.value("passed", false);
+      t.rows.push_back({td(str(c, "criterion")), td(str(c, "statistic")), tdn(general(num(c, "lhs"))), tdn(general(num(c, "rhs"))),
+                        tdv(passed ? "green" : "red")});
+      t.red.push_back(!passed);
+    }
+    page.add(fmt::format("<p>Run {} at {}: <span class=\"verdict-{}\">{}</span> {}</p>\n", html_escape(str(a, "id")), html_escape(str(a, "started_at")),
+                         str(a, "verdict") == "pass" ? "green" : "red", html_escape(str(a, "verdict")), html_escape(str(a, "reason"))) +
+             t.html());
+  }
+}
+
+}  // namespace
+
+std::string html_escape(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  for (char c : text) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&#39;"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+ReportPage experiment_report(const J& record, const LedgerFacts& facts, const ReportAxes& axes, const std::string& vega_scripts) {
+  const std::string id = str(record, "id");
+  Page page("experiment", fmt::format("Experiment {}: {}", id, str(record, "name")), facts);
+  const std::string state = str(record, "state");
+  const J& run = record["gate_run"];
+  page.add(fmt::format("<p>by <b>{}</b>, submitted {}; state <b data-state>{}</b>; gate <code>{}</code>; manifest {} (sha256 <code>{}</code>).</p>\n",
+                       html_escape(str(record, "author")), html_escape(str(record, "submitted_at")), html_escape(state), html_escape(str(record, "gate")),
+                       html_escape(str(record, "manifest_path")), html_escape(str(record, "manifest_sha256"))));
+  page.add(fmt::format("<p>candidate <code>{}</code> {} &nbsp; base <code>{}</code> {}</p>\n", html_escape(str(record, "candidate_revision")),
+                       html_escape(record["candidate_params"].dump()), html_escape(str(record, "base_revision")), html_escape(record["base_params"].dump())));
+  if (run.is_null()) {
+    if (state == "queued" || state == "requeued") {
+      page.notice(fmt::format("Experiment {} is {}: no stage has run yet, so there is no verdict, benchmark or trace to show. "
+                              "A worker (densefeed worker) takes it from the queue.", id, state));
+    } else if (state == "started") {
+      page.notice(fmt::format("Experiment {} is running: its gate has not finished.", id));
+    } else {
+      std::string detail;
+      for (const auto& e : record["events"]) detail = str(e, "detail");
+      page.notice(fmt::format("Experiment {} was {} before its gate ran{}.", id, state, detail.empty() ? "" : ": " + detail), "warn");
+    }
+  }
+
+  // Hypothesis, prediction and outcome side by side.
+  std::string outcome;
+  if (run.is_null()) {
+    outcome = fmt::format("<p>No outcome yet (state {}).</p>", html_escape(state));
+  } else {
+    outcome = fmt::format("<p>Gate: <span class=\"verdict-{}\">{}</span>{}</p>", html_escape(str(run, "verdict")), html_escape(str(run, "verdict")),
+                          str(run, "reason").empty() ? "" : " — " + html_escape(str(run, "reason")));
+    for (const auto& b : record["bench_cases"]) {
+      outcome += fmt::format("<p>Bench {}: {} {}x [{}, {}]</p>", html_escape(str(b, "case_label")), html_escape(str(b, "verdict")),
+                             fixed3(num(b, "speedup")), fixed3(num(b, "speedup_lo")), fixed3(num(b, "speedup_hi")));
+    }
+    int failed = 0;
+    for (const auto& f : record["trace_findings"]) failed += str(f, "arm") == "candidate" && !f.value("passed", false);
+    if (!record["trace_findings"].empty()) outcome += fmt::format("<p>Trace: {} candidate check(s) failed</p>", failed);
+    for (const auto& a : record.value("acceptance_runs", J::array())) outcome += "<p>Acceptance: " + html_escape(str(a, "verdict")) + "</p>";
+  }
+  page.add(fmt::format("<div class=\"side\"><div><h3>Hypothesis</h3><p>{}</p></div><div><h3>Prediction</h3><p>{}</p></div>"
+                       "<div data-outcome><h3>Outcome</h3>{}</div></div>\n",
+                       html_escape(str(record, "hypothesis")), html_escape(str(record, "predicted_effect")), outcome));
+  if (!run.is_null()) gate_section(page, run, axes);
+  bench_section(page, record);
+  trace_section(page, record["trace_findings"]);
+  acceptance_and_review_section(page, record);
+  return page.finish(vega_scripts);
+}
+
+ReportPage gate_report(const std::string& gate, const std::string& since, const J& experiments, const J& speedups, const J& red_reasons,
+                       const LedgerFacts& facts, const std::string& vega_scripts) {
+  Page page("gate", fmt::format("Gate {}: its experiments{}", gate, since.empty() ? "" : " since " + since), facts);
+  if (experiments.empty()) {
+    page.notice(fmt::format("No experiment on gate {}{} in this ledger.", gate, since.empty() ? "" : " since " + since));
+    return page.finish(vega_scripts);
+  }
+  std::vector<std::string> order;
+  std::map<std::int64_t, std::string> label_of;
+  std::vector<RedMark> reds;
+  Table t;
+  t.id = "experiments";
+  t.head = {"id", "experiment", "submitted", "state", "gate verdict", "bench case", "speedup", "interval", "predicted", "reason"};
+  std::map<std::int64_t, std::vector<const J*>> speedups_of;
+  for (const auto& s : speedups) {
+    if (str(s, "gate") == gate) speedups_of[s["experiment_id"].get<std::int64_t>()].push_back(&s);
+  }
+  std::vector<SpeedupMark> marks;
+  for (const auto& e : experiments) {
+    const auto id = e["id"].get<std::int64_t>();
+    const std::string label = fmt::format("#{} {}", id, str(e, "name"));
+    order.push_back(label);
+    label_of[id] = label;
+    const std::string verdict = str(e, "verdict");
+    if (verdict == "red" || verdict == "error") {
+      reds.push_back({label, fmt::format("{}: gate {} — {}", label, verdict, str(e, "reason"))});
+    }
+    const auto& ss = speedups_of[id];
+    if (ss.empty()) {
+      t.rows.push_back({tdn(std::to_string(id)), td(str(e, "name")), td(str(e, "submitted_at")), td(str(e, "state")), tdv(verdict), td(""), td(""),
+                        td(""), td(""), td(str(e, "reason"))});
+      t.red.push_back(verdict == "red" || verdict == "error");
+    }
+    for (const J* s : ss) {
+      SpeedupMark m;
+      m.label = label;
+      m.speedup = num(*s, "speedup").value_or(0);
+      m.lo = num(*s, "speedup_lo").value_or(m.speedup);
+      m.hi = num(*s, "speedup_hi").value_or(m.speedup);
+      m.predicted = num(*s, "predicted_speedup");
+      m.verdict = str(*s, "verdict");
+      m.description = fmt::format("{} {}: speedup {} [{}, {}]{}", label, str(*s, "case_label"), fixed3(m.speedup), fixed3(m.lo), fixed3(m.hi),
+                                  m.predicted ? ", predicted " + fixed3(m.predicted) : "");
+      marks.push_back(m);
+      t.rows.push_back({tdn(std::to_string(id)), td(str(e, "name")), td(str(e, "submitted_at")), td(str(e, "state")), tdv(verdict),
+                        td(str(*s, "case_label")), tdn(fixed3(m.speedup)), tdn(fmt::format("[{}, {}]", fixed3(m.lo), fixed3(m.hi))),
+                        tdn(fixed3(m.predicted)), td(str(e, "reason"))});
+      t.red.push_back(false);
+    }
+  }
+  page.add(fmt::format("<p>{} experiments, {} red or error, {} measured speedups.</p>\n", experiments.size(), reds.size(), marks.size()));
+  page.add("<div class=\"charts\">\n" + page.chart("gate-history", gate_history_spec(fmt::format("{}: speedup by experiment", gate), order, marks, reds)) +
+           "</div>\n" + t.html());
+  Table reasons;
+  reasons.id = "red reasons";
+  reasons.head = {"failure", "runs", "experiments"};
+  for (const auto& r : red_reasons) {
+    if (str(r, "gate") != gate) continue;
+    // Only the experiments of this page (--since).
+    std::string ids;
+    int runs = 0;
+    const std::string all = str(r, "experiment_ids");
+    for (std::size_t at = 0; at <= all.size();) {
+      const auto comma = std::min(all.find(',', at), all.size());
+      const std::string one = all.substr(at, comma - at);
+      at = comma + 1;
+      if (one.empty()) continue;
+      if (label_of.count(std::stoll(one))) {
+        ids += (ids.empty() ? "" : ", ") + one;
+        ++runs;
+      }
+    }
+    if (runs) reasons.rows.push_back({td(str(r, "failure")), tdn(std::to_string(runs)), td(ids)}), reasons.red.push_back(true);
+  }
+  page.add("<h2>Why experiments were red</h2>\n");
+  page.add(reasons.rows.empty() ? "<p>No red or error gate run on this gate.</p>\n" : reasons.html());
+  return page.finish(vega_scripts);
+}
+
+ReportPage ledger_report(const J& experiments, const LedgerFacts& facts, const std::string& vega_scripts) {
+  Page page("ledger", "The ledger", facts);
+  if (experiments.empty()) {
+    page.notice("The ledger holds no experiments yet: nothing has been submitted or run into it.");
+    return page.finish(vega_scripts);
+  }
+  const std::vector<std::string> verdicts = {"green", "red", "error", "pending"};
+  std::map<std::string, std::map<std::string, int>> per_day;
+  std::map<std::string, int> states;
+  std::map<std::string, std::set<std::string>> gates;
+  for (const auto& e : experiments) {
+    std::string verdict = str(e, "verdict");
+    if (std::find(verdicts.begin(), verdicts.end(), verdict) == verdicts.end()) verdict = "pending";
+    ++per_day[str(e, "submitted_at").substr(0, 10)][verdict];
+    ++states[str(e, "state")];
+    gates[str(e, "gate")].insert(str(e, "id"));
+  }
+  std::vector<StackedCount> counts;
+  Table days;
+  days.id = "per day";
+  days.head = {"day"};
+  days.head.insert(days.head.end(), verdicts.begin(), verdicts.end());
+  days.head.push_back("all");
+  for (const auto& [day, by] : per_day) {
+    std::vector<std::string> row = {td(day)};
+    int all = 0;
+    for (const auto& v : verdicts) {
+      const int n = by.count(v) ? by.at(v) : 0;
+      all += n;
+      row.push_back(tdn(std::to_string(n)));
+      if (n) counts.push_back({day, v, n, fmt::format("{}: {} {}", day, n, v)});
+    }
+    row.push_back(tdn(std::to_string(all)));
+    days.rows.push_back(row);
+  }
+  page.add(fmt::format("<p>{} experiments on {} gate(s), from {} to {}.</p>\n", experiments.size(), gates.size(),
+                       html_escape(str(experiments.front(), "submitted_at")), html_escape(str(experiments.back(), "submitted_at"))));
+  page.add("<h2>Experiments per day and gate verdict</h2>\n<div class=\"charts\">\n" +
+           page.chart("per-day", stacked_bar_spec("experiments per day, by gate verdict", "day (UTC)", counts, verdicts,
+                                                  {kGreenColor, kRedColor, "#9467bd", "#bbbbbb"})) +
+           "</div>\n" + days.html());
+  // The queue: experiments by state; the ones waiting or running are listed.
+  const std::vector<std::string> state_order = {"queued", "requeued", "started", "cancel_requested", "finished", "interrupted", "cancelled", "rejected", "recorded"};
+  std::vector<std::pair<std::string, int>> by_state;
+  for (const auto& s : state_order) {
+    if (states.count(s)) by_state.push_back({s, states[s]});
+  }
+  for (const auto& [s, n] : states) {
+    if (std::find(state_order.begin(), state_order.end(), s) == state_order.end()) by_state.push_back({s, n});
+  }
+  Table st;
+  st.id = "states";
+  st.head = {"state", "experiments"};
+  for (const auto& [s, n] : by_state) st.rows.push_back({td(s), tdn(std::to_string(n))});
+  Table waiting;
+  waiting.id = "queue";
+  waiting.head = {"id", "experiment", "gate", "state", "submitted"};
+  for (const auto& e : experiments) {
+    const std::string s = str(e, "state");
+    if (s == "queued" || s == "requeued" || s == "started" || s == "cancel_requested") {
+      waiting.rows.push_back({tdn(str(e, "id")), td(str(e, "name")), td(str(e, "gate")), td(s), td(str(e, "submitted_at"))});
+    }
+  }
+  page.add("<h2>The queue</h2>\n<div class=\"charts\">\n" + page.chart("states", bar_spec("experiments by state", by_state)) + "</div>\n" + st.html());
+  page.add(waiting.rows.empty() ? "<p data-queue-empty>Nothing is queued or running.</p>\n"
+                                : fmt::format("<p>{} queued or running:</p>\n", waiting.rows.size()) + waiting.html());
+  Table all;
+  all.id = "experiments";
+  all.head = {"id", "experiment", "gate", "state", "gate verdict", "submitted", "speedups / reason"};
+  for (const auto& e : experiments) {
+    std::string tail;
+    for (const auto& s : e["speedups"]) {
+      tail += fmt::format("{}{}: {} {}x [{}, {}]", tail.empty() ? "" : "; ", str(s, "case"), str(s, "verdict"), fixed3(num(s, "speedup")),
+                          fixed3(num(s, "speedup_lo")), fixed3(num(s, "speedup_hi")));
+    }
+    if (tail.empty()) tail = str(e, "reason");
+    all.rows.push_back({tdn(str(e, "id")), td(str(e, "name")), td(str(e, "gate")), td(str(e, "state")), tdv(str(e, "verdict")), td(str(e, "submitted_at")), td(tail)});
+    all.red.push_back(str(e, "verdict") == "red" || str(e, "verdict") == "error");
+  }
+  page.add("<h2>Every experiment</h2>\n" + all.html());
+  return page.finish(vega_scripts);
+}
+
+ReportWritten write_report(const ReportRequest& request) {
+  const Ledger ledger(request.ledger, Ledger::Mode::read_only);
+  LedgerFacts facts;
+  facts.ledger_file = std::filesystem::absolute(request.ledger).lexically_normal().string();
+  facts.chain = ledger.verify();
+  facts.written_at = utc_now();
+  const std::string vega = vega_inline_scripts(request.vega_dir.empty() ? default_vega_dir() : request.vega_dir);
+  ReportPage page;
+  if (request.experiment_id) {
+    const J record = ledger.show(*request.experiment_id);
+    ReportAxes axes;
+    if (request.axes_for) axes = request.axes_for(str(record, "gate"));
+    page = experiment_report(record, facts, axes, vega);
+  } else if (!request.gate.empty()) {
+    Ledger::ListFilter filter;
+    filter.gate = request.gate;
+    filter.since = request.since;
+    page = gate_report(request.gate, request.since, ledger.list(filter), ledger.rows("gate_speedups"), ledger.rows("red_gates_by_reason"), facts, vega);
+  } else {
+    Ledger::ListFilter filter;
+    filter.since = request.since;
+    page = ledger_report(ledger.list(filter), facts, vega);
+  }
+  const auto out = request.out;
+  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
+  const auto tmp = std::filesystem::path(out.string() + ".tmp");
+  {
+    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
+    f << page.html;
+    f.close();
+    if (!f) throw InfraError(fmt::format("{}: cannot write the report", tmp.string()));
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, out, ec);
+  if (ec) throw InfraError(fmt::format("{}: cannot write the report: {}", out.string(), ec.message()));
+  ReportWritten w;
+  w.kind = page.kind;
+  w.path = std::filesystem::absolute(out).lexically_normal();
+  w.bytes = std::filesystem::file_size(out);
+  w.charts = page.charts;
+  w.notices = page.notices;
+  w.chain = facts.chain;
+  return w;
+}
+
+J report_written_json(const ReportWritten& w) {
+  return {{"kind", w.kind},
+          {"path", w.path.string()},
+          {"bytes", w.bytes},
+          {"charts", w.charts},
+          {"notices", w.notices},
+          {"chain", {{"ok", w.chain.ok}, {"head", w.chain.head.empty() ? J(nullptr) : J(w.chain.head)}, {"links", w.chain.links},
+                     {"problem", w.chain.problem}}}};
+}
+
+}  // namespace densefeed

@@ -1,0 +1,95 @@
+// `densefeed report`: one self-contained HTML page (every script and style
+// inlined, no network when viewed) for an experiment, a gate's history or the
+// whole ledger. Each page is a pure function of documents the ledger already
+// gives (Ledger::show, Ledger::list, the gate_speedups and red_gates_by_reason
+// views) plus ledger-wide facts; it never reads SQL itself. Charts are Vega
+// specifications (vega_specs.h) rendered in the browser by Debian's
+// libjs-vega (vega_bundle.h) with Vega's SVG renderer; every number a chart
+// shows is also in a table on the page.
+//
+// When the scripts have run, the page's <body> carries
+//   data-charts="N"           charts on the page,
+//   data-charts-rendered="N"  charts Vega rendered,
+//   data-chart-errors="..."   (only when one failed) what Vega reported,
+// so a headless browser's dumped DOM tells whether the charts were drawn.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "ledger.h"
+
+namespace densefeed {
+
+// What every page states about the ledger it was made from.
+struct LedgerFacts {
+  std::string ledger_file;
+  ChainCheck chain;        // Ledger::verify(); chain.head is the head hash when ok
+  std::string written_at;  // ISO 8601 UTC
+};
+
+// The case keys of the gate's error table (GateSpec::trend_rows/columns,
+// e.g. T x shards); empty: the first two numeric case keys that vary.
+struct ReportAxes {
+  std::string rows, columns;
+};
+
+struct ReportPage {
+  std::string kind;   // experiment | gate | ledger
+  std::string title;
+  std::string html;
+  int charts = 0;
+  std::vector<std::string> notices;  // what the page says instead of a figure (queued, red without bench, ...)
+};
+
+// `record`: Ledger::show's document (schemas/ledger-show.schema.json).
+ReportPage experiment_report(const nlohmann::ordered_json& record, const LedgerFacts& facts, const ReportAxes& axes,
+                             const std::string& vega_scripts);
+
+// `experiments`: Ledger::list filtered by gate and since; `speedups`: the
+// gate_speedups view's rows of that gate; `red_reasons`: red_gates_by_reason's rows.
+ReportPage gate_report(const std::string& gate, const std::string& since, const nlohmann::ordered_json& experiments,
+                       const nlohmann::ordered_json& speedups, const nlohmann::ordered_json& red_reasons, const LedgerFacts& facts,
+                       const std::string& vega_scripts);
+
+// `experiments`: Ledger::list (all).
+ReportPage ledger_report(const nlohmann::ordered_json& experiments, const LedgerFacts& facts, const std::string& vega_scripts);
+
+// `densefeed report`: which page, from which ledger, to which file.
+struct ReportRequest {
+  std::filesystem::path ledger;
+  std::filesystem::path out;
+  std::optional<std::int64_t> experiment_id;  // the experiment page
+  std::string gate;                           // else the gate's page ('' = the whole ledger)
+  std::string since;                          // gate and ledger pages: experiments submitted at or after (ISO 8601 prefix)
+  std::filesystem::path vega_dir;             // libjs-vega's files (default_vega_dir())
+  // The gate's report keys by gate name (from the gate store when there is
+  // one); none given or none known: inferred from the cases.
+  std::function<ReportAxes(const std::string& gate)> axes_for;
+};
+
+struct ReportWritten {
+  std::string kind;
+  std::filesystem::path path;
+  std::uintmax_t bytes = 0;
+  int charts = 0;
+  std::vector<std::string> notices;
+  ChainCheck chain;
+};
+
+// Reads the ledger read-only, builds the page and writes it (to a temporary
+// file renamed over `out`). Throws InputError for a missing ledger or
+// experiment, InfraError when libjs-vega is missing or the file cannot be written.
+ReportWritten write_report(const ReportRequest& request);
+nlohmann::ordered_json report_written_json(const ReportWritten& written);
+
+// Text with &, <, >, " and ' as entities.
+std::string html_escape(const std::string& text);
+
+}  // namespace densefeed

@@ -1,0 +1,467 @@
+// `densefeed report` rendered in a real browser: Debian's chromium, headless,
+// opens each kind of page from a ledger the test built with the real CLI and
+// harnesses. A screenshot of each page must have the requested size and not
+// be blank; the DOM Chromium dumps after the page's scripts ran must hold the
+// charts Vega drew (SVG marks whose aria-labels carry the values) and the exact
+// values the ledger holds (the tf32 example's red cells, the tf32x3 speedup).
+// Then the pages that say why there is nothing to draw: a queued experiment,
+// a red gate without benchmark, a broken hash chain, an empty ledger; and the
+// MCP tool that writes an experiment's page.
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+#include <zlib.h>
+
+#include <array>
+#include <cstdint>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "ledger.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::json;
+
+const std::filesystem::path kSource = DENSEFEED_SOURCE_DIR;
+
+// --- a PNG reader (8-bit RGB or RGBA, non-interlaced: what Chromium writes) --
+
+struct Image {
+  std::uint32_t width = 0, height = 0;
+  int channels = 0;
+  std::vector<std::uint8_t> pixels;  // rows of width * channels bytes
+  std::array<std::uint8_t, 3> rgb(std::uint32_t x, std::uint32_t y) const {
+    const auto* p = &pixels[(static_cast<std::size_t>(y) * width + x) * channels];
+    return {p[0], p[1], p[2]};
+  }
+};
+
+std::uint32_t be32(const std::string& s, std::size_t at) {
+  return (std::uint32_t(std::uint8_t(s[at])) << 24) | (std::uint32_t(std::uint8_t(s[at + 1])) << 16) |
+         (std::uint32_t(std::uint8_t(s[at + 2])) << 8) | std::uint32_t(std::uint8_t(s[at + 3]));
+}
+
+// PNG specification (W3C, 2003): chunks, zlib-compressed IDAT, per-row filters 0..4.
+Image read_png(const std::filesystem::path& path) {
+  const std::string f = testing::read_file(path);
+  Image img;
+  if (f.size() < 8 || f.compare(0, 8, "\x89PNG\r\n\x1a\n") != 0) throw std::runtime_error(path.string() + ": not a PNG");
+  std::string idat;
+  int depth = 0, type = 0, interlace = 0;
+  for (std::size_t at = 8; at + 8 <= f.size();) {
+    const std::uint32_t len = be32(f, at);
+    const std::string kind = f.substr(at + 4, 4);
+    if (kind == "IHDR") {
+      img.width = be32(f, at + 8);
+      img.height = be32(f, at + 12);
+      depth = std::uint8_t(f[at + 16]);
+      type = std::uint8_t(f[at + 17]);
+      interlace = std::uint8_t(f[at + 20]);
+    } else if (kind == "IDAT") {
+      idat += f.substr(at + 8, len);
+    }
+    at += 12 + len;
+  }
+  if (depth != 8 || (type != 2 && type != 6) || interlace != 0) throw std::runtime_error(path.string() + ": not 8-bit RGB(A), non-interlaced");
+  img.channels = type == 6 ? 4 : 3;
+  const std::size_t stride = std::size_t(img.width) * img.channels;
+  std::vector<std::uint8_t> raw((stride + 1) * img.height);
+  uLongf raw_len = raw.size();
+  if (uncompress(raw.data(), &raw_len, reinterpret_cast<const Bytef*>(idat.data()), idat.size()) != Z_OK || raw_len != raw.size()) {
+    throw std::runtime_error(path.string() + ": IDAT does not inflate to the image's size");
+  }
+  img.pixels.resize(stride * img.height);
+  for (std::uint32_t y = 0; y < img.height; ++y) {
+    const std::uint8_t filter = raw[y * (stride + 1)];
+    const std::uint8_t* in = &raw[y * (stride + 1) + 1];
+    std::uint8_t* out = &img.pixels[y * stride];
+    const std::uint8_t* up = y ? &img.pixels[(y - 1) * stride] : nullptr;
+    for (std::size_t i = 0; i < stride; ++i) {
+      const int a = i >= std::size_t(img.channels) ? out[i - img.channels] : 0;
+      const int b = up ? up[i] : 0;
+      const int c = up && i >= std::size_t(img.channels) ? up[i - img.channels] : 0;
+      int v = in[i];
+      switch (filter) {
+        case 0: break;
+        case 1: v += a; break;
+        case 2: v += b; break;
+        case 3: v += (a + b) / 2; break;
+        case 4: {
+          const int p = a + b - c, pa = std::abs(p - a), pb = std::abs(p - b), pc = std::abs(p - c);
+          v += (pa <= pb && pa <= pc) ? a : (pb <= pc ? b : c);
+          break;
+        }
+        default: throw std::runtime_error(path.string() + ": bad filter type");
+      }
+      out[i] = static_cast<std::uint8_t>(v);
+    }
+  }
+  return img;
+}
+
+struct Looks {
+  double non_white = 0;      // fraction of pixels that are not (near) white
+  std::size_t colours = 0;   // distinct colours
+  std::size_t red = 0;           // pixels of the red marks' colour (#d62728: red verdicts, bounds, the broken-chain banner)
+  std::size_t fail_outline = 0;  // pixels of the outline of cells over their bound (#ff00aa, used for nothing else)
+  std::size_t blue = 0, orange = 0;  // the heatmap's two sides of the bound (blueorange scheme), roughly
+};
+Looks look_at(const Image& img) {
+  Looks l;
+  std::set<std::uint32_t> colours;
+  std::size_t non_white = 0;
+  for (std::uint32_t y = 0; y < img.height; ++y) {
+    for (std::uint32_t x = 0; x < img.width; ++x) {
+      const auto [r, g, b] = img.rgb(x, y);
+      if (r < 245 || g < 245 || b < 245) ++non_white;
+      if (colours.size() < 100000) colours.insert((std::uint32_t(r) << 16) | (std::uint32_t(g) << 8) | b);
+      if (r == 0xd6 && g == 0x27 && b == 0x28) ++l.red;
+      if (r == 0xff && g == 0x00 && b == 0xaa) ++l.fail_outline;
+      if (b > r + 60 && b > 120) ++l.blue;
+      if (r > b + 80 && g > 60 && r > 180) ++l.orange;
+    }
+  }
+  l.non_white = double(non_white) / (double(img.width) * img.height);
+  l.colours = colours.size();
+  return l;
+}
+
+// --- the browser -------------------------------------------------------------
+
+std::string chromium() {
+  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser"}) {
+    if (std::filesystem::exists(c)) return c;
+  }
+  return "";
+}
+
+class ReportHtml : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_FALSE(chromium().empty()) << "Debian's chromium is needed (./setup.sh installs it: apt-get install chromium)";
+    ledger_ = dir_ / "ledger.db";
+  }
+
+  testing::CliResult densefeed(const std::vector<std::string>& args) const {
+    return testing::run_cli(DENSEFEED_EXE, args, kSource, {{"HOME", dir_.path().string()}});
+  }
+  // The tf32 example (red) into the test's ledger; returns its id.
+  std::int64_t run_example(const std::string& manifest, bool bench) {
+    std::vector<std::string> args = {"--trust-worktree", "run", "experiments/" + manifest, "--ledger", ledger_.string(), "--jobs", "2", "--json"};
+    if (!bench) args.push_back("--no-bench");
+    const auto r = densefeed(args);
+    EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+    const J doc = J::parse(r.out, nullptr, false);
+    EXPECT_TRUE(doc.is_object() && doc.contains("experiment_id")) << r.out << r.err;
+    return doc.is_object() ? doc.value("experiment_id", std::int64_t{0}) : 0;
+  }
+  J show(std::int64_t id) const {
+    const auto r = densefeed({"ledger", "show", std::to_string(id), "--ledger", ledger_.string(), "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return J::parse(r.out);
+  }
+  // Writes the page; returns the report's JSON document.
+  J report(const std::vector<std::string>& which, const std::filesystem::path& out, const std::filesystem::path& ledger = {}) const {
+    std::vector<std::string> args = {"report"};
+    args.insert(args.end(), which.begin(), which.end());
+    for (const auto& a : {std::string("-o"), out.string(), std::string("--ledger"), (ledger.empty() ? ledger_ : ledger).string(), std::string("--json")}) {
+      args.push_back(a);
+    }
+    const auto r = densefeed(args);
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    return J::parse(r.out, nullptr, false);
+  }
+  // Chromium's DOM after the page's scripts ran (virtual time lets Vega finish first).
+  std::string dump_dom(const std::filesystem::path& page) const {
+    const auto r = testing::run_cli(chromium(), {"--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=" + (dir_ / "chromium").string(),
+                                                 "--virtual-time-budget=20000", "--dump-dom", "file://" + page.string()},
+                                    dir_.path(), {{"HOME", dir_.path().string()}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out;
+  }
+  Image screenshot(const std::filesystem::path& page, int w, int h) const {
+    const auto png = dir_ / (page.stem().string() + ".png");
+    const auto r = testing::run_cli(chromium(), {"--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                                                 "--user-data-dir=" + (dir_ / "chromium").string(), "--virtual-time-budget=20000",
+                                                 fmt::format("--window-size={},{}", w, h), "--screenshot=" + png.string(), "file://" + page.string()},
+                                    dir_.path(), {{"HOME", dir_.path().string()}});
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    // Kept for people to look at when DENSEFEED_REPORT_SCREENSHOTS names a folder.
+    if (const char* keep = std::getenv("DENSEFEED_REPORT_SCREENSHOTS")) {
+      std::filesystem::create_directories(keep);
+      std::filesystem::copy_file(png, std::filesystem::path(keep) / png.filename(), std::filesystem::copy_options::overwrite_existing);
+    }
+    return read_png(png);
+  }
+  // The body's data-charts and data-charts-rendered, and no chart error.
+  static void expect_charts_rendered(const std::string& dom, int at_least) {
+    std::smatch charts, rendered;
+    ASSERT_TRUE(std::regex_search(dom, charts, std::regex("data-charts=\"(\\d+)\""))) << dom.substr(0, 2000);
+    ASSERT_TRUE(std::regex_search(dom, rendered, std::regex("data-charts-rendered=\"(\\d+)\""))) << "the page's scripts did not finish";
+    EXPECT_EQ(charts[1].str(), rendered[1].str());
+    EXPECT_GE(std::stoi(charts[1].str()), at_least);
+    const auto errors = dom.find("data-chart-errors=");
+    EXPECT_EQ(errors, std::string::npos) << dom.substr(errors, 1500);
+    // Vega's SVG renderer: one <svg> per chart, marks as graphics-symbol elements.
+    std::size_t svgs = 0;
+    for (auto at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) ++svgs;
+    EXPECT_EQ(svgs, std::stoul(charts[1].str()));
+  }
+  static std::size_t count(const std::string& text, const std::string& what) {
+    std::size_t n = 0;
+    for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  }
+
+  // SVG elements Vega drew whose aria-label contains `what` (the page's spec JSON holds the same text, but not as an attribute).
+  static std::size_t count_marks(const std::string& dom, const std::string& what, bool at_start = false) {
+    std::size_t n = 0;
+    const std::regex label("aria-label=\"([^\"]*)\"");
+    for (auto it = std::sregex_iterator(dom.begin(), dom.end(), label); it != std::sregex_iterator(); ++it) {
+      const auto at = (*it)[1].str().find(what);
+      n += at_start ? at == 0 : at != std::string::npos;
+    }
+    return n;
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path ledger_;
+};
+
+// The tf32 example is red: its page draws the T x shards heatmap with the red
+// cells outlined, and the DOM holds every failing (case, metric) with the
+// ledger's exact value, as a chart mark and as a table cell, and no other.
+TEST_F(ReportHtml, RedTf32PageShowsEveryFailingCellWithTheLedgersValue) {
+  const auto id = run_example("cp-affine-chain-tf32.yaml", false);
+  ASSERT_GT(id, 0);
+  const J record = show(id);
+  ASSERT_EQ(record["gate_run"]["verdict"], "red");
+  const auto page = dir_ / "tf32.html";
+  const J written = report({std::to_string(id)}, page);
+  EXPECT_EQ(written["kind"], "experiment");
+  EXPECT_EQ(written["path"], page.string());
+  const std::string html = testing::read_file(page);
+  EXPECT_EQ(html.find("src=\"http"), std::string::npos) << "a page must need no network";
+  EXPECT_EQ(html.find("<link"), std::string::npos);
+
+  const std::string dom = dump_dom(page);
+  expect_charts_rendered(dom, 4);
+  // The failing cells, from the ledger: "T=8192 shards=16 regime=long-memory: final_state.rel_l2 6.363e-02 over the bound 1.000e-05".
+  std::set<std::string> expected, expected_cells;
+  std::size_t failing = 0;
+  for (const auto& c : record["gate_run"]["cases"]) {
+    const J& cj = c["case_json"];
+    std::string group = "regime=" + cj["regime"].get<std::string>();
+    if (!cj["seq_lens"].get<std::string>().empty()) group += " seq_lens=" + cj["seq_lens"].get<std::string>();
+    for (const auto& m : c["metrics"]) {
+      if (m["passed"] != 0) continue;
+      ++failing;
+      const std::string where = fmt::format("T={} shards={} {}", cj["T"].get<int>(), cj["shards"].get<int>(), group);
+      const std::string value = m["value"].is_null() ? "NaN" : fmt::format("{:.3e}", m["value"].get<double>());
+      expected.insert(fmt::format("aria-label=\"{}: {}.{} {} over the bound {:.3e}\"", where, m["output"].get<std::string>(),
+                                  m["metric"].get<std::string>(), value, m["bound"].get<double>()));
+      expected_cells.insert(fmt::format("data-cell=\"{}\">{}</td>", where, value));
+    }
+  }
+  ASSERT_GT(failing, 10u) << "the tf32 example should fail many cases";
+  for (const auto& e : expected) EXPECT_NE(dom.find(e), std::string::npos) << "no chart mark " << e;
+  for (const auto& e : expected_cells) EXPECT_NE(dom.find(e), std::string::npos) << "no table cell " << e;
+  // Exactly those: each failing metric is one outlined heatmap cell and (its value > 0) one trend point.
+  EXPECT_EQ(count_marks(dom, "over the bound"), 2 * failing);
+  EXPECT_EQ(count(dom, "<td class=\"num red\" data-cell="), failing);
+  // The bound is drawn as a rule in each trend chart; one shards=1 cell is within it.
+  EXPECT_NE(dom.find("aria-label=\"bound 1.0e-5\""), std::string::npos);
+  EXPECT_NE(dom.find("shards=1 regime=long-memory: final_state.rel_l2"), std::string::npos);
+  // A red gate has no benchmark, and the page says why.
+  EXPECT_NE(dom.find("No benchmark: the gate is red. densefeed never measures"), std::string::npos);
+  // The page states its ledger, its chain head and when it was written.
+  Ledger ledger(ledger_, Ledger::Mode::read_only);
+  const auto chain = ledger.rows("record_chain");
+  ASSERT_FALSE(chain.empty());
+  EXPECT_NE(dom.find("data-fact=\"chain-head\">" + chain.back()["hash"].get<std::string>() + "<"), std::string::npos);
+  EXPECT_NE(dom.find("data-fact=\"ledger\">" + ledger_.string() + "<"), std::string::npos);
+  EXPECT_TRUE(std::regex_search(dom, std::regex("data-fact=\"written\">20\\d\\d-\\d\\d-\\d\\dT\\d\\d:\\d\\d:\\d\\dZ<")));
+
+  const Image shot = screenshot(page, 1280, 2000);
+  EXPECT_EQ(shot.width, 1280u);
+  EXPECT_EQ(shot.height, 2000u);
+  const Looks looks = look_at(shot);
+  EXPECT_GT(looks.non_white, 0.08) << "the screenshot is (nearly) blank";
+  EXPECT_GT(looks.colours, 200u);
+  EXPECT_GT(looks.fail_outline, 200u) << "no outline of a failing cell is visible";
+  EXPECT_GT(looks.blue, 500u) << "no cell within the bound (blue) is visible";
+  EXPECT_GT(looks.orange, 500u) << "no cell over the bound (orange) is visible";
+}
+
+// tf32x3 is green and benchmarked against tf32: the page draws every sample of
+// both arms and the speedup with its interval, each also in a table.
+TEST_F(ReportHtml, GreenTf32x3PageDrawsBenchSamplesAndTheSpeedupInterval) {
+  const auto id = run_example("cp-affine-chain-tf32x3.yaml", true);
+  ASSERT_GT(id, 0);
+  const J record = show(id);
+  ASSERT_EQ(record["gate_run"]["verdict"], "green");
+  ASSERT_FALSE(record["bench_cases"].empty());
+  const auto page = dir_ / "tf32x3.html";
+  report({std::to_string(id)}, page);
+  const std::string dom = dump_dom(page);
+  expect_charts_rendered(dom, 5);
+  EXPECT_EQ(count_marks(dom, "over the bound"), 0u);
+  EXPECT_GT(count_marks(dom, "within the bound"), 20u);
+  std::size_t samples = 0;
+  for (const auto& b : record["bench_cases"]) {
+    int round = 0;
+    for (const auto& r : b["rounds_json"]) {
+      ++round;
+      for (const char* arm : {"base", "candidate"}) {
+        for (const auto& v : r[std::string(arm) + "_ms"]) {
+          ++samples;
+          EXPECT_NE(dom.find(fmt::format("aria-label=\"round {} {} {:.4g} ms\"", round, arm, v.get<double>())), std::string::npos);
+        }
+      }
+    }
+    const std::string label = b["case_label"].get<std::string>();
+    const auto f3 = [](const J& v) { return fmt::format("{:.3f}", v.get<double>()); };
+    EXPECT_NE(dom.find(fmt::format("aria-label=\"{}: speedup {} [{}, {}], {}\"", label, f3(b["speedup"]), f3(b["speedup_lo"]), f3(b["speedup_hi"]),
+                                   b["verdict"].get<std::string>())),
+              std::string::npos);
+    EXPECT_NE(dom.find(fmt::format("<td class=\"num\">[{}, {}]</td>", f3(b["speedup_lo"]), f3(b["speedup_hi"]))), std::string::npos);
+    EXPECT_NE(dom.find(fmt::format("aria-label=\"noise band {:.3f} to {:.3f}\"", 1 - b["threshold"].get<double>(), 1 + b["threshold"].get<double>())),
+              std::string::npos);
+  }
+  EXPECT_EQ(count_marks(dom, "round ", true), samples) << "one mark per sample";
+  const Looks looks = look_at(screenshot(page, 1280, 2600));
+  EXPECT_GT(looks.non_white, 0.05);
+  EXPECT_EQ(looks.fail_outline, 0u) << "a green gate has no failing cell";
+}
+
+// A gate's history marks the red experiment where it fell and tabulates why
+// it was red (the red_gates_by_reason view); the whole ledger counts
+// experiments per day and verdict and shows the queue.
+TEST_F(ReportHtml, GateAndLedgerPagesMarkRedExperimentsAndTheQueue) {
+  const auto red = run_example("cp-affine-chain-tf32.yaml", false);
+  ASSERT_GT(red, 0);
+  const auto queued = densefeed({"submit", "experiments/kda-decode-merge-vtiles.yaml", "--ledger", ledger_.string(), "--json"});
+  ASSERT_EQ(queued.exit_code, 0) << queued.out << queued.err;
+  const J record = show(red);
+
+  const auto gate_page = dir_ / "gate.html";
+  EXPECT_EQ(report({"--gate", "cp-affine-chain"}, gate_page)["kind"], "gate");
+  std::string dom = dump_dom(gate_page);
+  expect_charts_rendered(dom, 1);
+  EXPECT_NE(dom.find(fmt::format("aria-label=\"#{} cp-affine-chain-tf32: gate red — {}\"", red, record["gate_run"]["reason"].get<std::string>())),
+            std::string::npos);
+  EXPECT_NE(dom.find(fmt::format("<td>tolerance: final_state.rel_l2</td><td class=\"num\">1</td><td>{}</td>", red)), std::string::npos);
+  EXPECT_EQ(dom.find("kda-decode"), std::string::npos) << "another gate's experiment on the gate's page";
+  Looks looks = look_at(screenshot(gate_page, 1100, 900));
+  EXPECT_GT(looks.red, 20u) << "the red experiment's cross is not visible";
+
+  const auto ledger_page = dir_ / "ledger.html";
+  EXPECT_EQ(report({}, ledger_page)["kind"], "ledger");
+  dom = dump_dom(ledger_page);
+  expect_charts_rendered(dom, 2);
+  const std::string day = record["submitted_at"].get<std::string>().substr(0, 10);
+  EXPECT_NE(dom.find(fmt::format("aria-label=\"{}: 1 red\"", day)), std::string::npos);
+  EXPECT_NE(dom.find(fmt::format("aria-label=\"{}: 1 pending\"", day)), std::string::npos);
+  EXPECT_NE(dom.find("aria-label=\"queued: 1\""), std::string::npos);
+  EXPECT_NE(dom.find("aria-label=\"finished: 1\""), std::string::npos);
+  EXPECT_NE(dom.find("<td>kda-decode-merge-vtiles</td><td>kda-decode</td><td>queued</td>"), std::string::npos);
+  looks = look_at(screenshot(ledger_page, 1100, 1000));
+  EXPECT_GT(looks.non_white, 0.03);
+  EXPECT_GT(looks.red, 100u) << "the red bar of the day is not visible";
+}
+
+// Pages with nothing to draw say why: a queued experiment, a broken chain, an empty ledger.
+TEST_F(ReportHtml, QueuedBrokenChainAndEmptyLedgerPagesSaySo) {
+  const auto empty = dir_ / "empty.db";
+  { Ledger create(empty); }
+  const auto empty_page = dir_ / "empty.html";
+  const J e = report({}, empty_page, empty);
+  EXPECT_EQ(e["charts"], 0);
+  EXPECT_EQ(e["chain"]["ok"], true);
+  std::string dom = dump_dom(empty_page);
+  EXPECT_NE(dom.find("The ledger holds no experiments yet"), std::string::npos);
+  EXPECT_NE(dom.find("data-charts-rendered=\"0\""), std::string::npos);
+  EXPECT_NE(dom.find("data-fact=\"chain-head\">(empty chain)<"), std::string::npos);
+  Looks looks = look_at(screenshot(empty_page, 800, 600));
+  EXPECT_GT(looks.non_white, 0.005) << "the notice is not visible";
+
+  const auto queued = densefeed({"submit", "experiments/cp-affine-chain-tf32.yaml", "--ledger", ledger_.string(), "--json"});
+  ASSERT_EQ(queued.exit_code, 0) << queued.out << queued.err;
+  const auto id = J::parse(queued.out)["experiment_id"].get<std::int64_t>();
+  const auto queued_page = dir_ / "queued.html";
+  const J q = report({std::to_string(id)}, queued_page);
+  EXPECT_EQ(q["charts"], 0);
+  dom = dump_dom(queued_page);
+  EXPECT_NE(dom.find(fmt::format("Experiment {} is queued: no stage has run yet", id)), std::string::npos);
+  EXPECT_NE(dom.find("No benchmark: the gate has not run."), std::string::npos);
+  EXPECT_NE(dom.find("<b data-state=\"\">queued</b>"), std::string::npos);
+
+  // Someone rewrites a recorded hypothesis with sqlite3, past the trigger.
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(ledger_.c_str(), &db), SQLITE_OK);
+  char* error = nullptr;
+  const int rc = sqlite3_exec(db, "DROP TRIGGER experiments_no_update; UPDATE experiments SET hypothesis = 'rewritten'", nullptr, nullptr, &error);
+  sqlite3_close(db);
+  ASSERT_EQ(rc, SQLITE_OK) << (error ? error : "");
+  const auto broken_page = dir_ / "broken.html";
+  const J b = report({std::to_string(id)}, broken_page);
+  EXPECT_EQ(b["chain"]["ok"], false);
+  dom = dump_dom(broken_page);
+  EXPECT_NE(dom.find("data-chain=\"broken\""), std::string::npos);
+  EXPECT_NE(dom.find("The ledger's hash chain is broken at link 1 (experiments row 1, experiment 1): the row was changed after it was recorded."),
+            std::string::npos);
+  EXPECT_NE(dom.find("data-fact=\"chain-head\">none: the chain is broken<"), std::string::npos);
+  looks = look_at(screenshot(broken_page, 1000, 700));
+  EXPECT_GT(looks.non_white, 0.02);
+  EXPECT_GT(looks.red, 100u) << "the broken-chain banner's red border is not visible";
+}
+
+// Bad input is exit 2 naming what to change.
+TEST_F(ReportHtml, BadInputIsExit2) {
+  { Ledger create(ledger_); }
+  auto r = densefeed({"report", "7", "-o", (dir_ / "x.html").string(), "--ledger", ledger_.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("no experiment with id 7"), std::string::npos) << r.err;
+  r = densefeed({"report", "7", "--gate", "cp-affine-chain", "-o", (dir_ / "x.html").string(), "--ledger", ledger_.string()});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("give either ID or --gate"), std::string::npos) << r.err;
+  r = densefeed({"report", "--ledger", ledger_.string()});
+  EXPECT_EQ(r.exit_code, 2) << "no -o";
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "x.html"));
+}
+
+// The MCP tool writes the experiment's page and returns its path.
+TEST_F(ReportHtml, McpWriteReportReturnsThePagesPath) {
+  const auto id = run_example("cp-affine-chain-tf32.yaml", false);
+  ASSERT_GT(id, 0);
+  const auto requests = dir_ / "mcp.in";
+  testing::write_file(requests,
+                      R"({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}})"
+                      "\n" +
+                          fmt::format(R"({{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{{"name":"write_report","arguments":{{"experiment_id":{}}}}}}})", id) +
+                          "\n");
+  const auto mcp = testing::run_cli("/bin/sh", {"-c", fmt::format("exec '{}' --trust-worktree mcp --ledger '{}' < '{}'", DENSEFEED_EXE, ledger_.string(), requests.string())},
+                                    kSource, {{"HOME", dir_.path().string()}});
+  ASSERT_EQ(mcp.exit_code, 0) << mcp.err;
+  J result;
+  std::istringstream lines(mcp.out);
+  for (std::string line; std::getline(lines, line);) {
+    const J r = J::parse(line, nullptr, false);
+    if (r.is_object() && r.value("id", 0) == 2) result = r["result"];
+  }
+  ASSERT_TRUE(result.is_object()) << mcp.out;
+  EXPECT_FALSE(result.value("isError", false)) << result.dump();
+  const std::filesystem::path path = result["structuredContent"]["path"].get<std::string>();
+  EXPECT_EQ(path.filename(), fmt::format("experiment-{}.html", id));
+  EXPECT_EQ(result["structuredContent"]["kind"], "experiment");
+  ASSERT_TRUE(std::filesystem::is_regular_file(path));
+  EXPECT_NE(testing::read_file(path).find(fmt::format("<title>Experiment {}: cp-affine-chain-tf32</title>", id)), std::string::npos);
+}
+
+}  // namespace
+}  // namespace densefeed
