@@ -200,6 +200,28 @@ TEST_F(ProjectE2E, RevisionsAsCandidateAndBaseWithABenchmark) {
   EXPECT_TRUE(candidate_from_export) << doc["stages"]["gate"]["provenance"].dump();
 }
 
+// A project need not be the top of its repository (experiments/fla-intracard-cp
+// is one such): its trusted ref's export and a revision's export are the
+// project's folder at that commit.
+TEST_F(ProjectE2E, AProjectInASubfolderOfItsRepository) {
+  const auto project = repo_ / "src" / "ops";
+  ASSERT_EQ(densefeed({"init", project.string()}).exit_code, 0);
+  git({"add", "-A"});
+  git({"commit", "-qm", "densefeed in src/ops"});
+  git({"checkout", "-q", "-b", "sub-change"});
+  testing::write_file(project / "harness" / "scan.py", testing::read_file(project / "harness" / "scan.py") + "\n# changed\n");
+  git({"commit", "-qam", "change the candidate"});
+  git({"checkout", "-q", "main"});
+  const auto m = manifest("sub", "{revision: sub-change, params: {merge_dtype: float16}}", "{revision: main, params: {merge_dtype: float32}}");
+  const auto r = densefeed({"run", m.string(), "--json", "--no-bench", "--jobs", "2"}, project / "harness");
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const J doc = J::parse(r.out, nullptr, false);
+  ASSERT_TRUE(doc.is_object()) << r.out << r.err;
+  EXPECT_EQ(doc["stages"]["gate"]["provenance"]["project"], std::filesystem::weakly_canonical(project).string());
+  EXPECT_EQ(doc["stages"]["gate"]["cases"].size(), 5u) << doc["stages"]["gate"]["reason"];
+  EXPECT_TRUE(std::filesystem::is_regular_file(project / ".densefeed" / "ledger.db"));
+}
+
 TEST_F(ProjectE2E, ABranchMadeBeforeAGateChangeOnMainIsJudgedByMainsGate) {
   init_and_commit();
   git({"checkout", "-q", "-b", "agent-old"});
