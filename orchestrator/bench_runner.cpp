@@ -113,8 +113,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         }
         const ProcessResult pr = run_process(spec);
         result.harness_wall_s += pr.wall_s;
+        const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;
+        Failure failure{FailureKind::malformed_output, who, {}, {}, "samples.json", "", ""};
         try {
           if (!pr.ok()) {
+            failure = process_failure_value(who, pr);
             const LogTail tail = log_tail(spec.stdout_path, spec.stderr_path, 4);
             throw std::runtime_error(fmt::format("it {}{}", pr.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
           }
@@ -123,6 +126,8 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
             for (const auto& out : gate.outputs) {
               const OutputResult o = compare_output(out, c.values, ref->second, dir / "out");
               if (o.comparison.verdict != Verdict::green) {
+                failure = o.failure;
+                failure.who = who;
                 throw std::runtime_error(fmt::format("round {}: what was timed is not what was gated: {}: {}", round,
                                                      out.name, o.comparison.reason));
               }
@@ -130,6 +135,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
           }
         } catch (const std::runtime_error& e) {
           result.verdict = is_base ? Verdict::error : Verdict::red;
+          result.failure = failure;
           result.reason = fmt::format("case {}: the {} arm in bench mode: {}", c.label, is_base ? "base" : "candidate", e.what());
           return result;
         }

@@ -255,7 +255,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      }
                      out.experiment_id = id;
                      execute_experiment(out, ledger, options);
-                     ledger.record_event(id, ExperimentEvent::finished, "worker");
+                     ledger.record_finished(id, "worker");
                      std::cout << render_text_report(out);
                      return out.verdict == Verdict::green ? 0 : out.verdict == Verdict::red ? 1 : 3;
                    }});
@@ -279,6 +279,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      // check of the file, which a 200 ms poll must not repeat. Each
                      // show() reads the latest committed state (WAL).
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     require_intact_chain(ledger);
                      while (true) {
                        e = ledger.show(id);
                        if (!sa->wait || terminal(e["state"].get<std::string>())) break;
@@ -301,9 +302,11 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      if (ctx.json) {
                        std::cout << s.dump(2) << "\n";
                      } else {
-                       std::cout << fmt::format("experiment {} ({}): {}; gate {}{}\n", id, s["experiment"].get<std::string>(),
-                                                s["state"].get<std::string>(), s["gate_verdict"].get<std::string>(),
-                                                s["reason"].get<std::string>().empty() ? "" : " — " + s["reason"].get<std::string>());
+                       const auto& r = s["record"];
+                       std::cout << fmt::format("experiment {} ({}): {}; verdict {}{}{}\n", id, s["experiment"].get<std::string>(),
+                                                s["state"].get<std::string>(), r["verdict"].get<std::string>(),
+                                                r["verdict_stage"].get<std::string>().empty() ? "" : " (" + r["verdict_stage"].get<std::string>() + ")",
+                                                r["reason"].get<std::string>().empty() ? "" : " — " + r["reason"].get<std::string>());
                        for (const auto& b : s["bench"]) {
                          std::cout << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", b["case"].get<std::string>(),
                                                   b["verdict"].get<std::string>(), b["speedup"].get<double>(), b["speedup_lo"].get<double>(),
@@ -314,9 +317,8 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        }
                        std::cout << render_next_steps_text(s["next"]);
                      }
-                     const auto v = s["gate_verdict"].get<std::string>();
-                     if (s["state"] != "finished") return 0;
-                     return v == "green" ? 0 : v == "red" ? 1 : 3;
+                     // README: 0 green, 1 red, 2 rejected, 3 error/unknown/interrupted/cancelled, 4 not ended yet.
+                     return exit_code_of(ledger.summary(id));
                    }});
 
   auto* cancel = app.add_subcommand("cancel", "cancel a queued experiment, or stop a running one");

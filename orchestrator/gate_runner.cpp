@@ -152,13 +152,24 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
   // The reference's defects are errors, the candidate's are red.
   const auto open_checked = [&](const std::filesystem::path& dir, const std::string& dtype, Verdict on_failure,
                                 const char* who) -> std::optional<TensorFile> {
+    std::string what;  // dtype | shape when the file opened but is not what the gate declares
     try {
       TensorFile t = open_output(dir, out, dtype);
-      if (auto problem = check_declared(t, dtype, out, case_values); !problem.empty()) throw std::runtime_error(problem);
+      if (auto problem = check_declared(t, dtype, out, case_values); !problem.empty()) {
+        what = t.dtype() != dtype ? "dtype" : "shape";
+        throw std::runtime_error(problem);
+      }
       return t;
     } catch (const std::runtime_error& e) {
       o.comparison.verdict = on_failure;
       o.comparison.reason = fmt::format("{} output: {}", who, e.what());
+      bool any = std::filesystem::exists(dir / (out.name + ".npy"));
+      std::error_code ec;
+      for (const auto& f : std::filesystem::directory_iterator(dir, ec)) any = any || f.path().extension() == ".safetensors";
+      o.failure.kind = any ? FailureKind::malformed_output : FailureKind::missing_output;
+      o.failure.who = on_failure == Verdict::error ? FailureWho::reference : FailureWho::candidate;
+      o.failure.output = out.name;
+      o.failure.metric = what;
       return std::nullopt;
     }
   };
@@ -176,6 +187,24 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
     options.partition = Partition{*out.partition_axis, parts};
   }
   o.comparison = compare_tensor_files(*r, *x, out.tolerance, options);
+  if (o.comparison.verdict != Verdict::green) {
+    o.failure.output = out.name;
+    if (o.comparison.reference_nonfinite > 0) {
+      o.failure.kind = FailureKind::malformed_output, o.failure.who = FailureWho::reference, o.failure.metric = "nonfinite";
+    } else if (o.comparison.candidate_nonfinite > 0 || o.comparison.checks.empty()) {
+      o.failure.kind = FailureKind::malformed_output, o.failure.who = FailureWho::candidate;
+      o.failure.metric = o.comparison.candidate_nonfinite > 0 ? "nonfinite" : "shape";
+    } else {
+      o.failure.kind = FailureKind::tolerance, o.failure.who = FailureWho::candidate;
+      o.failure.metric = "slice";  // every metric passed over the whole output; a partition slice did not
+      for (const auto& m : o.comparison.checks) {
+        if (!m.passed) {
+          o.failure.metric = m.metric;
+          break;
+        }
+      }
+    }
+  }
   return o;
 }
 
@@ -253,6 +282,8 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     const auto fail = [&](Verdict v, const char* who, const Job& job) {
       const LogTail tail = log_tail(job.dir / "stdout.log", job.dir / "stderr.log");
       cr.verdict = v;
+      cr.failure = process_failure_value(v == Verdict::error ? FailureWho::reference : FailureWho::candidate, job.result);
+      if (job.sandboxed && !job.result.started) cr.failure.kind = FailureKind::sandbox;
       cr.reason = process_failure(who, job, tail);
       cr.log_tail = tail.text;
       cr.log_tail_stream = tail.stream;
@@ -267,9 +298,14 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       }
       for (const auto& o : cr.outputs) {
         if (o.comparison.verdict == Verdict::green) continue;
+        if (!cr.failure.failed() || (o.comparison.verdict == Verdict::error && cr.verdict != Verdict::error)) cr.failure = o.failure;
         cr.verdict = worst(cr.verdict, o.comparison.verdict);
         cr.reason += fmt::format("{}{}: {}", cr.reason.empty() ? "" : "; ", o.output, o.comparison.reason);
       }
+    }
+    if (cr.verdict != Verdict::green && (!gate_result.failure.failed() ||
+                                         (cr.verdict == Verdict::error && gate_result.verdict != Verdict::error))) {
+      gate_result.failure = cr.failure;
     }
     gate_result.verdict = worst(gate_result.verdict, cr.verdict);
     gate_result.cases.push_back(std::move(cr));

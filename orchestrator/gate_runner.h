@@ -16,6 +16,7 @@
 #include "process_runner.h"
 #include "sandbox.h"
 #include "tensor_compare.h"
+#include "failure.h"
 #include "verdict.h"
 
 namespace densefeed {
@@ -23,12 +24,14 @@ namespace densefeed {
 struct OutputResult {
   std::string output;
   Comparison comparison;
+  Failure failure;  // none when the comparison is green
 };
 
 struct CaseResult {
   Case gate_case;
   Verdict verdict = Verdict::green;
   std::string reason;  // why not green: process failure, missing output, metric over its bound
+  Failure failure;     // the same as a value: the first thing that failed (none when green)
   std::vector<OutputResult> outputs;
   double reference_wall_s = 0;  // 0 when the reference was shared with an earlier case
   double candidate_wall_s = 0;
@@ -69,6 +72,7 @@ struct GateRunOptions {
 struct GateResult {
   Verdict verdict = Verdict::green;
   std::string reason;
+  Failure failure;  // the first failing case's, or the lock's / the build's when no case ran
   std::vector<CaseResult> cases;
   double wall_s = 0;          // the whole stage, seconds
   double harness_wall_s = 0;  // sum of every harness process's wall time, seconds

@@ -339,7 +339,9 @@ std::string render_text_report(const ExperimentOutcome& o) {
     for (const auto& [verdict, n] : count) bench_summary += fmt::format("{}{} {} of {}", bench_summary.empty() ? "" : ", ", verdict, n, o.bench->cases.size());
     bench_summary = "; benchmark: " + bench_summary;
   }
-  s += fmt::format("\nverdict: {} (gate){}   (experiment {}, {:.1f} s{})\n", to_string(o.verdict), bench_summary, o.experiment_id,
+  const std::string verdict = o.record ? o.record->verdict : to_string(o.verdict);
+  const std::string decided_by = o.record ? (o.record->verdict_stage.empty() ? "every stage" : o.record->verdict_stage) : "gate";
+  s += fmt::format("\nverdict: {} ({}){}   (experiment {}, {:.1f} s{})\n", verdict, decided_by, bench_summary, o.experiment_id,
                    o.wall_s, have_logs ? ", harness logs in " + o.work_dir.string() : "");
   return s;
 }
@@ -414,7 +416,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
           {"gate", o.manifest.gate},
           {"profile", o.profile},
           {"seed", std::to_string(o.seed)},
-          {"verdict", to_string(o.verdict)},
+          {"verdict", o.record ? o.record->verdict : std::string(to_string(o.verdict))},
+          {"record", o.record ? to_json(*o.record) : J()},
           {"sandbox", {{"mode", o.sandbox.on() ? "on" : o.sandbox.mode == SandboxMode::off ? "off" : "unavailable"},
                        {"reason", o.sandbox.reason},
                        {"text", o.sandbox.text()}}},

@@ -54,9 +54,13 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     spec.stderr_path = dir / "stderr.log";
     spec.timeout = std::chrono::milliseconds(static_cast<long long>(trace.value("timeout_s", 600.0) * 1000));
     const ProcessResult p = run_process(spec);
+    const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;
+    Failure failure;
     if (!p.ok()) {
+      failure = process_failure_value(who, p);
       r.failure = fmt::format("the {}'s trace command {}; stderr: {}", arm, p.describe(), file_tail(spec.stderr_path, 6));
     } else if ((r.trace_file = find_trace(dir / "out")).empty()) {
+      failure = {FailureKind::missing_output, who, {}, {}, "trace.json", "", ""};
       r.failure = fmt::format("the {}'s trace command exited 0 but wrote no trace.json, trace.json.gz or trace.sqlite in {}", arm,
                               (dir / "out").string());
     } else {
@@ -65,6 +69,7 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
         r.ran = true;
       } catch (const InputError& e) {
         // The trace is the harness's output: unreadable is the harness's defect.
+        failure = {FailureKind::malformed_output, who, {}, {}, r.trace_file.filename().string(), "", ""};
         r.failure = fmt::format("the {}'s trace is unreadable: {}", arm, e.what());
       }
     }
@@ -72,11 +77,13 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
       if (!r.ran) {
         result.verdict = Verdict::red;
         result.reason = r.failure;
+        result.failure = failure;
       } else if (!r.report.passed) {
         result.verdict = Verdict::red;
         for (const auto& c : r.report.results) {
           if (c.passed) continue;
           result.reason = fmt::format("trace check {} ({}) failed: {}", c.check.field, to_string(c.check.kind), c.reason);
+          result.failure = {FailureKind::tolerance, FailureWho::candidate, {}, {}, "trace", std::string(to_string(c.check.kind)), ""};
           break;
         }
       }
