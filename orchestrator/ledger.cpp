@@ -406,6 +406,29 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
           links.emplace_back(q.column(0).get<std::int64_t>(), q.column(1).get<std::string>(), q.column(2).get<std::int64_t>(),
                              q.column(3).get<std::string>());
         }
+        // The version-2 chain is checked before it is re-sealed: a migration
+        // must never launder an edit made while the chain was unkeyed.
+        {
+          std::string prev2;
+          Statement old_links(db_, "SELECT seq, table_name, row_id, columns, content_sha256, prev_hash, hash FROM record_chain ORDER BY seq");
+          while (old_links.step()) {
+            const auto seq = old_links.column(0).get<std::int64_t>();
+            const auto table = old_links.column(1).get<std::string>();
+            const auto row = old_links.column(2).get<std::int64_t>();
+            const auto content = old_links.column(4).get<std::string>();
+            std::optional<std::string> now;
+            try {
+              now = row_sha256(db_, table, nlohmann::json::parse(old_links.column(3).get<std::string>()).get<std::vector<std::string>>(), row);
+            } catch (const std::exception&) {
+            }
+            if (old_links.column(5).get<std::string>() != prev2 || !now || *now != content ||
+                sha256_hex(fmt::format("{}\n{}\n{}\n{}", prev2, table, row, content)) != old_links.column(6).get<std::string>()) {
+              throw InputError(path.string(), {}, "", fmt::format("its version-2 hash chain is broken at link {} ({} row {}); "
+                                                                  "densefeed will not re-seal an edited ledger with its key", seq, table, row));
+            }
+            prev2 = old_links.column(6).get<std::string>();
+          }
+        }
         std::string prev;
         for (const auto& [seq, table, row, content] : links) {
           const std::string hash = link_hash(prev, table, row, content);
