@@ -63,18 +63,6 @@ CREATE TABLE IF NOT EXISTS chain_keys (
   created_at TEXT NOT NULL
 );
 
--- Liveness of the processes that own started experiments: a worker writes
--- its beat every few seconds; another worker requeues an experiment whose
--- owner's beat is older than the stated limit (ledger.h kHeartbeatStale).
--- Not chained: a beat is a claim about now, not a result.
-CREATE TABLE IF NOT EXISTS heartbeats (
-  owner_host TEXT NOT NULL,
-  owner_pid INTEGER NOT NULL,
-  owner_start TEXT NOT NULL,
-  beat_at_unix REAL NOT NULL,
-  PRIMARY KEY (owner_host, owner_pid, owner_start)
-);
-
 CREATE TRIGGER IF NOT EXISTS stage_outcomes_need_experiment BEFORE INSERT ON stage_outcomes
 WHEN NOT EXISTS (SELECT 1 FROM experiments WHERE id = NEW.experiment_id)
 BEGIN SELECT RAISE(ABORT, 'stage_outcomes: no such experiment'); END;
