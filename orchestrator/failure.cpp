@@ -18,6 +18,7 @@ const char* to_string(FailureKind k) {
     case FailureKind::missing_output: return "missing_output";
     case FailureKind::malformed_output: return "malformed_output";
     case FailureKind::tolerance: return "tolerance";
+    case FailureKind::trend: return "trend";
     case FailureKind::lock: return "lock";
     case FailureKind::sandbox: return "sandbox";
     case FailureKind::infrastructure: return "infrastructure";
@@ -40,7 +41,7 @@ const char* to_string(FailureWho w) {
 
 FailureKind failure_kind_from(const std::string& text) {
   for (auto k : {FailureKind::none, FailureKind::crash, FailureKind::exit_code, FailureKind::timeout, FailureKind::no_start,
-                 FailureKind::missing_output, FailureKind::malformed_output, FailureKind::tolerance, FailureKind::lock,
+                 FailureKind::missing_output, FailureKind::malformed_output, FailureKind::tolerance, FailureKind::trend, FailureKind::lock,
                  FailureKind::sandbox, FailureKind::infrastructure}) {
     if (text == to_string(k)) return k;
   }
@@ -82,6 +83,7 @@ std::string describe(const Failure& f) {
     case FailureKind::missing_output: s = fmt::format("{} wrote no output {}", who, f.output); break;
     case FailureKind::malformed_output: s = fmt::format("{}'s output {} is malformed", who, f.output); break;
     case FailureKind::tolerance: s = fmt::format("{}: {} over its bound", f.output, f.metric); break;
+    case FailureKind::trend: s = fmt::format("{}: {} grows faster along the sweep than the gate allows", f.output, f.metric); break;
     case FailureKind::lock: s = "the gate's lock does not hold"; break;
     case FailureKind::sandbox: s = fmt::format("the sandbox could not start {}", who); break;
     case FailureKind::infrastructure: s = "densefeed itself failed"; break;

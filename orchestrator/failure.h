@@ -18,6 +18,7 @@ enum class FailureKind {
   missing_output,    // exited 0 without writing a declared output (output)
   malformed_output,  // an output of the wrong dtype or shape, truncated, a link, NaN/Inf (output)
   tolerance,         // an output's metric over its bound (output, metric)
+  trend,             // an output's metric grows along a case key faster than the gate's max_exponent (output, metric; detail: the fit)
   lock,              // a gate or frozen file differs from gates.lock, or the candidate edits one
   sandbox,           // the sandbox could not start the command
   infrastructure,    // densefeed itself, the build, the ledger

@@ -14,6 +14,8 @@
 #include "error.h"
 #include "process_runner.h"
 #include "tensor_file.h"
+#include "trend_bound.h"
+#include "wrong_candidates.h"
 
 namespace densefeed {
 namespace {
@@ -175,8 +177,6 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
   };
   const auto r = open_checked(ref_dir, out.reference_dtype, Verdict::error, "reference");
   if (!r) return o;
-  const auto x = open_checked(cand_dir, out.dtype, Verdict::red, "candidate");
-  if (!x) return o;
   CompareOptions options;
   options.candidate_dtype = out.dtype;
   if (out.partition_axis) {
@@ -186,6 +186,15 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
     }
     options.partition = Partition{*out.partition_axis, parts};
   }
+  // Judged whatever the candidate wrote: whether the case could fail at all
+  // is a property of the gate and this reference, not of the candidate.
+  try {
+    o.passing_wrong_candidates = wrong_candidates_passing(*r, out.tolerance, options);
+  } catch (const std::runtime_error&) {
+    // An unreadable reference is the comparison's to report, below.
+  }
+  const auto x = open_checked(cand_dir, out.dtype, Verdict::red, "candidate");
+  if (!x) return o;
   o.comparison = compare_tensor_files(*r, *x, out.tolerance, options);
   if (o.comparison.verdict != Verdict::green) {
     o.failure.output = out.name;
@@ -310,6 +319,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     gate_result.verdict = worst(gate_result.verdict, cr.verdict);
     gate_result.cases.push_back(std::move(cr));
   }
+  judge_trend_bounds(gate, gate_result);
   std::size_t failing = 0;
   for (const auto& c : gate_result.cases) failing += c.verdict != Verdict::green;
   if (failing > 0) {

@@ -712,7 +712,8 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
     Statement cs(db_,
                  "INSERT INTO gate_cases(gate_run_id, case_index, case_label, case_json, verdict, reason, "
                  "reference_wall_s, candidate_wall_s, output_capture, failure_kind, failure_who, failure_signal, "
-                 "failure_exit_code, failure_output, failure_metric) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "failure_exit_code, failure_output, failure_metric, passing_wrong_candidates) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     cs.bind(1, gate_run_id).bind(2, i).bind(3, c.gate_case.label).bind(4, c.gate_case.values.dump());
     cs.bind(5, to_string(c.verdict)).bind(6, c.reason).bind(7, c.reference_wall_s).bind(8, c.candidate_wall_s);
     cs.bind(9, i < record.output_capture.size() ? record.output_capture[i].dump() : std::string("{}"));
@@ -720,6 +721,13 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
     if (c.failure.signal) cs.bind(12, *c.failure.signal);
     if (c.failure.exit_code) cs.bind(13, *c.failure.exit_code);
     cs.bind(14, c.failure.output).bind(15, c.failure.metric);
+    {
+      nlohmann::json passing = nlohmann::json::array();
+      for (const auto& o : c.outputs) {
+        for (const auto& w : o.passing_wrong_candidates) passing.push_back({{"output", o.output}, {"candidate", w}});
+      }
+      cs.bind(16, c.outputs.empty() ? std::string() : passing.dump());
+    }
     cs.run();
     const std::int64_t case_id = sqlite3_last_insert_rowid(db_);
     link("gate_cases", case_id);
@@ -1146,6 +1154,25 @@ std::string Ledger::extends(const ChainHead& expected) const {
                        expected.hash.substr(0, 16), s.column(0).get<std::string>().substr(0, 16));
   }
   return "";
+}
+
+BlindSpots Ledger::blind_spots(const std::string& gate) const {
+  BlindSpots out;
+  Statement run(db_,
+                "SELECT g.id, g.experiment_id, g.finished_at FROM gate_runs g WHERE g.gate = ? AND EXISTS "
+                "(SELECT 1 FROM gate_cases c WHERE c.gate_run_id = g.id AND c.passing_wrong_candidates <> '') "
+                "ORDER BY g.id DESC LIMIT 1");
+  run.bind(1, gate);
+  if (!run.step()) return out;
+  out.gate_run_id = run.column(0).get<std::int64_t>();
+  out.experiment_id = run.column(1).get<std::int64_t>();
+  out.recorded_at = run.column(2).get<std::string>();
+  Statement s(db_, "SELECT case_label, output, candidate FROM gate_blind_spots WHERE gate_run_id = ? ORDER BY case_index");
+  s.bind(1, out.gate_run_id);
+  while (s.step()) {
+    out.entries.push_back({s.column(0).get<std::string>(), s.column(1).get<std::string>(), s.column(2).get<std::string>()});
+  }
+  return out;
 }
 
 std::vector<std::string> Ledger::schema_differences() const { return inventory_differences(db_); }

@@ -129,6 +129,18 @@ struct ChainCheck {
   std::string problem;             // '' when ok
 };
 
+// The cases of one recorded gate run whose bounds a simple wrong candidate
+// (wrong_candidates.h) would have passed (view gate_blind_spots).
+struct BlindSpots {
+  std::int64_t gate_run_id = 0;  // 0: no run of the gate judged them yet
+  std::int64_t experiment_id = 0;
+  std::string recorded_at;
+  struct Entry {
+    std::string case_label, output, candidate;
+  };
+  std::vector<Entry> entries;  // in case order; empty: every case could fail
+};
+
 class Ledger {
  public:
   // audit: read-only, and opens a ledger whose schema objects differ so
@@ -229,6 +241,10 @@ class Ledger {
   nlohmann::ordered_json list(const ListFilter& filter = {}) const;
   // Everything recorded for one experiment. Throws InputError if there is no such id.
   nlohmann::ordered_json show(std::int64_t experiment_id) const;
+
+  // The latest gate run of `gate` that judged the simple wrong candidates,
+  // and its cases where one would pass.
+  BlindSpots blind_spots(const std::string& gate) const;
 
   // Recomputes the keyed hash chain from the recorded rows.
   ChainCheck verify() const;

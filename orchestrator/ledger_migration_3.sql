@@ -9,12 +9,19 @@
 
 -- How a case failed, as a value (orchestrator/failure.h). '' in rows
 -- recorded before version 3: not recorded.
-ALTER TABLE gate_cases ADD COLUMN failure_kind TEXT NOT NULL DEFAULT '';  -- none | crash | exit_code | timeout | no_start | missing_output | malformed_output | tolerance | lock | sandbox | infrastructure
+ALTER TABLE gate_cases ADD COLUMN failure_kind TEXT NOT NULL DEFAULT '';  -- none | crash | exit_code | timeout | no_start | missing_output | malformed_output | tolerance | trend | lock | sandbox | infrastructure
 ALTER TABLE gate_cases ADD COLUMN failure_who TEXT NOT NULL DEFAULT '';   -- reference | candidate | base | driver | densefeed
 ALTER TABLE gate_cases ADD COLUMN failure_signal INTEGER;                 -- crash: the signal number
 ALTER TABLE gate_cases ADD COLUMN failure_exit_code INTEGER;              -- exit_code: the code
 ALTER TABLE gate_cases ADD COLUMN failure_output TEXT NOT NULL DEFAULT '';-- missing/malformed/tolerance: the output
-ALTER TABLE gate_cases ADD COLUMN failure_metric TEXT NOT NULL DEFAULT '';-- tolerance: the metric (rel_l2, max_abs, elementwise, max_ulp, slice, trend)
+ALTER TABLE gate_cases ADD COLUMN failure_metric TEXT NOT NULL DEFAULT '';-- tolerance, trend: the metric (rel_l2, max_abs, elementwise, max_ulp, slice)
+-- Could the case have failed? The simple wrong candidates (zeros,
+-- reference_mean, last_partition_zeroed; orchestrator/wrong_candidates.h)
+-- that the case's bounds would have accepted against its reference, judged
+-- at no harness cost: a JSON array of {"output", "candidate"}; '[]' when
+-- none would pass; '' when not judged (recorded before version 3, or the
+-- candidate's process failed before any output was compared).
+ALTER TABLE gate_cases ADD COLUMN passing_wrong_candidates TEXT NOT NULL DEFAULT '';
 
 -- One row per stage of an experiment that was reached: gate, bench, trace
 -- (each at most once) and acceptance (once per acceptance run: a killed one
@@ -185,3 +192,14 @@ FROM experiments e
 JOIN experiment_states s ON s.experiment_id = e.id
 LEFT JOIN gate_runs g ON g.experiment_id = e.id
 LEFT JOIN experiment_outcomes o ON o.experiment_id = e.id;
+
+-- Cases whose bounds a simple wrong candidate would pass, one row per case,
+-- output and candidate: what `gate show` and the run report print as "this
+-- case cannot tell a zero output from the reference". The gate's owner
+-- tightens its bounds.
+DROP VIEW IF EXISTS gate_blind_spots;
+CREATE VIEW gate_blind_spots AS
+SELECT g.gate, g.id AS gate_run_id, g.experiment_id, g.finished_at, c.case_index, c.case_label,
+       json_extract(j.value, '$.output') AS output, json_extract(j.value, '$.candidate') AS candidate
+FROM gate_cases c JOIN gate_runs g ON g.id = c.gate_run_id,
+     json_each(CASE WHEN c.passing_wrong_candidates = '' THEN '[]' ELSE c.passing_wrong_candidates END) j;

@@ -39,7 +39,8 @@ FailureClass classify(const CaseFact& c) {
     case FailureKind::malformed_output:
       return f.metric == "nonfinite" ? FailureClass::nonfinite : f.metric == "dtype" ? FailureClass::dtype : f.metric == "shape" ? FailureClass::shape
                                                                                                         : FailureClass::malformed;
-    case FailureKind::tolerance: return FailureClass::tolerance;
+    case FailureKind::tolerance:
+    case FailureKind::trend: return FailureClass::tolerance;
     case FailureKind::none:
     case FailureKind::lock:
     case FailureKind::infrastructure:
