@@ -16,6 +16,8 @@
 #include "gate_lock.h"
 #include "gate_spec.h"
 #include "ledger.h"
+#include "pending_results.h"
+#include "workspace.h"
 
 namespace densefeed {
 namespace {
@@ -392,6 +394,32 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                      ledger.backup(*backup_file);
                      if (ctx.json) std::cout << nlohmann::ordered_json{{"backup", *backup_file}, {"head", h.text()}}.dump(2) << "\n";
                      else std::cout << fmt::format("{}: backup of {} at head {}\n", *backup_file, ctx.ledger_path().string(), h.text());
+                     return 0;
+                   }});
+
+  auto* recover = ledger_cmd->add_subcommand(
+      "recover", "record the results a run kept in its run folder when the ledger's write lock was not free or it was killed while waiting");
+  add_ledger_and_json(recover, ctx);
+  verbs.push_back({recover, [&ctx] {
+                     Ledger ledger(ctx.ledger_path());
+                     require_intact_chain(ledger);
+                     const auto runs = Workspace{ctx.ledger_path()}.runs();
+                     const auto recovered = recover_pending(ledger, runs);
+                     nlohmann::ordered_json doc = {{"ledger", ctx.ledger_path().string()}, {"recovered", nlohmann::ordered_json::array()}};
+                     for (const auto& r : recovered) {
+                       doc["recovered"].push_back({{"experiment_id", r.experiment_id}, {"file", r.file}, {"outcome", r.outcome},
+                                                   {"verdict", r.verdict}, {"cases", r.cases}});
+                     }
+                     if (ctx.json) {
+                       std::cout << doc.dump(2) << "\n";
+                     } else if (recovered.empty()) {
+                       std::cout << fmt::format("nothing to recover under {}\n", runs.string());
+                     } else {
+                       for (const auto& r : recovered) {
+                         std::cout << fmt::format("experiment {}: {} ({} case(s)), verdict {} — from {}\n", r.experiment_id, r.outcome,
+                                                  r.cases, r.verdict, r.file);
+                       }
+                     }
                      return 0;
                    }});
 

@@ -144,6 +144,28 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      std::signal(SIGTERM, [](int) { g_stop = true; });
                      std::signal(SIGINT, [](int) { g_stop = true; });
                      std::mutex print;
+                     // Any live worker requeues a dead one's experiment within
+                     // kReapEvery (2 s) of its death, also while every slot is busy
+                     // (a dead owner: a process of this host that no longer exists).
+                     std::atomic<bool> reaper_done{false};
+                     std::thread reaper([&] {
+                       constexpr auto kReapEvery = std::chrono::seconds(2);
+                       Ledger ledger(ledger_path);
+                       auto next = std::chrono::steady_clock::now() + kReapEvery;
+                       while (!g_stop && !reaper_done) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                         if (std::chrono::steady_clock::now() < next) continue;
+                         next = std::chrono::steady_clock::now() + kReapEvery;
+                         try {
+                           for (const auto& [id, event] : ledger.recover_dead_owners()) {
+                             const std::lock_guard lock(print);
+                             std::cout << fmt::format("experiment {}: its owner died; {}\n", id, to_string(event)) << std::flush;
+                           }
+                         } catch (const LedgerBusy&) {
+                           // Another writer holds the lock: the next round tries again.
+                         }
+                       }
+                     });
                      std::vector<std::thread> threads;
                      for (int slot = 0; slot < wa->slots; ++slot) {
                        // Each slot's GPUs: a share of the list, round robin.
@@ -153,7 +175,15 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        threads.emplace_back([&, slot, mine] {
                          Ledger ledger(ledger_path);
                          while (!g_stop) {
-                           const auto claimed = ledger.claim_next("worker");
+                           std::optional<ClaimedExperiment> claimed;
+                           try {
+                             claimed = ledger.claim_next("worker");
+                           } catch (const LedgerBusy&) {
+                             // Another process holds the write lock past the wait: an idle
+                             // worker waits on, it does not abort.
+                             std::this_thread::sleep_for(std::chrono::seconds(1));
+                             continue;
+                           }
                            if (!claimed) {
                              if (wa->once) return;
                              std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -212,6 +242,8 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        });
                      }
                      for (auto& t : threads) t.join();
+                     reaper_done = true;
+                     reaper.join();
                      return 0;
                    }});
 

@@ -1,5 +1,7 @@
 #include "experiment_runner.h"
 
+#include "pending_results.h"
+
 #include <chrono>
 #include <random>
 
@@ -132,6 +134,8 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
 
 void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // A write waits for another writer at least as long as a harness may run.
+  if (out.gate) ledger.set_lock_wait(std::max(60.0, out.gate->timeout_s));
   const Manifest& m = out.manifest;
   std::vector<Case> cases;
   if (out.gate) cases = out.gate->profile_cases(options.profile);
@@ -229,7 +233,18 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     if (!c.candidate_gpu.empty() && capture.contains("candidate")) capture["candidate"]["gpu"] = c.candidate_gpu;
     record.output_capture.push_back(capture);
   }
-  const std::int64_t gate_run_id = ledger.record_gate_run(out.experiment_id, record);
+  // Kept in the run folder first: a held write lock or a crash while
+  // waiting for it loses nothing (`densefeed ledger recover` records it).
+  const auto pending = write_pending_gate_run(out.work_dir, out.experiment_id, record);
+  std::int64_t gate_run_id = 0;
+  try {
+    gate_run_id = ledger.record_gate_run(out.experiment_id, record);
+  } catch (const LedgerBusy& e) {
+    throw LedgerBusy(fmt::format("{}; the gate's results of experiment {} are kept in {}: `densefeed ledger recover` records "
+                                 "them once the lock is free", e.what(), out.experiment_id, pending.string()));
+  }
+  std::error_code pending_ec;
+  std::filesystem::remove(pending, pending_ec);
   out.verdict = out.gate_result.verdict;
 
   const auto skipped = [&](const char* stage, const std::string& why) {

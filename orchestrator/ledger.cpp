@@ -1,5 +1,8 @@
 #include "ledger.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include <sqlite3.h>
 
 #include <cctype>
@@ -124,7 +127,21 @@ void exec(sqlite3* db, const char* sql) {
 // Rolls back unless committed, so a failure leaves the ledger as it was.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) { exec(db_, "BEGIN IMMEDIATE"); }
+  // BEGIN IMMEDIATE waits for another writer through SQLite's busy handler
+  // (sqlite3_busy_timeout: retries with growing sleeps, 1 ms up to 100 ms,
+  // for the ledger's lock wait); past it, LedgerBusy.
+  explicit Transaction(sqlite3* db) : db_(db) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, &message);
+    if (rc == SQLITE_OK) return;
+    std::string text = message ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+      throw LedgerBusy(fmt::format("{}: the write lock stayed held by another process for longer than the lock wait ({})",
+                                   sqlite3_db_filename(db_, "main"), text));
+    }
+    throw InfraError(fmt::format("{}: {}", sqlite3_db_filename(db_, "main"), text));
+  }
   ~Transaction() {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
@@ -289,7 +306,7 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
     db_ = nullptr;
     throw InfraError(fmt::format("{}: cannot open the ledger: {}", path.string(), message));
   }
-  sqlite3_busy_timeout(db_, 60'000);
+  sqlite3_busy_timeout(db_, static_cast<int>(1000 * default_lock_wait_s()));
   try {
     // Nothing is written before the file is known to be a ledger (or empty):
     // a file that is not SQLite fails its first read, a damaged one its check.
@@ -337,7 +354,7 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
         if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
           throw InfraError(fmt::format("{}: cannot reopen the ledger: {}", path.string(), sqlite3_errmsg(db_)));
         }
-        sqlite3_busy_timeout(db_, 60'000);
+        sqlite3_busy_timeout(db_, static_cast<int>(1000 * default_lock_wait_s()));
       }
       load_key(false);
       if (mode != Mode::audit) {
@@ -1154,6 +1171,20 @@ std::string Ledger::extends(const ChainHead& expected) const {
                        expected.hash.substr(0, 16), s.column(0).get<std::string>().substr(0, 16));
   }
   return "";
+}
+
+double default_lock_wait_s() {
+  if (const char* v = std::getenv("DENSEFEED_LEDGER_BUSY_S"); v && *v) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end && *end == '\0' && s >= 0 && std::isfinite(s)) return s;
+    throw InputError("environment", {}, "DENSEFEED_LEDGER_BUSY_S", fmt::format("'{}' is not a number of seconds", v));
+  }
+  return 60;
+}
+
+void Ledger::set_lock_wait(double seconds) {
+  if (!std::getenv("DENSEFEED_LEDGER_BUSY_S")) sqlite3_busy_timeout(db_, static_cast<int>(1000 * std::max(seconds, 0.0)));
 }
 
 BlindSpots Ledger::blind_spots(const std::string& gate) const {

@@ -17,8 +17,12 @@
 // whose objects differ is refused on open (InputError naming the object),
 // except in Mode::audit, which reports them (schema_differences()).
 //
-// Concurrency: every write is one BEGIN IMMEDIATE transaction that waits up
-// to 60 s for other writers (busy timeout); the file is in WAL mode, so
+// Concurrency: every write is one BEGIN IMMEDIATE transaction that waits for
+// other writers (SQLite's busy handler: retries with growing sleeps) up to the
+// lock wait: DENSEFEED_LEDGER_BUSY_S seconds when set, else 60 s, or what
+// set_lock_wait() says (a run: the gate's timeout when longer); past it the
+// write throws LedgerBusy and a run keeps its results in its run folder
+// (pending_results.h) for `densefeed ledger recover`. The file is in WAL mode, so
 // readers never block writers. Migrations run on open inside such a
 // transaction, so several processes opening an old file at once migrate it
 // exactly once.
@@ -42,6 +46,9 @@
 #include "manifest.h"
 
 struct sqlite3;
+
+#include "error.h"
+
 
 namespace densefeed {
 
@@ -140,6 +147,16 @@ struct BlindSpots {
   };
   std::vector<Entry> entries;  // in case order; empty: every case could fail
 };
+
+// Another process held the write lock for longer than the lock wait.
+class LedgerBusy : public InfraError {
+ public:
+  using InfraError::InfraError;
+};
+
+// DENSEFEED_LEDGER_BUSY_S (seconds, >= 0) when set, else 60. Throws
+// InputError when it is set to something else than a number.
+double default_lock_wait_s();
 
 class Ledger {
  public:
@@ -241,6 +258,10 @@ class Ledger {
   nlohmann::ordered_json list(const ListFilter& filter = {}) const;
   // Everything recorded for one experiment. Throws InputError if there is no such id.
   nlohmann::ordered_json show(std::int64_t experiment_id) const;
+
+  // How long a write waits for another writer's lock, s (ignored when
+  // DENSEFEED_LEDGER_BUSY_S is set: the environment decides).
+  void set_lock_wait(double seconds);
 
   // The latest gate run of `gate` that judged the simple wrong candidates,
   // and its cases where one would pass.
