@@ -111,8 +111,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         const UntrustedResult launched = launch_untrusted(spec);
         const ProcessResult& pr = launched.process;
         result.harness_wall_s += pr.wall_s;
+        const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;
+        Failure failure{FailureKind::malformed_output, who, {}, {}, "samples.json", "", ""};
         try {
           if (!launched.ok()) {
+            failure = failure_value(who, launched);
             const LogTail tail = log_tail(spec.stdout_path, spec.stderr_path, 4);
             throw std::runtime_error(fmt::format("it {}{}", launched.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
           }
@@ -121,6 +124,8 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
             for (const auto& out : gate.outputs) {
               const OutputResult o = compare_output(out, c.values, ref->second, dir / "out");
               if (o.comparison.verdict != Verdict::green) {
+                failure = o.failure;
+                failure.who = who;
                 throw std::runtime_error(fmt::format("round {}: what was timed is not what was gated: {}: {}", round,
                                                      out.name, o.comparison.reason));
               }
@@ -128,6 +133,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
           }
         } catch (const std::runtime_error& e) {
           result.verdict = is_base ? Verdict::error : Verdict::red;
+          result.failure = failure;
           result.reason = fmt::format("case {}: the {} arm in bench mode: {}", c.label, is_base ? "base" : "candidate", e.what());
           return result;
         }

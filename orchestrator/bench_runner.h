@@ -5,6 +5,8 @@
 // rounds) or the case's wall-time cap is reached.
 #pragma once
 
+#include "failure.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -42,6 +44,7 @@ struct BenchResult {
   // same, inconclusive) are in cases[i].decision.
   Verdict verdict = Verdict::green;
   std::string reason;
+  Failure failure;  // the same as a value (none when green)
   std::vector<BenchCaseResult> cases;
   double harness_wall_s = 0;
   SandboxStatus sandbox;  // whether both arms' commands ran sandboxed, and if not why

@@ -6,6 +6,7 @@
 
 #include "error.h"
 #include "experiment_runner.h"
+#include "ledger_key.h"
 
 namespace densefeed {
 
@@ -15,7 +16,22 @@ const Project& CliContext::project() {
 }
 
 std::filesystem::path CliContext::ledger_path() {
-  return ledger_text.empty() ? project().ledger : std::filesystem::absolute(ledger_text);
+  const auto path = ledger_text.empty() ? project().ledger : std::filesystem::absolute(ledger_text);
+  // The project's configured chain key goes with its ledger, also when the
+  // ledger was named with --ledger (workers pass both).
+  std::optional<Project> p;
+  if (ledger_text.empty()) {
+    p = project();
+  } else {
+    try {
+      p = project();
+    } catch (const InputError&) {
+    }
+  }
+  if (p && !p->ledger_key.empty() && std::filesystem::weakly_canonical(p->ledger) == std::filesystem::weakly_canonical(path)) {
+    set_ledger_key_file(path, p->ledger_key);
+  }
+  return path;
 }
 
 const GateStore& CliContext::store() {

@@ -63,6 +63,11 @@ std::int64_t parse_experiment_id(const std::string& text);
 // Adds `--ledger` and `--json` to a verb.
 void add_ledger_and_json(CLI::App* verb, CliContext& ctx);
 
+class Ledger;
+// Throws InputError (exit 2) naming the first broken link when the ledger's
+// hash chain does not verify: readers never print an edited ledger.
+void require_intact_chain(const Ledger& ledger);
+
 // ledger list|show|compare|export|verify, audit
 std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx);
 // review approve|reject, promote

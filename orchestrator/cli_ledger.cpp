@@ -16,6 +16,8 @@
 #include "gate_lock.h"
 #include "gate_spec.h"
 #include "ledger.h"
+#include "pending_results.h"
+#include "workspace.h"
 
 namespace densefeed {
 namespace {
@@ -52,6 +54,23 @@ void print_ledger_show(const nlohmann::ordered_json& e) {
                            e["predicted_effect"].get<std::string>());
   std::cout << fmt::format("  candidate {} {}   base {} {}\n", e["candidate_revision"].get<std::string>(), e["candidate_params"].dump(),
                            e["base_revision"].get<std::string>(), e["base_params"].dump());
+  const auto& r = e["record"];
+  std::cout << fmt::format("  verdict: {}{}{}\n", r["verdict"].get<std::string>(),
+                           r["verdict_stage"].get<std::string>().empty() ? "" : " (" + r["verdict_stage"].get<std::string>() + ")",
+                           r["reason"].get<std::string>().empty() ? "" : " — " + r["reason"].get<std::string>());
+  for (const auto& [stage, o] : r["stages"].items()) {
+    const auto& f = o["failure"];
+    std::string failure;
+    if (f["kind"] != "none") {
+      failure = fmt::format(" [{}{}{}{}{}]", f["kind"].get<std::string>(), f["who"].get<std::string>().empty() ? "" : " by " + f["who"].get<std::string>(),
+                            f.contains("signal") ? fmt::format(", signal {}", f["signal"].get<int>()) : "",
+                            f.contains("exit_code") ? fmt::format(", exit code {}", f["exit_code"].get<int>()) : "",
+                            f.contains("output") ? fmt::format(", {}{}", f["output"].get<std::string>(),
+                                                               f.contains("metric") ? "." + f["metric"].get<std::string>() : "") : "");
+    }
+    std::cout << fmt::format("  stage {:<10} {}{}{}\n", stage, o["verdict"].get<std::string>(), failure,
+                             o["reason"].get<std::string>().empty() ? "" : " — " + o["reason"].get<std::string>());
+  }
   const auto& g = e["gate_run"];
   if (g.is_null()) {
     std::cout << "  gate: no gate run recorded\n";
@@ -64,6 +83,8 @@ void print_ledger_show(const nlohmann::ordered_json& e) {
     for (const auto& c : g["cases"]) {
       std::string metrics;
       for (const auto& m : c["metrics"]) {
+        // A metric the gate does not bound says nothing the reader can act on.
+        if (!m["bound"].is_number() || !std::isfinite(m["bound"].get<double>())) continue;
         metrics += fmt::format(" {}.{}={} (bound {:.1e})", m["output"].get<std::string>(), m["metric"].get<std::string>(),
                                m["value"].is_null() ? "nan" : fmt::format("{:.2e}", m["value"].get<double>()), m["bound"].get<double>());
       }
@@ -145,6 +166,71 @@ nlohmann::ordered_json comparable(const nlohmann::ordered_json& e) {
   return c;
 }
 
+}  // namespace
+
+// A readable ledger for ledger list/show/compare/export and status: its
+// schema objects are checked on open (Ledger), and its chain here: a broken
+// chain is refused as bad input (exit 2), naming the first broken link.
+void require_intact_chain(const Ledger& ledger) {
+  const ChainCheck c = ledger.verify();
+  if (c.ok) return;
+  throw InputError(ledger.path().string(), {}, "",
+                   fmt::format("the hash chain is broken at link {} ({} row {}{}: {}); densefeed will not read an edited ledger "
+                               "(densefeed audit says more)", c.first_broken_seq, c.table, c.row_id,
+                               c.experiment_id ? fmt::format(", experiment {}", c.experiment_id) : "", c.problem));
+}
+
+namespace {
+
+// --since: a UTC date or time, YYYY-MM-DD[THH:MM[:SS]][Z], with real ranges.
+void check_since(const std::string& text) {
+  const auto bad = [&] {
+    throw InputError("command line", {}, "--since",
+                     "expected a UTC date or time such as 2026-11-29 or 2026-11-29T20:00 (YYYY-MM-DD[THH:MM[:SS]]), got '" + text + "'");
+  };
+  std::string t = text;
+  if (!t.empty() && t.back() == 'Z') t.pop_back();
+  const auto digits = [&](std::size_t at, std::size_t n, int lo, int hi) {
+    if (t.size() < at + n) bad();
+    int v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(t[i]))) bad();
+      v = v * 10 + (t[i] - '0');
+    }
+    if (v < lo || v > hi) bad();
+    return v;
+  };
+  if (t.size() != 10 && t.size() != 16 && t.size() != 19) bad();
+  const int year = digits(0, 4, 1970, 9999);
+  if (t[4] != '-' || t[7] != '-') bad();
+  const int month = digits(5, 2, 1, 12);
+  static const int days[] = {31, 29, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+  const int day = digits(8, 2, 1, days[month - 1]);
+  const bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+  if (month == 2 && day == 29 && !leap) bad();
+  if (t.size() > 10) {
+    if (t[10] != 'T' || t[13] != ':') bad();
+    digits(11, 2, 0, 23);
+    digits(14, 2, 0, 59);
+    if (t.size() == 19) {
+      if (t[16] != ':') bad();
+      digits(17, 2, 0, 59);
+    }
+  }
+}
+
+// --verdict: an overall verdict or a state.
+void check_verdict(const std::string& text) {
+  static const std::vector<std::string> allowed = {"green", "red", "error", "unknown", "pending", "queued", "started", "requeued",
+                                                   "interrupted", "finished", "cancel_requested", "cancelled", "rejected", "recorded"};
+  for (const auto& a : allowed) {
+    if (a == text) return;
+  }
+  throw InputError("command line", {}, "--verdict",
+                   fmt::format("'{}' is neither a verdict (green, red, error, unknown, pending) nor a state (queued, started, "
+                               "requeued, interrupted, finished, cancel_requested, cancelled, rejected)", text));
+}
+
 // RFC 4180: quote a field that holds a comma, quote, CR or LF; double quotes inside.
 std::string csv_field(const nlohmann::ordered_json& v) {
   std::string s = v.is_null() ? "" : v.is_string() ? v.get<std::string>() : v.is_number_float() ? fmt::format("{}", v.get<double>()) : v.dump();
@@ -164,14 +250,14 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
   auto* list = ledger_cmd->add_subcommand("list", "every recorded experiment with its state and verdicts");
   auto filter = std::make_shared<Ledger::ListFilter>();
   list->add_option("--gate", filter->gate, "only this gate");
-  list->add_option("--verdict", filter->verdict, "only this gate verdict (green, red, error, pending) or state (queued, started, finished, interrupted, cancelled, ...)");
+  list->add_option("--verdict", filter->verdict, "only this overall verdict (green, red, error, unknown, pending) or state (queued, started, finished, interrupted, cancelled, ...)");
   list->add_option("--since", filter->since, "only submitted at or after this UTC time (ISO 8601 prefix, e.g. 2026-11-29 or 2026-11-29T20:00)");
   add_ledger_and_json(list, ctx);
   verbs.push_back({list, [&ctx, filter] {
-                     if (!filter->since.empty() && (filter->since.size() < 4 || !std::isdigit(static_cast<unsigned char>(filter->since[0])))) {
-                       throw InputError("command line", {}, "--since", "expected an ISO 8601 UTC time such as 2026-11-29 or 2026-11-29T20:00, got '" + filter->since + "'");
-                     }
+                     if (!filter->since.empty()) check_since(filter->since);
+                     if (!filter->verdict.empty()) check_verdict(filter->verdict);
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     require_intact_chain(ledger);
                      const auto rows = ledger.list(*filter);
                      if (ctx.json) std::cout << rows.dump(2) << "\n";
                      else print_ledger_list(rows);
@@ -184,6 +270,7 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
   add_ledger_and_json(show, ctx);
   verbs.push_back({show, [&ctx, show_id] {
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     require_intact_chain(ledger);
                      const auto doc = ledger.show(parse_experiment_id(*show_id));
                      if (ctx.json) std::cout << doc.dump(2) << "\n";
                      else print_ledger_show(doc);
@@ -197,6 +284,7 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
   add_ledger_and_json(compare, ctx);
   verbs.push_back({compare, [&ctx, ids] {
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     require_intact_chain(ledger);
                      const auto a_id = parse_experiment_id(ids->first), b_id = parse_experiment_id(ids->second);
                      std::map<std::string, nlohmann::ordered_json> a, b;
                      flatten(comparable(ledger.show(a_id)), "", a);
@@ -261,7 +349,7 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
   auto* verify = ledger_cmd->add_subcommand("verify", "recompute the hash chain of every recorded row; report the first broken link");
   add_ledger_and_json(verify, ctx);
   verbs.push_back({verify, [&ctx] {
-                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::audit);
                      const ChainCheck c = ledger.verify();
                      if (ctx.json) {
                        nlohmann::ordered_json doc = {{"ok", c.ok}, {"links", c.links}};
@@ -280,26 +368,98 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                      return c.ok ? 0 : 1;
                    }});
 
+  auto* head = ledger_cmd->add_subcommand("head", "the chain's head (SEQ:HASH of its last link): keep it outside the ledger, then 'audit --expect-head'");
+  add_ledger_and_json(head, ctx);
+  verbs.push_back({head, [&ctx] {
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     require_intact_chain(ledger);
+                     const ChainHead h = ledger.head();
+                     if (ctx.json) {
+                       std::cout << nlohmann::ordered_json{{"head", h.text()}, {"seq", h.seq}, {"hash", h.hash},
+                                                           {"key_fingerprint", ledger.key_fingerprint()}}.dump(2) << "\n";
+                     } else {
+                       std::cout << h.text() << "\n";
+                     }
+                     return 0;
+                   }});
+
+  auto* backup = ledger_cmd->add_subcommand("backup", "copy the ledger to FILE with SQLite's online backup API (consistent while workers write)");
+  auto backup_file = std::make_shared<std::string>();
+  backup->add_option("FILE", *backup_file, "where the copy goes (must not exist)")->required();
+  add_ledger_and_json(backup, ctx);
+  verbs.push_back({backup, [&ctx, backup_file] {
+                     const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     require_intact_chain(ledger);
+                     const ChainHead h = ledger.head();
+                     ledger.backup(*backup_file);
+                     if (ctx.json) std::cout << nlohmann::ordered_json{{"backup", *backup_file}, {"head", h.text()}}.dump(2) << "\n";
+                     else std::cout << fmt::format("{}: backup of {} at head {}\n", *backup_file, ctx.ledger_path().string(), h.text());
+                     return 0;
+                   }});
+
+  auto* recover = ledger_cmd->add_subcommand(
+      "recover", "record the results a run kept in its run folder when the ledger's write lock was not free or it was killed while waiting");
+  add_ledger_and_json(recover, ctx);
+  verbs.push_back({recover, [&ctx] {
+                     Ledger ledger(ctx.ledger_path());
+                     require_intact_chain(ledger);
+                     const auto runs = Workspace{ctx.ledger_path()}.runs();
+                     const auto recovered = recover_pending(ledger, runs);
+                     nlohmann::ordered_json doc = {{"ledger", ctx.ledger_path().string()}, {"recovered", nlohmann::ordered_json::array()}};
+                     for (const auto& r : recovered) {
+                       doc["recovered"].push_back({{"experiment_id", r.experiment_id}, {"file", r.file}, {"outcome", r.outcome},
+                                                   {"verdict", r.verdict}, {"cases", r.cases}});
+                     }
+                     if (ctx.json) {
+                       std::cout << doc.dump(2) << "\n";
+                     } else if (recovered.empty()) {
+                       std::cout << fmt::format("nothing to recover under {}\n", runs.string());
+                     } else {
+                       for (const auto& r : recovered) {
+                         std::cout << fmt::format("experiment {}: {} ({} case(s)), verdict {} — from {}\n", r.experiment_id, r.outcome,
+                                                  r.cases, r.verdict, r.file);
+                       }
+                     }
+                     return 0;
+                   }});
+
   auto* audit = app.add_subcommand("audit", "CI: exit 1 if a result lacks a green gate, a gate or frozen file differs from gates/gates.lock, or the hash chain is broken");
   auto junit = std::make_shared<std::string>();
   auto allow_unsandboxed = std::make_shared<bool>(false);
+  auto expect_head = std::make_shared<std::string>();
+  auto head_file = std::make_shared<std::string>();
   audit->add_option("--junit", *junit, "also write JUnit XML here");
   audit->add_flag("--allow-unsandboxed", *allow_unsandboxed,
                   "accept green results whose untrusted commands ran without the sandbox (--no-sandbox)");
+  audit->add_option("--expect-head", *expect_head, "fail unless the chain still holds this head (SEQ:HASH from 'ledger head')");
+  audit->add_option("--head-file", *head_file, "like --expect-head with the head kept in FILE (when it exists); on success the current head is written there");
   add_ledger_and_json(audit, ctx);
-  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed] {
+  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed, expect_head, head_file] {
                      struct Check {
                        std::string name;
                        std::vector<std::string> failures;
                      };
                      std::vector<Check> checks;
+                     std::vector<ChainHead> expected;
+                     if (!expect_head->empty()) expected.push_back(ChainHead::parse(*expect_head, "--expect-head"));
+                     if (!head_file->empty() && std::filesystem::exists(*head_file)) {
+                       std::ifstream in(*head_file);
+                       std::string text;
+                       std::getline(in, text);
+                       expected.push_back(ChainHead::parse(text, *head_file));
+                     }
+                     ChainHead current;
                      {
-                       const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                       const Ledger ledger(ctx.ledger_path(), Ledger::Mode::audit);
+                       checks.push_back({"schema objects (tables, views, triggers, indexes) are the SQL compiled into densefeed",
+                                         ledger.schema_differences()});
                        checks.push_back({"no speedup, trace or acceptance result without a green gate", ledger.results_without_green_gate()});
                        if (!*allow_unsandboxed) {
                          checks.push_back({"no green result whose untrusted commands ran without the sandbox (--allow-unsandboxed accepts them)",
                                            ledger.unsandboxed_green_results()});
                        }
+                       checks.push_back({"no promotion or acceptance run without a green gate and green bench and trace stages",
+                                         ledger.promotion_violations()});
                        const ChainCheck c = ledger.verify();
                        Check chain{"hash chain intact", {}};
                        if (!c.ok) {
@@ -308,6 +468,12 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                                                               c.problem));
                        }
                        checks.push_back(chain);
+                       current = ledger.head();
+                       Check extends{"the chain extends the head recorded earlier", {}};
+                       for (const auto& h : expected) {
+                         if (auto why = ledger.extends(h); !why.empty()) extends.failures.push_back(fmt::format("head {}: {}", h.text(), why));
+                       }
+                       if (!expected.empty()) checks.push_back(extends);
                      }
                      const GateStore& store = ctx.store();
                      const auto lock = read_lock(store);
@@ -335,7 +501,14 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                        }
                      }
                      doc["ok"] = ok;
+                     doc["head"] = current.text();
+                     if (ok && !head_file->empty()) {
+                       std::ofstream out(*head_file, std::ios::trunc);
+                       out << current.text() << "\n";
+                       if (!out) throw InputError(*head_file, {}, "--head-file", "cannot write the head here");
+                     }
                      if (ctx.json) std::cout << doc.dump(2) << "\n";
+                     else std::cout << "head " << current.text() << "\n";
                      if (!junit->empty()) {
                        namespace pt = boost::property_tree;
                        pt::ptree suites, suite;

@@ -144,6 +144,28 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      std::signal(SIGTERM, [](int) { g_stop = true; });
                      std::signal(SIGINT, [](int) { g_stop = true; });
                      std::mutex print;
+                     // Any live worker requeues a dead one's experiment within
+                     // kReapEvery (2 s) of its death, also while every slot is busy
+                     // (a dead owner: a process of this host that no longer exists).
+                     std::atomic<bool> reaper_done{false};
+                     std::thread reaper([&] {
+                       constexpr auto kReapEvery = std::chrono::seconds(2);
+                       Ledger ledger(ledger_path);
+                       auto next = std::chrono::steady_clock::now() + kReapEvery;
+                       while (!g_stop && !reaper_done) {
+                         std::this_thread::sleep_for(std::chrono::milliseconds(100));
+                         if (std::chrono::steady_clock::now() < next) continue;
+                         next = std::chrono::steady_clock::now() + kReapEvery;
+                         try {
+                           for (const auto& [id, event] : ledger.recover_dead_owners()) {
+                             const std::lock_guard lock(print);
+                             std::cout << fmt::format("experiment {}: its owner died; {}\n", id, to_string(event)) << std::flush;
+                           }
+                         } catch (const LedgerBusy&) {
+                           // Another writer holds the lock: the next round tries again.
+                         }
+                       }
+                     });
                      std::vector<std::thread> threads;
                      for (int slot = 0; slot < wa->slots; ++slot) {
                        // Each slot's GPUs: a share of the list, round robin.
@@ -153,7 +175,15 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        threads.emplace_back([&, slot, mine] {
                          Ledger ledger(ledger_path);
                          while (!g_stop) {
-                           const auto claimed = ledger.claim_next("worker");
+                           std::optional<ClaimedExperiment> claimed;
+                           try {
+                             claimed = ledger.claim_next("worker");
+                           } catch (const LedgerBusy&) {
+                             // Another process holds the write lock past the wait: an idle
+                             // worker waits on, it does not abort.
+                             std::this_thread::sleep_for(std::chrono::seconds(1));
+                             continue;
+                           }
                            if (!claimed) {
                              if (wa->once) return;
                              std::this_thread::sleep_for(std::chrono::seconds(1));
@@ -212,6 +242,8 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        });
                      }
                      for (auto& t : threads) t.join();
+                     reaper_done = true;
+                     reaper.join();
                      return 0;
                    }});
 
@@ -255,7 +287,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      }
                      out.experiment_id = id;
                      execute_experiment(out, ledger, options);
-                     ledger.record_event(id, ExperimentEvent::finished, "worker");
+                     ledger.record_finished(id, "worker");
                      std::cout << render_text_report(out);
                      return out.verdict == Verdict::green ? 0 : out.verdict == Verdict::red ? 1 : 3;
                    }});
@@ -279,6 +311,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      // check of the file, which a 200 ms poll must not repeat. Each
                      // show() reads the latest committed state (WAL).
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
+                     require_intact_chain(ledger);
                      while (true) {
                        e = ledger.show(id);
                        if (!sa->wait || terminal(e["state"].get<std::string>())) break;
@@ -301,9 +334,11 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      if (ctx.json) {
                        std::cout << s.dump(2) << "\n";
                      } else {
-                       std::cout << fmt::format("experiment {} ({}): {}; gate {}{}\n", id, s["experiment"].get<std::string>(),
-                                                s["state"].get<std::string>(), s["gate_verdict"].get<std::string>(),
-                                                s["reason"].get<std::string>().empty() ? "" : " — " + s["reason"].get<std::string>());
+                       const auto& r = s["record"];
+                       std::cout << fmt::format("experiment {} ({}): {}; verdict {}{}{}\n", id, s["experiment"].get<std::string>(),
+                                                s["state"].get<std::string>(), r["verdict"].get<std::string>(),
+                                                r["verdict_stage"].get<std::string>().empty() ? "" : " (" + r["verdict_stage"].get<std::string>() + ")",
+                                                r["reason"].get<std::string>().empty() ? "" : " — " + r["reason"].get<std::string>());
                        for (const auto& b : s["bench"]) {
                          std::cout << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", b["case"].get<std::string>(),
                                                   b["verdict"].get<std::string>(), b["speedup"].get<double>(), b["speedup_lo"].get<double>(),
@@ -314,9 +349,8 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        }
                        std::cout << render_next_steps_text(s["next"]);
                      }
-                     const auto v = s["gate_verdict"].get<std::string>();
-                     if (s["state"] != "finished") return 0;
-                     return v == "green" ? 0 : v == "red" ? 1 : 3;
+                     // README: 0 green, 1 red, 2 rejected, 3 error/unknown/interrupted/cancelled, 4 not ended yet.
+                     return exit_code_of(ledger.summary(id));
                    }});
 
   auto* cancel = app.add_subcommand("cancel", "cancel a queued experiment, or stop a running one");

@@ -24,8 +24,14 @@ std::string default_user() {
 }
 
 // Why `e` (Ledger::show) cannot be promoted; empty when it can.
-std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e) {
+std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e, const std::string& acceptance_stage) {
   std::vector<std::string> why;
+  const auto& r = e["record"];
+  if (r["verdict"] != "green") {
+    why.push_back(fmt::format("its verdict is {}{}{}", r["verdict"].get<std::string>(),
+                              r["verdict_stage"].get<std::string>().empty() ? "" : " (" + r["verdict_stage"].get<std::string>() + " stage)",
+                              r["reason"].get<std::string>().empty() ? "" : ": " + r["reason"].get<std::string>()));
+  }
   if (e["gate_run"].is_null()) why.push_back(fmt::format("it has no gate run (state {})", e["state"].get<std::string>()));
   else if (e["gate_run"]["verdict"] != "green") why.push_back("its gate is " + e["gate_run"]["verdict"].get<std::string>() + ": " + e["gate_run"]["reason"].get<std::string>());
   for (const auto& b : e["bench_cases"]) {
@@ -40,7 +46,11 @@ std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e) {
                                 category, decision.get<std::string>(), e["id"].get<std::int64_t>(), category));
     }
   }
-  if (!e["promotion"].is_null()) why.push_back("it is already promoted");
+  // A promote killed during acceptance leaves the promotion with an
+  // acceptance that never ended: that one may be run again.
+  if (!e["promotion"].is_null() && acceptance_stage != "started" && acceptance_stage != "interrupted") {
+    why.push_back("it is already promoted" + (acceptance_stage.empty() ? std::string() : " (acceptance: " + acceptance_stage + ")"));
+  }
   if (!e["acceptance"].is_object() || !e["acceptance"].contains("criteria")) {
     why.push_back("its manifest pre-registered no acceptance criteria (acceptance.criteria), so there is nothing to accept it by; submit a new manifest with them");
   }
@@ -103,8 +113,10 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      const auto id = parse_experiment_id(pa->id);
                      if (pa->by.empty()) throw InputError("command line", {}, "--by", "expected who promotes ($USER is not set)");
                      Ledger ledger(ctx.ledger_path());
+                     require_intact_chain(ledger);
                      const auto e = ledger.show(id);
-                     const auto blockers = promotion_blockers(e);
+                     const auto acceptance_stage = ledger.acceptance_stage(id);
+                     const auto blockers = promotion_blockers(e, acceptance_stage);
                      if (!blockers.empty()) {
                        if (ctx.json) {
                          std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"promoted", false}, {"reasons", blockers}}.dump(2) << "\n";
@@ -139,7 +151,10 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      require_sandbox(true);
                      const auto hidden = workspace_hidden(ctx.workspace());
                      options.candidate.hidden.insert(options.candidate.hidden.end(), hidden.begin(), hidden.end());
-                     const auto promotion = ledger.record_promotion(id, pa->by);
+                     const auto promotion = e["promotion"].is_null() ? ledger.record_promotion(id, pa->by)
+                                                                     : e["promotion"]["id"].get<std::int64_t>();
+                     // Recorded before it runs: a killed acceptance is seen as such.
+                     ledger.record_acceptance_start(id);
                      const auto record = run_acceptance(e["acceptance"], e["candidate_params"], options);
                      ledger.record_acceptance(id, promotion, record);
                      if (ctx.json) {

@@ -80,6 +80,25 @@ std::string describe_trend(const std::string& metric, const std::string& axis,
 
 }  // namespace
 
+std::optional<PowerLawFit> fit_power_law(const std::vector<std::pair<double, double>>& points) {
+  const auto fit = log_log_fit(points);
+  if (!fit) return std::nullopt;
+  PowerLawFit f;
+  f.exponent = fit->slope;
+  f.r2 = fit->r2;
+  bool first = true;
+  for (auto [x, y] : points) {
+    if (!(x > 0 && y > 0 && std::isfinite(y))) continue;
+    ++f.points;
+    f.lo = first ? y : std::min(f.lo, y);
+    f.hi = first ? y : std::max(f.hi, y);
+    f.x_first = first ? x : std::min(f.x_first, x);
+    f.x_last = first ? x : std::max(f.x_last, x);
+    first = false;
+  }
+  return f;
+}
+
 std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::string& row_key,
                                            const std::string& column_key) {
   // Keys that vary across cases, other than the two axes, define the groups.

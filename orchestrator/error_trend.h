@@ -3,6 +3,7 @@
 // the other keys that vary, and the growth per doubling along each axis.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -30,6 +31,20 @@ struct TrendTable {
   // log2(axis value).
   std::vector<std::string> trends;
 };
+
+// The power law y ~ x^exponent fitted by least squares of log2(y) on
+// log2(x) over the points with x > 0 and finite y > 0; nullopt with fewer
+// than 3 such points or a single x. r2: coefficient of determination of
+// that log-log fit. The same fit the trend lines print and trend bounds
+// (gate_spec.h TrendBound) judge.
+struct PowerLawFit {
+  double exponent = 0;
+  double r2 = 0;
+  std::size_t points = 0;
+  double lo = 0, hi = 0;  // smallest and largest y fitted
+  double x_first = 0, x_last = 0;  // smallest and largest x fitted
+};
+std::optional<PowerLawFit> fit_power_law(const std::vector<std::pair<double, double>>& points);
 
 // Tables for every output and metric whose gate bound exists, over
 // `row_key` x `column_key` (both must be numeric case keys). Cases lacking

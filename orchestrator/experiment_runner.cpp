@@ -1,5 +1,7 @@
 #include "experiment_runner.h"
 
+#include "pending_results.h"
+
 #include <chrono>
 #include <random>
 
@@ -49,10 +51,12 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
   // The gate file is checked against the lock before it is parsed: an edited
   // gate is never trusted, not even to list its parameters.
   out.lock_problems = check_locked_file(store, lock, gate_rel);
+  out.gate_unlocked = !lock.count(gate_rel);
   std::filesystem::path python;
   if (out.lock_problems.empty()) {
     out.gate = load_gate(store, m.gate);
     out.lock_problems = check_frozen_files(store, lock, *out.gate);
+    for (const auto& f : out.gate->freezes) out.gate_unlocked = out.gate_unlocked || !lock.count(f);
     out.candidate_params = resolve_params(m, "candidate", m.candidate, *out.gate);
     out.base_params = resolve_params(m, "base", m.base, *out.gate);
     out.gate->profile_cases(options.profile);  // an unknown profile is bad input now, not after recording
@@ -126,12 +130,15 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   ledger.recover_dead_owners();
   out.experiment_id = record_prepared(ledger, out, ExperimentEvent::started, "run");
   execute_experiment(out, ledger, options);
-  ledger.record_event(out.experiment_id, ExperimentEvent::finished, "run");
+  ledger.record_finished(out.experiment_id, "run");
+  out.record = ledger.summary(out.experiment_id);
   return out;
 }
 
 void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // A write waits for another writer at least as long as a harness may run.
+  if (out.gate) ledger.set_lock_wait(std::max(60.0, out.gate->timeout_s));
   const Manifest& m = out.manifest;
   std::vector<Case> cases;
   if (out.gate) cases = out.gate->profile_cases(options.profile);
@@ -151,6 +158,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
 
   if (!out.lock_problems.empty()) {
     out.gate_result.verdict = Verdict::red;
+    out.gate_result.failure = {FailureKind::lock, FailureWho::none, {}, {}, "", out.gate_unlocked ? "unlocked" : "changed", ""};
     out.gate_result.reason = fmt::format("gate '{}' does not match {} ({}); no case ran", m.gate, options.store.lock_rel(),
                                          out.lock_problems.front());
   } else {
@@ -171,6 +179,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       if (const auto differ = worktree_differences(options.project, options.store, trusted); !differ.empty()) {
         runnable = false;
         out.gate_result.verdict = Verdict::red;
+        out.gate_result.failure = {FailureKind::lock, FailureWho::candidate, {}, {}, "", "", ""};
         out.gate_result.reason = fmt::format(
             "the WORKTREE candidate edits frozen files: {} differ from the gate store ({}); no case ran. Commit them on {} "
             "and have a person run 'densefeed gate lock', or pass --trust-worktree to trust the worktree's gates",
@@ -191,6 +200,8 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       if (!history_error.empty() || !changed.empty()) {
         runnable = false;
         out.gate_result.verdict = Verdict::red;
+        out.gate_result.failure = {history_error.empty() ? FailureKind::lock : FailureKind::infrastructure, FailureWho::candidate,
+                                   {}, {}, "", "", ""};
         out.gate_result.reason =
             history_error.empty()
                 ? fmt::format("the candidate revision {} changes frozen files in its own commits: {}; no case ran",
@@ -203,6 +214,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
         if (!b.ok) {
           runnable = false;
           out.gate_result.verdict = Verdict::red;
+          out.gate_result.failure = {FailureKind::infrastructure, FailureWho::candidate, {}, {}, "", "build", ""};
           out.gate_result.reason = fmt::format("the candidate's build at {} failed: {}", out.candidate_sha.substr(0, 12), b.failure);
         }
         const auto hidden = out.candidate_arm.hidden;
@@ -231,9 +243,27 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     if (!c.candidate_gpu.empty() && capture.contains("candidate")) capture["candidate"]["gpu"] = c.candidate_gpu;
     record.output_capture.push_back(capture);
   }
-  const std::int64_t gate_run_id = ledger.record_gate_run(out.experiment_id, record);
+  // Kept in the run folder first: a held write lock or a crash while
+  // waiting for it loses nothing (`densefeed ledger recover` records it).
+  const auto pending = write_pending_gate_run(out.work_dir, out.experiment_id, record);
+  std::int64_t gate_run_id = 0;
+  try {
+    gate_run_id = ledger.record_gate_run(out.experiment_id, record);
+  } catch (const LedgerBusy& e) {
+    throw LedgerBusy(fmt::format("{}; the gate's results of experiment {} are kept in {}: `densefeed ledger recover` records "
+                                 "them once the lock is free", e.what(), out.experiment_id, pending.string()));
+  }
+  std::error_code pending_ec;
+  std::filesystem::remove(pending, pending_ec);
   out.verdict = out.gate_result.verdict;
 
+  const auto skipped = [&](const char* stage, const std::string& why) {
+    StageOutcome o;
+    o.stage = stage;
+    o.verdict = StageVerdict::skipped;
+    o.reason = why;
+    ledger.record_stage(out.experiment_id, o);
+  };
   if (out.verdict != Verdict::green) {
     out.bench_skipped = "the gate is not green: a speedup is never measured on a red gate";
   } else if (!options.bench) {
@@ -262,23 +292,28 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       bench_options.base = out.base_arm;
       if (!b.ok) {
         // Never measure something else in the base's place.
-        out.bench = BenchResult{Verdict::error, fmt::format("the base's build at {} failed, so nothing was measured: {}",
-                                                            out.base_sha.substr(0, 12), b.failure), {}, 0, out.sandbox};
+        out.bench = BenchResult{Verdict::error,
+                                fmt::format("the base's build at {} failed, so nothing was measured: {}", out.base_sha.substr(0, 12),
+                                            b.failure),
+                                {FailureKind::infrastructure, FailureWho::base, {}, {}, "", "build", ""}, {}, 0, out.sandbox};
       }
     }
     bench_options.sandbox_readable = revision_dirs;
     if (!out.bench) out.bench = run_bench(*out.gate, out.base_params, out.candidate_params, bench_options);
-    if (out.bench->verdict == Verdict::green) {
-      ledger.record_bench(out.experiment_id, gate_run_id, *out.bench, out.environment, out.candidate_sha, out.base_sha,
-                          out.worktree_dirty);
-    }
+    // Recorded whatever its verdict: a red or errored benchmark is a row
+    // (without speedups), never an absence.
+    ledger.record_bench(out.experiment_id, gate_run_id, *out.bench, out.environment, out.candidate_sha, out.base_sha,
+                        out.worktree_dirty);
     out.verdict = worst(out.verdict, out.bench->verdict);
   }
+  if (!out.bench) skipped("bench", out.bench_skipped);
   // The trace stage: where the time goes, for a green gate only.
   if (m.trace.is_null()) {
     out.trace_skipped = "the manifest has no trace section";
+    skipped("trace", out.trace_skipped);
   } else if (out.gate_result.verdict != Verdict::green) {
     out.trace_skipped = "the gate is not green";
+    skipped("trace", out.trace_skipped);
   } else {
     TraceStageOptions trace_options{out.work_dir, out.seed, out.candidate_arm, out.base_arm};
     trace_options.sandbox = options.sandbox;
@@ -309,7 +344,14 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
         findings.push_back(std::move(f));
       }
     }
-    if (!findings.empty()) ledger.record_trace_findings(out.experiment_id, gate_run_id, findings);
+    StageOutcome stage;
+    stage.stage = "trace";
+    stage.verdict = stage_verdict_from(to_string(out.trace->verdict));
+    stage.failure = out.trace->failure;
+    if (out.trace->verdict != Verdict::green && !stage.failure.failed()) stage.failure.kind = FailureKind::unknown;
+    stage.reason = out.trace->reason;
+    stage.wall_s = out.trace->wall_s;
+    ledger.record_trace_findings(out.experiment_id, gate_run_id, findings, stage);
     out.verdict = worst(out.verdict, out.trace->verdict);
   }
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

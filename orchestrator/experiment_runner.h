@@ -14,6 +14,7 @@
 #include "bench_runner.h"
 #include "arm_context.h"
 #include "environment.h"
+#include "experiment_summary.h"
 #include "gate_runner.h"
 #include "gate_spec.h"
 #include "gate_store.h"
@@ -48,6 +49,7 @@ struct ExperimentOutcome {
   nlohmann::ordered_json base_params;
   std::string gate_sha256;
   std::vector<std::string> lock_problems;  // non-empty: red before any case ran
+  bool gate_unlocked = false;              // a trusted file (the gate, one it freezes) is not in gates.lock at all
   Provenance provenance;
   std::string profile;
   std::uint64_t seed = 0;
@@ -74,6 +76,9 @@ struct ExperimentOutcome {
   // unavailable with bwrap's reason (the report warns once).
   SandboxStatus sandbox;
   double wall_s = 0;
+  // The ledger's typed record of the experiment, read back once it is
+  // finished (run_experiment): what the report's verdict and exit code say.
+  std::optional<ExperimentSummary> record;
 };
 
 class Ledger;

@@ -16,6 +16,8 @@
 #include "sha256.h"
 #include "untrusted_launch.h"
 #include "tensor_file.h"
+#include "trend_bound.h"
+#include "wrong_candidates.h"
 
 namespace densefeed {
 namespace {
@@ -198,20 +200,29 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
   // The reference's defects are errors, the candidate's are red.
   const auto open_checked = [&](const std::filesystem::path& dir, const std::string& dtype, Verdict on_failure,
                                 const char* who) -> std::optional<TensorFile> {
+    std::string what;  // dtype | shape when the file opened but is not what the gate declares
     try {
       TensorFile t = open_output(dir, out, dtype, on_failure == Verdict::red);
-      if (auto problem = check_declared(t, dtype, out, case_values); !problem.empty()) throw std::runtime_error(problem);
+      if (auto problem = check_declared(t, dtype, out, case_values); !problem.empty()) {
+        what = t.dtype() != dtype ? "dtype" : "shape";
+        throw std::runtime_error(problem);
+      }
       return t;
     } catch (const std::runtime_error& e) {
       o.comparison.verdict = on_failure;
       o.comparison.reason = fmt::format("{} output: {}", who, e.what());
+      bool any = std::filesystem::exists(dir / (out.name + ".npy"));
+      std::error_code ec;
+      for (const auto& f : std::filesystem::directory_iterator(dir, ec)) any = any || f.path().extension() == ".safetensors";
+      o.failure.kind = any ? FailureKind::malformed_output : FailureKind::missing_output;
+      o.failure.who = on_failure == Verdict::error ? FailureWho::reference : FailureWho::candidate;
+      o.failure.output = out.name;
+      o.failure.metric = what;
       return std::nullopt;
     }
   };
   const auto r = open_checked(ref_dir, out.reference_dtype, Verdict::error, "reference");
   if (!r) return o;
-  const auto x = open_checked(cand_dir, out.dtype, Verdict::red, "candidate");
-  if (!x) return o;
   CompareOptions options;
   options.candidate_dtype = out.dtype;
   if (out.partition_axis) {
@@ -221,7 +232,34 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
     }
     options.partition = Partition{*out.partition_axis, parts};
   }
+  // Judged whatever the candidate wrote: whether the case could fail at all
+  // is a property of the gate and this reference, not of the candidate.
+  try {
+    o.passing_wrong_candidates = wrong_candidates_passing(*r, out.tolerance, options);
+  } catch (const std::runtime_error&) {
+    // An unreadable reference is the comparison's to report, below.
+  }
+  const auto x = open_checked(cand_dir, out.dtype, Verdict::red, "candidate");
+  if (!x) return o;
   o.comparison = compare_tensor_files(*r, *x, out.tolerance, options);
+  if (o.comparison.verdict != Verdict::green) {
+    o.failure.output = out.name;
+    if (o.comparison.reference_nonfinite > 0) {
+      o.failure.kind = FailureKind::malformed_output, o.failure.who = FailureWho::reference, o.failure.metric = "nonfinite";
+    } else if (o.comparison.candidate_nonfinite > 0 || o.comparison.checks.empty()) {
+      o.failure.kind = FailureKind::malformed_output, o.failure.who = FailureWho::candidate;
+      o.failure.metric = o.comparison.candidate_nonfinite > 0 ? "nonfinite" : "shape";
+    } else {
+      o.failure.kind = FailureKind::tolerance, o.failure.who = FailureWho::candidate;
+      o.failure.metric = "slice";  // every metric passed over the whole output; a partition slice did not
+      for (const auto& m : o.comparison.checks) {
+        if (!m.passed) {
+          o.failure.metric = m.metric;
+          break;
+        }
+      }
+    }
+  }
   return o;
 }
 
@@ -300,6 +338,8 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     const auto fail = [&](Verdict v, const char* who, const Job& job) {
       const LogTail tail = log_tail(job.dir / "stdout.log", job.dir / "stderr.log");
       cr.verdict = v;
+      cr.failure = process_failure_value(v == Verdict::error ? FailureWho::reference : FailureWho::candidate, job.result);
+      if (job.sandboxed && !job.result.started) cr.failure.kind = FailureKind::sandbox;
       cr.reason = process_failure(who, job, tail);
       cr.log_tail = tail.text;
       cr.log_tail_stream = tail.stream;
@@ -326,13 +366,19 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       }
       for (const auto& o : cr.outputs) {
         if (o.comparison.verdict == Verdict::green) continue;
+        if (!cr.failure.failed() || (o.comparison.verdict == Verdict::error && cr.verdict != Verdict::error)) cr.failure = o.failure;
         cr.verdict = worst(cr.verdict, o.comparison.verdict);
         cr.reason += fmt::format("{}{}: {}", cr.reason.empty() ? "" : "; ", o.output, o.comparison.reason);
       }
     }
+    if (cr.verdict != Verdict::green && (!gate_result.failure.failed() ||
+                                         (cr.verdict == Verdict::error && gate_result.verdict != Verdict::error))) {
+      gate_result.failure = cr.failure;
+    }
     gate_result.verdict = worst(gate_result.verdict, cr.verdict);
     gate_result.cases.push_back(std::move(cr));
   }
+  judge_trend_bounds(gate, gate_result);
   std::size_t failing = 0;
   for (const auto& c : gate_result.cases) failing += c.verdict != Verdict::green;
   if (failing > 0) {

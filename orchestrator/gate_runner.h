@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,6 +17,7 @@
 #include "process_runner.h"
 #include "sandbox.h"
 #include "tensor_compare.h"
+#include "failure.h"
 #include "verdict.h"
 
 namespace densefeed {
@@ -23,12 +25,31 @@ namespace densefeed {
 struct OutputResult {
   std::string output;
   Comparison comparison;
+  Failure failure;  // none when the comparison is green
+  // Simple wrong candidates (wrong_candidates.h: zeros, reference_mean,
+  // last_partition_zeroed) that this output's bounds would have accepted
+  // against this case's reference: where the gate cannot fail.
+  std::vector<std::string> passing_wrong_candidates;
+};
+
+// One trend bound judged over one row of cases (trend_bound.h).
+struct TrendJudgement {
+  std::string output, metric, along;
+  std::string row;            // the other keys of the row, "n=64 H=4" ('' when none vary)
+  double max_exponent = 0;
+  std::optional<double> exponent;  // nullopt: too few points, or flat (not judged)
+  double r2 = 0;
+  std::size_t points = 0;
+  bool passed = true;
+  std::string text;           // "y: rel_l2 ~ K^1.60 (R^2 1.00) across K 16..256, over the gate's max_exponent 1"
+  std::vector<std::size_t> cases;  // indexes into GateResult::cases
 };
 
 struct CaseResult {
   Case gate_case;
   Verdict verdict = Verdict::green;
   std::string reason;  // why not green: process failure, missing output, metric over its bound
+  Failure failure;     // the same as a value: the first thing that failed (none when green)
   std::vector<OutputResult> outputs;
   double reference_wall_s = 0;  // 0 when the reference was shared with an earlier case
   double candidate_wall_s = 0;
@@ -69,10 +90,12 @@ struct GateRunOptions {
 struct GateResult {
   Verdict verdict = Verdict::green;
   std::string reason;
+  Failure failure;  // the first failing case's, or the lock's / the build's when no case ran
   std::vector<CaseResult> cases;
   double wall_s = 0;          // the whole stage, seconds
   double harness_wall_s = 0;  // sum of every harness process's wall time, seconds
   SandboxStatus sandbox;      // whether the candidate commands ran sandboxed, and if not why
+  std::vector<TrendJudgement> trends;  // every trend bound of the gate, per row
 };
 
 // Opens NAME.npy (or tensor NAME of one .safetensors file) in each folder and

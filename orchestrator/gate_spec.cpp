@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include <set>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -137,6 +139,7 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
     }
   }
 
+  std::vector<std::pair<std::string, std::string>> trend_pointers;  // (pointer, along): checked once the cases are known
   for (const auto& [oname, o] : v["outputs"].items()) {
     OutputSpec out;
     out.name = oname;
@@ -165,6 +168,19 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
                                                                       *out.partition_axis, out.shape.size()));
       }
     }
+    if (o.contains("trend")) {
+      const auto& t = o["trend"];
+      const auto bounds = t.is_array() ? t : nlohmann::ordered_json::array({t});
+      for (std::size_t i = 0; i < bounds.size(); ++i) {
+        const std::string ptr = "/outputs/" + oname + "/trend" + (t.is_array() ? fmt::format("/{}", i) : "");
+        TrendBound b;
+        b.along = bounds[i]["along"].get<std::string>();
+        b.max_exponent = bounds[i]["max_exponent"].get<double>();
+        b.metric = bounds[i].value("metric", b.metric);
+        out.trends.push_back(b);
+        trend_pointers.emplace_back(ptr, b.along);
+      }
+    }
     gate.outputs.push_back(std::move(out));
   }
 
@@ -173,6 +189,18 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
                             cases.value("grid", nlohmann::ordered_json::array()),
                             cases.value("extra", nlohmann::ordered_json::array()));
   if (gate.cases.empty()) doc.fail("/cases", "the gate has no cases");
+  // A trend bound along a key that no case sets as a number could never be
+  // judged: a gate that says it bounds growth must be able to.
+  for (const auto& [ptr, along] : trend_pointers) {
+    std::set<double> values;
+    for (const auto& c : gate.cases) {
+      if (c.values.contains(along) && c.values[along].is_number()) values.insert(c.values[along].get<double>());
+    }
+    if (values.size() < 3) {
+      doc.fail(ptr + "/along", fmt::format("the cases give '{}' {} numeric value(s); a trend needs at least 3 to be fitted",
+                                           along, values.size()));
+    }
+  }
 
   for (const auto& [pname, filter] : v["profiles"].items()) {
     ProfileFilter f;

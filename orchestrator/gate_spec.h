@@ -27,6 +27,16 @@ struct ParamSpec {
   std::string description;
 };
 
+// A bound on how fast an output's error may grow along one case key (e.g. K,
+// T, shards): the least-squares slope of log2(metric) on log2(key) over the
+// cases that differ only in that key (a "row"), as error_trend.h fits it.
+// A slope over max_exponent makes every case of that row red (FailureKind::trend).
+struct TrendBound {
+  std::string metric = "rel_l2";  // rel_l2 | max_abs
+  std::string along;              // a numeric case key
+  double max_exponent = 0;
+};
+
 // A named output the harnesses write as NAME.npy (or as tensor NAME of one
 // .safetensors file). `dtype` is what the candidate must write,
 // `reference_dtype` what the reference must write (float32, bfloat16, ...).
@@ -43,6 +53,7 @@ struct OutputSpec {
   // equal parts as an integer or "{case.NAME}" ("" = one part per position).
   std::optional<std::size_t> partition_axis;
   std::string partition_parts;
+  std::vector<TrendBound> trends;  // gate file: outputs.NAME.trend (an object or an array of them)
 };
 
 // How the benchmark stage runs: interleaved base/candidate rounds of

@@ -1,9 +1,14 @@
 #include "ledger.h"
 
+#include <cmath>
+#include <cstdlib>
+
 #include <sqlite3.h>
 
+#include <cctype>
 #include <chrono>
 #include <cmath>
+#include <tuple>
 
 #include <fmt/chrono.h>
 #include <fmt/format.h>
@@ -16,13 +21,16 @@
 namespace densefeed {
 namespace {
 
-constexpr int kSchemaVersion = 2;
+constexpr int kSchemaVersion = 3;
 
 // The tables whose rows are linked into record_chain, in the order in which
-// rows recorded before the chain existed (version 1) are sealed.
+// rows recorded before the chain existed (version 1) are sealed; the first
+// kChainedTablesV2 existed at version 2, the others came with version 3.
 constexpr const char* kChainedTables[] = {
     "experiments", "experiment_events", "gate_runs", "gate_cases", "gate_metrics", "bench_cases", "environments",
-    "calibrations", "trace_findings", "reviews", "promotions", "acceptance_runs", "acceptance_criteria"};
+    "calibrations", "trace_findings", "reviews", "promotions", "acceptance_runs", "acceptance_criteria",
+    "stage_outcomes", "experiment_outcomes", "chain_keys"};
+constexpr std::size_t kChainedTablesV2 = 13;
 
 class Statement {
  public:
@@ -119,7 +127,21 @@ void exec(sqlite3* db, const char* sql) {
 // Rolls back unless committed, so a failure leaves the ledger as it was.
 class Transaction {
  public:
-  explicit Transaction(sqlite3* db) : db_(db) { exec(db_, "BEGIN IMMEDIATE"); }
+  // BEGIN IMMEDIATE waits for another writer through SQLite's busy handler
+  // (sqlite3_busy_timeout: retries with growing sleeps, 1 ms up to 100 ms,
+  // for the ledger's lock wait); past it, LedgerBusy.
+  explicit Transaction(sqlite3* db) : db_(db) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db_, "BEGIN IMMEDIATE", nullptr, nullptr, &message);
+    if (rc == SQLITE_OK) return;
+    std::string text = message ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+      throw LedgerBusy(fmt::format("{}: the write lock stayed held by another process for longer than the lock wait ({})",
+                                   sqlite3_db_filename(db_, "main"), text));
+    }
+    throw InfraError(fmt::format("{}: {}", sqlite3_db_filename(db_, "main"), text));
+  }
   ~Transaction() {
     if (!done_) sqlite3_exec(db_, "ROLLBACK", nullptr, nullptr, nullptr);
   }
@@ -171,9 +193,90 @@ std::optional<std::string> row_sha256(sqlite3* db, const std::string& table, con
   return sha256_hex(bytes);
 }
 
-std::string link_hash(const std::string& prev, const std::string& table, std::int64_t row_id, const std::string& content) {
-  return sha256_hex(fmt::format("{}\n{}\n{}\n{}", prev, table, row_id, content));
+// The SQL of a schema object with its comments removed and its whitespace
+// collapsed, so that a comment edited between densefeed versions is not a
+// difference while any change of the statement itself is.
+std::string normalized_sql(const std::string& sql) {
+  std::string out;
+  bool space = false;
+  for (std::size_t i = 0; i < sql.size(); ++i) {
+    const char ch = sql[i];
+    if (ch == '\'' || ch == '"') {
+      const std::size_t end = sql.find(ch, i + 1);
+      const std::size_t stop = end == std::string::npos ? sql.size() : end + 1;
+      if (space && !out.empty()) out += ' ';
+      space = false;
+      out += sql.substr(i, stop - i);
+      i = stop - 1;
+      continue;
+    }
+    if (ch == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      while (i < sql.size() && sql[i] != '\n') ++i;
+      space = true;
+      continue;
+    }
+    if (std::isspace(static_cast<unsigned char>(ch))) {
+      space = true;
+      continue;
+    }
+    if (space && !out.empty() && ch != ')' && ch != ',' && out.back() != '(') out += ' ';
+    space = false;
+    out += ch;
+  }
+  return out;
 }
+
+using Inventory = std::map<std::pair<std::string, std::string>, std::string>;  // (type, name) -> normalized SQL
+
+Inventory inventory_of(sqlite3* db) {
+  Inventory out;
+  Statement s(db, "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' AND sql IS NOT NULL");
+  while (s.step()) out[{s.column(0).get<std::string>(), s.column(1).get<std::string>()}] = normalized_sql(s.column(2).get<std::string>());
+  return out;
+}
+
+// The schema objects the SQL compiled into densefeed makes: built once per
+// process in an in-memory database by the same statements Ledger runs.
+const Inventory& compiled_inventory() {
+  static const Inventory inventory = [] {
+    sqlite3* db = nullptr;
+    if (sqlite3_open_v2(":memory:", &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+      throw InfraError("cannot open an in-memory SQLite database for the schema inventory");
+    }
+    try {
+      exec(db, kLedgerSchemaSql);
+      exec(db, kLedgerMigration2Sql);
+      exec(db, kLedgerMigration3Sql);
+      Inventory i = inventory_of(db);
+      sqlite3_close(db);
+      return i;
+    } catch (...) {
+      sqlite3_close(db);
+      throw;
+    }
+  }();
+  return inventory;
+}
+
+std::vector<std::string> inventory_differences(sqlite3* db) {
+  const Inventory& want = compiled_inventory();
+  const Inventory have = inventory_of(db);
+  std::vector<std::string> out;
+  for (const auto& [key, sql] : want) {
+    const auto it = have.find(key);
+    if (it == have.end()) out.push_back(fmt::format("{} {}: missing (dropped)", key.first, key.second));
+    else if (it->second != sql) out.push_back(fmt::format("{} {}: redefined (its SQL is not densefeed's)", key.first, key.second));
+  }
+  for (const auto& [key, sql] : have) {
+    if (!want.count(key)) out.push_back(fmt::format("{} {}: not densefeed's (added)", key.first, key.second));
+  }
+  return out;
+}
+
+// The latest event's name of an experiment, from the events themselves (not
+// a view), so that no redefined view can change what a worker takes.
+constexpr const char* kStateSql =
+    "COALESCE((SELECT x.event FROM experiment_events x WHERE x.experiment_id = e.id ORDER BY x.id DESC LIMIT 1), 'recorded')";
 
 std::int64_t schema_version(sqlite3* db) {
   Statement has(db, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'schema_info'");
@@ -203,7 +306,7 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
     db_ = nullptr;
     throw InfraError(fmt::format("{}: cannot open the ledger: {}", path.string(), message));
   }
-  sqlite3_busy_timeout(db_, 60'000);
+  sqlite3_busy_timeout(db_, static_cast<int>(1000 * default_lock_wait_s()));
   try {
     // Nothing is written before the file is known to be a ledger (or empty):
     // a file that is not SQLite fails its first read, a damaged one its check.
@@ -242,7 +345,7 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       throw InfraError(fmt::format("{}: ledger schema version {} is newer than this densefeed ({})", path.string(), version,
                                    kSchemaVersion));
     }
-    if (read_only) {
+    if (read_only || mode == Mode::audit) {
       if (version < kSchemaVersion) {
         // Opening an old ledger migrates it, also for a reader.
         sqlite3_close(db_);
@@ -251,7 +354,16 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
         if (sqlite3_open_v2(path.c_str(), &db_, SQLITE_OPEN_READONLY, nullptr) != SQLITE_OK) {
           throw InfraError(fmt::format("{}: cannot reopen the ledger: {}", path.string(), sqlite3_errmsg(db_)));
         }
-        sqlite3_busy_timeout(db_, 60'000);
+        sqlite3_busy_timeout(db_, static_cast<int>(1000 * default_lock_wait_s()));
+      }
+      load_key(false);
+      if (mode != Mode::audit) {
+        if (const auto differ = inventory_differences(db_); !differ.empty()) {
+          throw InputError(path.string(), {}, "",
+                           fmt::format("the ledger's schema objects are not the SQL compiled into densefeed ({}{}); it was edited "
+                                       "outside densefeed, so densefeed will not read it (densefeed audit lists them)",
+                                       differ.front(), differ.size() > 1 ? fmt::format(", and {} more", differ.size() - 1) : ""));
+        }
       }
       return;
     }
@@ -261,6 +373,19 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
     // Read again under the write lock: another process may have created or
     // migrated the file since.
     std::int64_t v = schema_version(db_);
+    {
+      Statement has_keys(db_, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'chain_keys'");
+      has_keys.step();
+      bool keyed = has_keys.column(0).get<std::int64_t>() > 0;
+      if (keyed) {
+        Statement rows(db_, "SELECT COUNT(*) FROM chain_keys");
+        rows.step();
+        keyed = rows.column(0).get<std::int64_t>() > 0;
+      }
+      // The key is made with the ledger (or its migration to keyed links);
+      // a keyed ledger whose key is gone is refused, never re-keyed.
+      load_key(!keyed);
+    }
     if (v == 0) {
       exec(db_, kLedgerSchemaSql);
       Statement(db_, "INSERT INTO schema_info(version) VALUES (1)").run();
@@ -269,7 +394,8 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
     if (v < 2) {
       exec(db_, kLedgerMigration2Sql);
       // Seal the rows recorded before the chain existed, table by table.
-      for (const char* table : kChainedTables) {
+      for (std::size_t i = 0; i < kChainedTablesV2; ++i) {
+        const char* table = kChainedTables[i];
         std::vector<std::int64_t> ids;
         Statement rows(db_, fmt::format("SELECT id FROM {} ORDER BY id", table).c_str());
         while (rows.step()) ids.push_back(rows.column(0).get<std::int64_t>());
@@ -277,6 +403,93 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       }
       Statement(db_, "INSERT INTO schema_info(version) VALUES (2)").run();
       v = 2;
+    }
+    if (v < 3) {
+      exec(db_, kLedgerMigration3Sql);
+      // Every existing link is re-sealed with the key (version 2 linked with
+      // plain sha256, which anyone who edits the file can recompute). The
+      // append-only trigger is set aside for this one rewrite, inside this
+      // transaction, and put back with its own SQL.
+      std::string no_update;
+      {
+        Statement q(db_, "SELECT sql FROM sqlite_schema WHERE type = 'trigger' AND name = 'record_chain_no_update'");
+        if (q.step()) no_update = q.column(0).get<std::string>();
+      }
+      if (!no_update.empty()) exec(db_, "DROP TRIGGER record_chain_no_update");
+      {
+        std::vector<std::tuple<std::int64_t, std::string, std::int64_t, std::string>> links;
+        Statement q(db_, "SELECT seq, table_name, row_id, content_sha256 FROM record_chain ORDER BY seq");
+        while (q.step()) {
+          links.emplace_back(q.column(0).get<std::int64_t>(), q.column(1).get<std::string>(), q.column(2).get<std::int64_t>(),
+                             q.column(3).get<std::string>());
+        }
+        // The version-2 chain is checked before it is re-sealed: a migration
+        // must never launder an edit made while the chain was unkeyed.
+        {
+          std::string prev2;
+          Statement old_links(db_, "SELECT seq, table_name, row_id, columns, content_sha256, prev_hash, hash FROM record_chain ORDER BY seq");
+          while (old_links.step()) {
+            const auto seq = old_links.column(0).get<std::int64_t>();
+            const auto table = old_links.column(1).get<std::string>();
+            const auto row = old_links.column(2).get<std::int64_t>();
+            const auto content = old_links.column(4).get<std::string>();
+            std::optional<std::string> now;
+            try {
+              now = row_sha256(db_, table, nlohmann::json::parse(old_links.column(3).get<std::string>()).get<std::vector<std::string>>(), row);
+            } catch (const std::exception&) {
+            }
+            if (old_links.column(5).get<std::string>() != prev2 || !now || *now != content ||
+                sha256_hex(fmt::format("{}\n{}\n{}\n{}", prev2, table, row, content)) != old_links.column(6).get<std::string>()) {
+              throw InputError(path.string(), {}, "", fmt::format("its version-2 hash chain is broken at link {} ({} row {}); "
+                                                                  "densefeed will not re-seal an edited ledger with its key", seq, table, row));
+            }
+            prev2 = old_links.column(6).get<std::string>();
+          }
+        }
+        std::string prev;
+        for (const auto& [seq, table, row, content] : links) {
+          const std::string hash = link_hash(prev, table, row, content);
+          Statement u(db_, "UPDATE record_chain SET prev_hash = ?, hash = ? WHERE seq = ?");
+          u.bind(1, prev).bind(2, hash).bind(3, seq);
+          u.run();
+          prev = hash;
+        }
+      }
+      if (!no_update.empty()) exec(db_, no_update.c_str());
+      for (std::size_t i = kChainedTablesV2; i < std::size(kChainedTables); ++i) {
+        if (std::string(kChainedTables[i]) == "chain_keys") continue;
+        std::vector<std::int64_t> ids;
+        Statement rows(db_, fmt::format("SELECT id FROM {} ORDER BY id", kChainedTables[i]).c_str());
+        while (rows.step()) ids.push_back(rows.column(0).get<std::int64_t>());
+        for (const auto id : ids) link(kChainedTables[i], id);
+      }
+      Statement(db_, "INSERT INTO schema_info(version) VALUES (3)").run();
+      v = 3;
+    }
+    {
+      Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
+      if (!k.step()) {
+        Statement ins(db_, "INSERT INTO chain_keys(fingerprint, created_at) VALUES (?, ?)");
+        ins.bind(1, key_.fingerprint).bind(2, utc_now());
+        ins.run();
+        link("chain_keys", sqlite3_last_insert_rowid(db_));
+      }
+    }
+    if (const auto differ = inventory_differences(db_); !differ.empty()) {
+      throw InputError(path.string(), {}, "",
+                       fmt::format("the ledger's schema objects are not the SQL compiled into densefeed ({}{}); it was edited "
+                                   "outside densefeed, so densefeed will not write to it (densefeed audit lists them)",
+                                   differ.front(), differ.size() > 1 ? fmt::format(", and {} more", differ.size() - 1) : ""));
+    }
+    {
+      Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
+      k.step();
+      if (k.column(0).get<std::string>() != key_.fingerprint) {
+        throw InputError(key_.file.string(), {}, "",
+                         fmt::format("this key (fingerprint {}) is not the ledger's (fingerprint {} in {}); set ledger_key in "
+                                     "densefeed.yaml to the ledger's key", key_.fingerprint.substr(0, 16),
+                                     k.column(0).get<std::string>().substr(0, 16), path.string()));
+      }
     }
     t.commit();
   } catch (...) {
@@ -287,6 +500,25 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
 }
 
 Ledger::~Ledger() { sqlite3_close(db_); }
+
+std::string Ledger::link_hash(const std::string& prev, const std::string& table, std::int64_t row_id,
+                              const std::string& content) const {
+  return hmac_sha256_hex(key_.bytes, fmt::format("{}\n{}\n{}\n{}", prev, table, row_id, content));
+}
+
+void Ledger::load_key(bool create) {
+  key_ = load_ledger_key(ledger_key_file(std::filesystem::absolute(path_)), create);
+  Statement has(db_, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'chain_keys'");
+  has.step();
+  if (has.column(0).get<std::int64_t>() == 0) return;
+  Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
+  if (k.step() && k.column(0).get<std::string>() != key_.fingerprint) {
+    throw InputError(key_.file.string(), {}, "",
+                     fmt::format("this key (fingerprint {}) is not the ledger's (fingerprint {} in {}); set ledger_key in "
+                                 "densefeed.yaml to the ledger's key", key_.fingerprint.substr(0, 16),
+                                 k.column(0).get<std::string>().substr(0, 16), path_.string()));
+  }
+}
 
 const char* to_string(ExperimentEvent e) {
   switch (e) {
@@ -330,7 +562,7 @@ void Ledger::link(const std::string& table, std::int64_t row_id) {
     Statement e(db_, sql);
     e.bind(1, row_id);
     if (e.step() && e.column(0).is_number_integer()) experiment = e.column(0).get<std::int64_t>();
-  } else if (table != "calibrations") {
+  } else if (table != "calibrations" && table != "chain_keys") {
     Statement e(db_, fmt::format("SELECT experiment_id FROM {} WHERE id = ?", table).c_str());
     e.bind(1, row_id);
     if (e.step() && e.column(0).is_number_integer()) experiment = e.column(0).get<std::int64_t>();
@@ -393,7 +625,7 @@ void Ledger::record_event(std::int64_t experiment_id, ExperimentEvent event, con
 }
 
 std::string Ledger::state(std::int64_t experiment_id) const {
-  Statement s(db_, "SELECT state FROM experiment_states WHERE experiment_id = ?");
+  Statement s(db_, fmt::format("SELECT {} FROM experiments e WHERE e.id = ?", kStateSql).c_str());
   s.bind(1, experiment_id);
   if (!s.step()) throw InputError(path_.string(), {}, "", fmt::format("no experiment with id {} in the ledger", experiment_id));
   return s.column(0).get<std::string>();
@@ -420,9 +652,8 @@ std::string Ledger::cancel(std::int64_t experiment_id) {
 std::optional<ClaimedExperiment> Ledger::claim_next(const std::string& owner) {
   Transaction t(db_);
   Statement q(db_,
-              "SELECT e.id, e.manifest_path, e.manifest_text, e.manifest_sha256 FROM experiments e "
-              "JOIN experiment_states s ON s.experiment_id = e.id WHERE s.state IN ('queued', 'requeued') "
-              "ORDER BY e.id LIMIT 1");
+              fmt::format("SELECT e.id, e.manifest_path, e.manifest_text, e.manifest_sha256 FROM experiments e "
+                          "WHERE {} IN ('queued', 'requeued') ORDER BY e.id LIMIT 1", kStateSql).c_str());
   if (!q.step()) return std::nullopt;
   ClaimedExperiment c{q.column(0).get<std::int64_t>(), q.column(1).get<std::string>(), q.column(2).get<std::string>(),
                       q.column(3).get<std::string>()};
@@ -497,10 +728,23 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
     const CaseResult& c = r.cases[i];
     Statement cs(db_,
                  "INSERT INTO gate_cases(gate_run_id, case_index, case_label, case_json, verdict, reason, "
-                 "reference_wall_s, candidate_wall_s, output_capture) VALUES (?,?,?,?,?,?,?,?,?)");
+                 "reference_wall_s, candidate_wall_s, output_capture, failure_kind, failure_who, failure_signal, "
+                 "failure_exit_code, failure_output, failure_metric, passing_wrong_candidates) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     cs.bind(1, gate_run_id).bind(2, i).bind(3, c.gate_case.label).bind(4, c.gate_case.values.dump());
     cs.bind(5, to_string(c.verdict)).bind(6, c.reason).bind(7, c.reference_wall_s).bind(8, c.candidate_wall_s);
     cs.bind(9, i < record.output_capture.size() ? record.output_capture[i].dump() : std::string("{}"));
+    cs.bind(10, to_string(c.failure.kind)).bind(11, to_string(c.failure.who));
+    if (c.failure.signal) cs.bind(12, *c.failure.signal);
+    if (c.failure.exit_code) cs.bind(13, *c.failure.exit_code);
+    cs.bind(14, c.failure.output).bind(15, c.failure.metric);
+    {
+      nlohmann::json passing = nlohmann::json::array();
+      for (const auto& o : c.outputs) {
+        for (const auto& w : o.passing_wrong_candidates) passing.push_back({{"output", o.output}, {"candidate", w}});
+      }
+      cs.bind(16, c.outputs.empty() ? std::string() : passing.dump());
+    }
     cs.run();
     const std::int64_t case_id = sqlite3_last_insert_rowid(db_);
     link("gate_cases", case_id);
@@ -518,6 +762,15 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
       }
     }
   }
+  StageOutcome gate_stage;
+  gate_stage.stage = "gate";
+  gate_stage.verdict = stage_verdict_from(to_string(r.verdict));
+  gate_stage.failure = r.failure;
+  if (!record.lock_problems.empty() && !gate_stage.failure.failed()) gate_stage.failure.kind = FailureKind::lock;
+  if (r.verdict != Verdict::green && !gate_stage.failure.failed()) gate_stage.failure.kind = FailureKind::unknown;
+  gate_stage.reason = r.reason;
+  gate_stage.wall_s = r.wall_s;
+  insert_stage(experiment_id, gate_stage);
   t.commit();
   return gate_run_id;
 }
@@ -526,6 +779,18 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
                           const Environment& env, const std::string& candidate_sha, const std::string& base_sha,
                           bool worktree_dirty) {
   Transaction t(db_);
+  StageOutcome stage;
+  stage.stage = "bench";
+  stage.verdict = stage_verdict_from(to_string(bench.verdict));
+  stage.failure = bench.failure;
+  if (bench.verdict != Verdict::green && !stage.failure.failed()) stage.failure.kind = FailureKind::unknown;
+  stage.reason = bench.reason;
+  stage.wall_s = bench.harness_wall_s;
+  insert_stage(experiment_id, stage);
+  if (bench.verdict != Verdict::green) {
+    t.commit();
+    return;
+  }
   nlohmann::json clocks = nlohmann::json::object();
   for (const auto& c : bench.cases) {
     const Decision& d = c.decision;
@@ -592,8 +857,9 @@ std::map<std::string, double> Ledger::noise_floors(const std::string& gate, cons
 }
 
 void Ledger::record_trace_findings(std::int64_t experiment_id, std::int64_t gate_run_id,
-                                   const std::vector<TraceFindingRecord>& findings) {
+                                   const std::vector<TraceFindingRecord>& findings, const StageOutcome& outcome) {
   Transaction t(db_);
+  insert_stage(experiment_id, outcome);
   for (const auto& f : findings) {
     Statement s(db_,
                 "INSERT INTO trace_findings(experiment_id, gate_run_id, arm, check_index, kind, check_json, passed, value, "
@@ -607,6 +873,22 @@ void Ledger::record_trace_findings(std::int64_t experiment_id, std::int64_t gate
   t.commit();
 }
 
+void Ledger::insert_stage(std::int64_t experiment_id, const StageOutcome& o, std::optional<std::int64_t> acceptance_run) {
+  Statement s(db_,
+              "INSERT INTO stage_outcomes(experiment_id, stage, verdict, failure_kind, failure_who, failure_signal, "
+              "failure_exit_code, failure_output, failure_metric, reason, wall_s, acceptance_run_id, recorded_at) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+  s.bind(1, experiment_id).bind(2, o.stage).bind(3, to_string(o.verdict)).bind(4, to_string(o.failure.kind));
+  s.bind(5, to_string(o.failure.who));
+  if (o.failure.signal) s.bind(6, *o.failure.signal);
+  if (o.failure.exit_code) s.bind(7, *o.failure.exit_code);
+  s.bind(8, o.failure.output).bind(9, o.failure.metric).bind(10, o.reason).bind(11, o.wall_s);
+  if (acceptance_run) s.bind(12, *acceptance_run);
+  s.bind(13, utc_now());
+  s.run();
+  link("stage_outcomes", sqlite3_last_insert_rowid(db_));
+}
+
 namespace {
 
 // The database's own refusal (a trigger's RAISE) as bad input for the id.
@@ -618,6 +900,85 @@ namespace {
 }
 
 }  // namespace
+
+void Ledger::record_stage(std::int64_t experiment_id, const StageOutcome& outcome) {
+  Transaction t(db_);
+  try {
+    insert_stage(experiment_id, outcome);
+  } catch (const InfraError& e) {
+    refused(path_, experiment_id, e);
+  }
+  t.commit();
+}
+
+std::string Ledger::record_finished(std::int64_t experiment_id, const std::string& owner) {
+  Transaction t(db_);
+  // The latest row of each stage; acceptance comes after promotion and is
+  // not part of the experiment's verdict.
+  Statement q(db_,
+              "SELECT s.stage, s.verdict, s.reason FROM stage_outcomes s WHERE s.experiment_id = ? AND s.stage <> 'acceptance' "
+              "AND s.id = (SELECT MAX(x.id) FROM stage_outcomes x WHERE x.experiment_id = s.experiment_id AND x.stage = s.stage) "
+              "ORDER BY s.id");
+  q.bind(1, experiment_id);
+  const auto rank = [](const std::string& v) { return v == "error" ? 3 : v == "red" ? 2 : v == "green" || v == "skipped" ? 0 : 1; };
+  std::string verdict = "green", stage, reason;
+  bool gate = false;
+  while (q.step()) {
+    const auto st = q.column(0).get<std::string>();
+    const auto v = q.column(1).get<std::string>();
+    gate = gate || st == "gate";
+    if (rank(v) > rank(verdict)) {
+      verdict = rank(v) == 1 ? "unknown" : v;
+      stage = st;
+      reason = q.column(2).get<std::string>();
+    }
+  }
+  if (!gate) verdict = "error", stage = "gate", reason = "no gate stage was recorded";
+  Statement o(db_, "INSERT INTO experiment_outcomes(experiment_id, verdict, stage, reason, recorded_at) VALUES (?,?,?,?,?)");
+  o.bind(1, experiment_id).bind(2, verdict).bind(3, stage).bind(4, reason).bind(5, utc_now());
+  o.run();
+  link("experiment_outcomes", sqlite3_last_insert_rowid(db_));
+  const auto me = current_process();
+  Statement ev(db_,
+               "INSERT INTO experiment_events(experiment_id, event, owner, owner_host, owner_pid, owner_start, detail, at) "
+               "VALUES (?,'finished',?,?,?,?,'',?)");
+  ev.bind(1, experiment_id).bind(2, owner).bind(3, me.host).bind(4, static_cast<std::int64_t>(me.pid)).bind(5, me.start_ticks);
+  ev.bind(6, utc_now());
+  ev.run();
+  link("experiment_events", sqlite3_last_insert_rowid(db_));
+  t.commit();
+  return verdict;
+}
+
+void Ledger::record_acceptance_start(std::int64_t experiment_id) {
+  Transaction t(db_);
+  if (const auto now = acceptance_stage(experiment_id); now == "started") {
+    // A promote that was killed during its acceptance run.
+    StageOutcome i;
+    i.stage = "acceptance";
+    i.verdict = StageVerdict::interrupted;
+    i.failure.kind = FailureKind::infrastructure;
+    i.failure.who = FailureWho::densefeed;
+    i.reason = "the promote that started this acceptance run ended before recording it";
+    insert_stage(experiment_id, i);
+  }
+  StageOutcome s;
+  s.stage = "acceptance";
+  s.verdict = StageVerdict::started;
+  s.reason = "running";
+  try {
+    insert_stage(experiment_id, s);
+  } catch (const InfraError& e) {
+    refused(path_, experiment_id, e);
+  }
+  t.commit();
+}
+
+std::string Ledger::acceptance_stage(std::int64_t experiment_id) const {
+  Statement q(db_, "SELECT verdict FROM stage_outcomes WHERE experiment_id = ? AND stage = 'acceptance' ORDER BY id DESC LIMIT 1");
+  q.bind(1, experiment_id);
+  return q.step() ? q.column(0).get<std::string>() : std::string();
+}
 
 void Ledger::record_review(std::int64_t experiment_id, const std::string& category, const std::string& decision,
                            const std::string& reviewer, const std::string& note) {
@@ -668,28 +1029,240 @@ std::int64_t Ledger::record_acceptance(std::int64_t experiment_id, std::int64_t 
     cs.run();
     link("acceptance_criteria", sqlite3_last_insert_rowid(db_));
   }
+  StageOutcome stage;
+  stage.stage = "acceptance";
+  stage.verdict = r.verdict == "pass" ? StageVerdict::green : r.verdict == "fail" ? StageVerdict::red : StageVerdict::error;
+  if (stage.verdict == StageVerdict::red) stage.failure = {FailureKind::tolerance, FailureWho::candidate, {}, {}, "metrics.json", "criteria", ""};
+  if (stage.verdict == StageVerdict::error) stage.failure = {FailureKind::infrastructure, FailureWho::candidate, {}, {}, "", "", ""};
+  stage.reason = r.reason;
+  stage.wall_s = r.wall_s;
+  insert_stage(experiment_id, stage, run_id);
   t.commit();
   return run_id;
 }
 
-nlohmann::ordered_json Ledger::list(const ListFilter& filter) const {
-  nlohmann::ordered_json out = nlohmann::ordered_json::array();
-  Statement s(db_,
-              "SELECT v.experiment_id AS id, v.name, v.gate, v.state, v.gate_verdict AS verdict, v.reason, v.profile, "
-              "v.submitted_at, v.trace_checks, v.trace_failed, v.acceptance_verdict, v.promoted, "
-              "(SELECT json_group_array(json_object('case', b.case_label, 'verdict', b.verdict, 'speedup', "
-              "b.speedup, 'speedup_lo', b.speedup_lo, 'speedup_hi', b.speedup_hi)) FROM bench_cases b "
-              "WHERE b.experiment_id = v.experiment_id) AS speedups "
-              "FROM experiment_verdicts v WHERE (?1 = '' OR v.gate = ?1) AND (?2 = '' OR v.gate_verdict = ?2 OR v.state = ?2) "
-              "AND (?3 = '' OR v.submitted_at >= ?3) ORDER BY v.experiment_id");
-  s.bind(1, filter.gate).bind(2, filter.verdict).bind(3, filter.since);
+std::vector<ExperimentSummary> Ledger::summaries(const ListFilter& filter) const {
+  return summaries_where(filter, 0);
+}
+
+ExperimentSummary Ledger::summary(std::int64_t experiment_id) const {
+  auto all = summaries_where({}, experiment_id);
+  if (all.empty()) throw InputError(path_.string(), {}, "", fmt::format("no experiment with id {} in the ledger", experiment_id));
+  return all.front();
+}
+
+std::vector<ExperimentSummary> Ledger::summaries_where(const ListFilter& filter, std::int64_t only_id) const {
+  std::vector<ExperimentSummary> out;
+  std::map<std::int64_t, std::size_t> index;
+  // Base tables only: no view stands between the rows and what is printed.
+  Statement s(db_, fmt::format(
+      "SELECT e.id, e.name, e.gate, e.author, e.submitted_at, g.profile, {} AS state, o.verdict, o.stage, o.reason, "
+      "EXISTS (SELECT 1 FROM promotions p WHERE p.experiment_id = e.id) "
+      "FROM experiments e LEFT JOIN gate_runs g ON g.experiment_id = e.id "
+      "LEFT JOIN experiment_outcomes o ON o.experiment_id = e.id "
+      "WHERE (?1 = 0 OR e.id = ?1) AND (?2 = '' OR e.gate = ?2) AND (?4 = '' OR e.submitted_at >= ?4) "
+      "AND (?3 = '' OR COALESCE(o.verdict, 'pending') = ?3 OR {} = ?3) ORDER BY e.id", kStateSql, kStateSql).c_str());
+  s.bind(1, only_id).bind(2, filter.gate).bind(3, filter.verdict).bind(4, filter.since);
   while (s.step()) {
-    auto row = s.row();
-    row["speedups"] = parse_json_column(row["speedups"]);
-    row["promoted"] = row["promoted"].get<std::int64_t>() != 0;
-    out.push_back(row);
+    ExperimentSummary e;
+    e.id = s.column(0).get<std::int64_t>();
+    e.name = s.column(1).get<std::string>();
+    e.gate = s.column(2).get<std::string>();
+    e.author = s.column(3).get<std::string>();
+    e.submitted_at = s.column(4).get<std::string>();
+    e.profile = s.column(5).is_string() ? s.column(5).get<std::string>() : "";
+    e.state = s.column(6).get<std::string>();
+    if (s.column(7).is_string()) {
+      e.verdict = s.column(7).get<std::string>();
+      e.verdict_stage = e.verdict == "green" ? "" : s.column(8).get<std::string>();
+      e.reason = e.verdict == "green" ? "" : s.column(9).get<std::string>();
+    }
+    e.promoted = s.column(10).get<std::int64_t>() != 0;
+    for (const char* st : {"gate", "bench", "trace", "acceptance"}) {
+      StageOutcome o;
+      o.stage = st;
+      e.stages.push_back(o);
+    }
+    index[e.id] = out.size();
+    out.push_back(std::move(e));
+  }
+  if (out.empty()) return out;
+  const std::int64_t lo = out.front().id, hi = out.back().id;
+  Statement st(db_,
+               "SELECT experiment_id, stage, verdict, failure_kind, failure_who, failure_signal, failure_exit_code, failure_output, "
+               "failure_metric, reason, wall_s, recorded_at FROM stage_outcomes WHERE experiment_id BETWEEN ? AND ? ORDER BY id");
+  st.bind(1, lo).bind(2, hi);
+  while (st.step()) {
+    const auto it = index.find(st.column(0).get<std::int64_t>());
+    if (it == index.end()) continue;
+    auto& e = out[it->second];
+    const auto name = st.column(1).get<std::string>();
+    for (auto& o : e.stages) {
+      if (o.stage != name) continue;  // later rows (a re-run acceptance) replace earlier ones
+      o.verdict = stage_verdict_from(st.column(2).get<std::string>());
+      o.failure = Failure{};
+      o.failure.kind = failure_kind_from(st.column(3).get<std::string>());
+      o.failure.who = failure_who_from(st.column(4).get<std::string>());
+      if (st.column(5).is_number_integer()) o.failure.signal = static_cast<int>(st.column(5).get<std::int64_t>());
+      if (st.column(6).is_number_integer()) o.failure.exit_code = static_cast<int>(st.column(6).get<std::int64_t>());
+      o.failure.output = st.column(7).get<std::string>();
+      o.failure.metric = st.column(8).get<std::string>();
+      o.reason = st.column(9).get<std::string>();
+      o.wall_s = st.column(10).is_number() ? std::optional<double>(st.column(10).get<double>()) : std::nullopt;
+      o.recorded_at = st.column(11).get<std::string>();
+    }
+  }
+  // Speedups only of a green bench stage on a green gate stage.
+  Statement b(db_, "SELECT experiment_id, case_label, verdict, speedup, speedup_lo, speedup_hi FROM bench_cases "
+                   "WHERE experiment_id BETWEEN ? AND ? ORDER BY id");
+  b.bind(1, lo).bind(2, hi);
+  while (b.step()) {
+    const auto it = index.find(b.column(0).get<std::int64_t>());
+    if (it == index.end()) continue;
+    auto& e = out[it->second];
+    if (e.stage("gate").verdict != StageVerdict::green || e.stage("bench").verdict != StageVerdict::green) continue;
+    e.speedups.push_back({b.column(1).get<std::string>(), b.column(2).get<std::string>(), b.column(3).get<double>(),
+                          b.column(4).get<double>(), b.column(5).get<double>()});
   }
   return out;
+}
+
+nlohmann::ordered_json Ledger::list(const ListFilter& filter) const {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& e : summaries(filter)) out.push_back(to_json(e));
+  return out;
+}
+
+std::string ChainHead::text() const { return fmt::format("{}:{}", seq, hash); }
+
+ChainHead ChainHead::parse(const std::string& text, const std::string& what) {
+  const auto colon = text.find(':');
+  ChainHead h;
+  bool ok = colon != std::string::npos && colon > 0;
+  if (ok) {
+    const std::string seq = text.substr(0, colon);
+    h.hash = text.substr(colon + 1);
+    while (!h.hash.empty() && std::isspace(static_cast<unsigned char>(h.hash.back()))) h.hash.pop_back();
+    ok = seq.find_first_not_of("0123456789") == std::string::npos && seq.size() < 18 &&
+         (h.hash.size() == 64 ? h.hash.find_first_not_of("0123456789abcdef") == std::string::npos : h.hash.empty() && seq == "0");
+    if (ok) h.seq = std::stoll(seq);
+  }
+  if (!ok) throw InputError(what, {}, "", fmt::format("expected a head as 'densefeed ledger head' prints it (SEQ:HASH), got '{}'", text));
+  return h;
+}
+
+ChainHead Ledger::head() const {
+  ChainHead h;
+  Statement s(db_, "SELECT seq, hash FROM record_chain ORDER BY seq DESC LIMIT 1");
+  if (s.step()) h.seq = s.column(0).get<std::int64_t>(), h.hash = s.column(1).get<std::string>();
+  return h;
+}
+
+std::string Ledger::extends(const ChainHead& expected) const {
+  if (expected.seq == 0) return "";
+  Statement s(db_, "SELECT hash FROM record_chain WHERE seq = ?");
+  s.bind(1, expected.seq);
+  if (!s.step()) {
+    return fmt::format("the chain has no link {} any more (its head is {}): rows recorded after the expected head were deleted",
+                       expected.seq, head().text());
+  }
+  if (s.column(0).get<std::string>() != expected.hash) {
+    return fmt::format("link {} is not the one recorded earlier (expected {}, found {}): the history was rewritten", expected.seq,
+                       expected.hash.substr(0, 16), s.column(0).get<std::string>().substr(0, 16));
+  }
+  return "";
+}
+
+double default_lock_wait_s() {
+  if (const char* v = std::getenv("DENSEFEED_LEDGER_BUSY_S"); v && *v) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end && *end == '\0' && s >= 0 && std::isfinite(s)) return s;
+    throw InputError("environment", {}, "DENSEFEED_LEDGER_BUSY_S", fmt::format("'{}' is not a number of seconds", v));
+  }
+  return 60;
+}
+
+void Ledger::set_lock_wait(double seconds) {
+  if (!std::getenv("DENSEFEED_LEDGER_BUSY_S")) sqlite3_busy_timeout(db_, static_cast<int>(1000 * std::max(seconds, 0.0)));
+}
+
+BlindSpots Ledger::blind_spots(const std::string& gate) const {
+  BlindSpots out;
+  Statement run(db_,
+                "SELECT g.id, g.experiment_id, g.finished_at FROM gate_runs g WHERE g.gate = ? AND EXISTS "
+                "(SELECT 1 FROM gate_cases c WHERE c.gate_run_id = g.id AND c.passing_wrong_candidates <> '') "
+                "ORDER BY g.id DESC LIMIT 1");
+  run.bind(1, gate);
+  if (!run.step()) return out;
+  out.gate_run_id = run.column(0).get<std::int64_t>();
+  out.experiment_id = run.column(1).get<std::int64_t>();
+  out.recorded_at = run.column(2).get<std::string>();
+  Statement s(db_, "SELECT case_label, output, candidate FROM gate_blind_spots WHERE gate_run_id = ? ORDER BY case_index");
+  s.bind(1, out.gate_run_id);
+  while (s.step()) {
+    out.entries.push_back({s.column(0).get<std::string>(), s.column(1).get<std::string>(), s.column(2).get<std::string>()});
+  }
+  return out;
+}
+
+std::vector<std::string> Ledger::schema_differences() const { return inventory_differences(db_); }
+
+std::vector<std::string> Ledger::promotion_violations() const {
+  std::vector<std::string> out;
+  const char* sql =
+      "SELECT 'promotion', p.id, p.experiment_id, COALESCE(o.verdict, 'none'), "
+      "(SELECT group_concat(s.stage || ' ' || s.verdict, ', ') FROM stage_outcomes s WHERE s.experiment_id = p.experiment_id "
+      " AND s.stage IN ('gate', 'bench', 'trace') AND (s.verdict NOT IN ('green', 'skipped') OR s.stage = 'gate' AND s.verdict <> 'green')) "
+      "FROM promotions p LEFT JOIN experiment_outcomes o ON o.experiment_id = p.experiment_id "
+      "UNION ALL "
+      "SELECT 'acceptance run', a.id, a.experiment_id, COALESCE(o.verdict, 'none'), "
+      "(SELECT group_concat(s.stage || ' ' || s.verdict, ', ') FROM stage_outcomes s WHERE s.experiment_id = a.experiment_id "
+      " AND s.stage IN ('gate', 'bench', 'trace') AND (s.verdict NOT IN ('green', 'skipped') OR s.stage = 'gate' AND s.verdict <> 'green')) "
+      "FROM acceptance_runs a LEFT JOIN experiment_outcomes o ON o.experiment_id = a.experiment_id";
+  Statement s(db_, sql);
+  while (s.step()) {
+    const auto verdict = s.column(3).get<std::string>();
+    const std::string stages = s.column(4).is_string() ? s.column(4).get<std::string>() : "";
+    Statement gate(db_, "SELECT COUNT(*) FROM stage_outcomes WHERE experiment_id = ? AND stage = 'gate' AND verdict = 'green'");
+    gate.bind(1, s.column(2).get<std::int64_t>());
+    gate.step();
+    const bool gate_green = gate.column(0).get<std::int64_t>() > 0;
+    if (verdict == "green" && stages.empty() && gate_green) continue;
+    out.push_back(fmt::format("{} {} of experiment {}: its overall verdict is {}{}{}", s.column(0).get<std::string>(),
+                              s.column(1).get<std::int64_t>(), s.column(2).get<std::int64_t>(), verdict,
+                              stages.empty() ? "" : "; stages not green: " + stages, gate_green ? "" : "; no green gate stage"));
+  }
+  return out;
+}
+
+void Ledger::backup(const std::filesystem::path& to) const {
+  std::error_code ec;
+  if (std::filesystem::exists(to, ec)) throw InputError(to.string(), {}, "FILE", "exists; a backup never overwrites a file");
+  sqlite3* dest = nullptr;
+  if (sqlite3_open_v2(to.c_str(), &dest, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr) != SQLITE_OK) {
+    std::string m = dest ? sqlite3_errmsg(dest) : "out of memory";
+    sqlite3_close(dest);
+    throw InfraError(fmt::format("{}: cannot create the backup: {}", to.string(), m));
+  }
+  sqlite3_backup* b = sqlite3_backup_init(dest, "main", db_, "main");
+  int rc = SQLITE_OK;
+  if (b) {
+    // Steps of 256 pages with a pause when a writer holds the lock: writers
+    // are not held up for the whole copy (sqlite.org/backup.html, example 2).
+    do {
+      rc = sqlite3_backup_step(b, 256);
+      if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) sqlite3_sleep(50);
+    } while (rc == SQLITE_OK || rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+    sqlite3_backup_finish(b);
+  }
+  const std::string m = sqlite3_errmsg(dest);
+  const int final_rc = sqlite3_errcode(dest);
+  sqlite3_close(dest);
+  if (!b || rc != SQLITE_DONE || final_rc != SQLITE_OK) {
+    std::filesystem::remove(to, ec);
+    throw InfraError(fmt::format("{}: the backup failed: {}", to.string(), m));
+  }
 }
 
 ChainCheck Ledger::verify() const {
@@ -944,6 +1517,7 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
   }
   const auto review = review_state(experiment_id);
   for (const auto& [k, v] : review.items()) out[k] = v;
+  out["record"] = to_json(summary(experiment_id));
   return out;
 }
 

@@ -5,8 +5,24 @@
 // run, and that promotion needs approvals. Every recorded row is linked into
 // a sha256 hash chain (record_chain) that verify() recomputes.
 //
-// Concurrency: every write is one BEGIN IMMEDIATE transaction that waits up
-// to 60 s for other writers (busy timeout); the file is in WAL mode, so
+// Every stage that was reached is a row (stage_outcomes) with its verdict and
+// typed failure, and every ended experiment has its overall verdict
+// (experiment_outcomes); summaries() reads them into the one typed record
+// (experiment_summary.h) that every printer prints.
+//
+// Tamper evidence: each link of record_chain is an HMAC-SHA256 under a key
+// kept outside the ledger (ledger_key.h); the head (seq:hash of the last link)
+// kept elsewhere detects cut-off rows; the schema objects (tables, views,
+// triggers, indexes) are compared with the SQL compiled in, and a ledger
+// whose objects differ is refused on open (InputError naming the object),
+// except in Mode::audit, which reports them (schema_differences()).
+//
+// Concurrency: every write is one BEGIN IMMEDIATE transaction that waits for
+// other writers (SQLite's busy handler: retries with growing sleeps) up to the
+// lock wait: DENSEFEED_LEDGER_BUSY_S seconds when set, else 60 s, or what
+// set_lock_wait() says (a run: the gate's timeout when longer); past it the
+// write throws LedgerBusy and a run keeps its results in its run folder
+// (pending_results.h) for `densefeed ledger recover`. The file is in WAL mode, so
 // readers never block writers. Migrations run on open inside such a
 // transaction, so several processes opening an old file at once migrate it
 // exactly once.
@@ -22,12 +38,17 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_runner.h"
+#include "experiment_summary.h"
 #include "process_identity.h"
 #include "environment.h"
 #include "gate_runner.h"
+#include "ledger_key.h"
 #include "manifest.h"
 
 struct sqlite3;
+
+#include "error.h"
+
 
 namespace densefeed {
 
@@ -96,6 +117,15 @@ struct ClaimedExperiment {
 };
 
 // What verify() found: ok, or the first broken link of the hash chain.
+// The last link of the chain: "SEQ:HASH" as `ledger head` prints it.
+struct ChainHead {
+  std::int64_t seq = 0;  // 0: no link yet
+  std::string hash;
+  std::string text() const;
+  // Parses "SEQ:HASH" (or "0:" for an empty chain); throws InputError naming `what`.
+  static ChainHead parse(const std::string& text, const std::string& what);
+};
+
 struct ChainCheck {
   bool ok = true;
   std::int64_t links = 0;          // links checked
@@ -107,9 +137,33 @@ struct ChainCheck {
   std::string head;                // hash of the last link checked (when ok: the chain's head; '' for an empty chain)
 };
 
+// The cases of one recorded gate run whose bounds a simple wrong candidate
+// (wrong_candidates.h) would have passed (view gate_blind_spots).
+struct BlindSpots {
+  std::int64_t gate_run_id = 0;  // 0: no run of the gate judged them yet
+  std::int64_t experiment_id = 0;
+  std::string recorded_at;
+  struct Entry {
+    std::string case_label, output, candidate;
+  };
+  std::vector<Entry> entries;  // in case order; empty: every case could fail
+};
+
+// Another process held the write lock for longer than the lock wait.
+class LedgerBusy : public InfraError {
+ public:
+  using InfraError::InfraError;
+};
+
+// DENSEFEED_LEDGER_BUSY_S (seconds, >= 0) when set, else 60. Throws
+// InputError when it is set to something else than a number.
+double default_lock_wait_s();
+
 class Ledger {
  public:
-  enum class Mode { read_write, read_only };
+  // audit: read-only, and opens a ledger whose schema objects differ so
+  // that they can be reported.
+  enum class Mode { read_write, read_only, audit };
   // read_write opens or creates the file, its folder and the schema;
   // read_only (ledger list/show) never writes and refuses a file that is not
   // a densefeed ledger. Throws InputError for a file that is not a densefeed
@@ -140,17 +194,28 @@ class Ledger {
   // one gets cancel_requested (its worker stops it). Returns the new state;
   // throws InputError when the experiment has already ended.
   std::string cancel(std::int64_t experiment_id);
-  // Gate run, its cases and metrics in one transaction; returns the gate run id.
+  // Gate run, its cases and metrics, and the gate stage's outcome in one transaction; returns the gate run id.
   std::int64_t record_gate_run(std::int64_t experiment_id, const GateRunRecord& record);
   // Bench cases and the environment in one transaction. Throws InfraError
   // carrying SQLite's message if the database refuses (e.g. the gate run is
   // not green).
+  // The bench stage's outcome (bench.verdict, bench.failure) in the same
+  // transaction; its cases and environment only when the bench is green (a
+  // speedup of a failed benchmark is never recorded).
   void record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, const BenchResult& bench,
                     const Environment& environment, const std::string& candidate_sha, const std::string& base_sha,
                     bool worktree_dirty);
 
+  // The findings and the trace stage's outcome in one transaction.
   void record_trace_findings(std::int64_t experiment_id, std::int64_t gate_run_id,
-                             const std::vector<TraceFindingRecord>& findings);
+                             const std::vector<TraceFindingRecord>& findings, const StageOutcome& outcome);
+  // A stage's outcome without results (a skipped stage). Throws InputError
+  // with the database's reason when it refuses (a stage recorded twice).
+  void record_stage(std::int64_t experiment_id, const StageOutcome& outcome);
+  // The overall verdict (the worst recorded stage: error > red > unknown >
+  // green; skipped stages do not count) and `finished`, in one transaction.
+  // Returns the verdict.
+  std::string record_finished(std::int64_t experiment_id, const std::string& owner);
   // Throws InputError with the database's reason when a trigger refuses
   // (not declared, approval without a green gate).
   void record_review(std::int64_t experiment_id, const std::string& category, const std::string& decision,
@@ -158,6 +223,13 @@ class Ledger {
   // Throws InputError with the database's reason when the schema refuses
   // the promotion (gate not green, a slower case, a category not approved).
   std::int64_t record_promotion(std::int64_t experiment_id, const std::string& by);
+  // The acceptance stage as `started`, before the command runs: a promote
+  // killed during acceptance leaves it, and the next promote records it
+  // `interrupted` and runs acceptance again.
+  void record_acceptance_start(std::int64_t experiment_id);
+  // The latest acceptance stage's verdict ("" when none was recorded).
+  std::string acceptance_stage(std::int64_t experiment_id) const;
+  // The run, its criteria and the acceptance stage's outcome in one transaction.
   std::int64_t record_acceptance(std::int64_t experiment_id, std::int64_t promotion_id, const AcceptanceRecord& record);
 
   // A noise-floor measurement (`densefeed bench calibrate`).
@@ -178,13 +250,44 @@ class Ledger {
     std::string verdict;  // gate verdict or state ('' = any)
     std::string since;    // ISO 8601 UTC prefix compared as text ('' = any)
   };
-  // One object per experiment, newest last: id, name, gate, state, verdict, reason, submitted_at, speedups.
+  // The typed record of every experiment that passes the filter, oldest first:
+  // the one function that reads stage and overall outcomes.
+  std::vector<ExperimentSummary> summaries(const ListFilter& filter = {}) const;
+  // One experiment's. Throws InputError if there is no such id.
+  ExperimentSummary summary(std::int64_t experiment_id) const;
+  // to_json of summaries(filter).
   nlohmann::ordered_json list(const ListFilter& filter = {}) const;
   // Everything recorded for one experiment. Throws InputError if there is no such id.
   nlohmann::ordered_json show(std::int64_t experiment_id) const;
 
-  // Recomputes the hash chain from the recorded rows.
+  // How long a write waits for another writer's lock, s (ignored when
+  // DENSEFEED_LEDGER_BUSY_S is set: the environment decides).
+  void set_lock_wait(double seconds);
+
+  // The latest gate run of `gate` that judged the simple wrong candidates,
+  // and its cases where one would pass.
+  BlindSpots blind_spots(const std::string& gate) const;
+
+  // Recomputes the keyed hash chain from the recorded rows.
   ChainCheck verify() const;
+  // The last link.
+  ChainHead head() const;
+  // '' when the chain holds `expected` as one of its links (so its history
+  // extends the head recorded earlier); else what is wrong. Call after verify().
+  std::string extends(const ChainHead& expected) const;
+  // Tables, views, triggers and indexes that differ from the SQL compiled
+  // into densefeed ("view experiment_verdicts: redefined", "trigger X:
+  // missing", "table T: not densefeed's"); empty when they match.
+  std::vector<std::string> schema_differences() const;
+  // Promotions and acceptance runs of experiments whose overall verdict is not
+  // green or whose gate, bench or trace stage is not green (possible only if
+  // someone dropped the triggers, or recorded before version 3): one string each.
+  std::vector<std::string> promotion_violations() const;
+  // sha256 of the chain key, hex.
+  const std::string& key_fingerprint() const { return key_.fingerprint; }
+  // Copies the ledger to `to` with SQLite's online backup API (a consistent
+  // snapshot while writers go on). Throws InfraError.
+  void backup(const std::filesystem::path& to) const;
   // Benchmark, trace and acceptance rows whose experiment has no green gate
   // run (possible only if someone dropped the triggers): one string each.
   // Green gate runs (with whatever bench, trace and acceptance results hang
@@ -206,7 +309,13 @@ class Ledger {
  private:
   // Appends the row to record_chain; call inside the transaction that inserted it.
   void link(const std::string& table, std::int64_t row_id);
+  void insert_stage(std::int64_t experiment_id, const StageOutcome& outcome, std::optional<std::int64_t> acceptance_run = {});
+  // HMAC-SHA256 under the key of prev_hash "\n" table "\n" row_id "\n" content_sha256.
+  std::string link_hash(const std::string& prev, const std::string& table, std::int64_t row_id, const std::string& content) const;
+  void load_key(bool create);
+  std::vector<ExperimentSummary> summaries_where(const ListFilter& filter, std::int64_t only_id) const;
   std::filesystem::path path_;
+  LedgerKey key_;
   sqlite3* db_ = nullptr;
 };
 

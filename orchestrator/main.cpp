@@ -212,7 +212,7 @@ int main(int argc, char** argv) {
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);
-      return exit_code_for(outcome.verdict);
+      return outcome.record ? df::exit_code_of(*outcome.record) : exit_code_for(outcome.verdict);
     }
     if (trace_analyze->parsed()) {
       df::AnalysisOptions analysis_options;
@@ -366,7 +366,22 @@ int main(int argc, char** argv) {
       auto problems = df::check_locked_file(store, lock, store.gate_rel(show_gate));
       const auto frozen = df::check_frozen_files(store, lock, gate);
       problems.insert(problems.end(), frozen.begin(), frozen.end());
-      const auto doc = df::gate_json(gate, problems);
+      // Whether the gate could fail is learnt from its recorded runs: a
+      // ledger that cannot be read leaves it unknown, and says why.
+      std::optional<df::BlindSpots> blind;
+      std::string blind_note;
+      try {
+        const auto ledger_path = ctx.ledger_path();
+        if (std::filesystem::is_regular_file(ledger_path)) {
+          df::Ledger ledger(ledger_path, df::Ledger::Mode::read_only);
+          blind = ledger.blind_spots(show_gate);
+        } else {
+          blind_note = "no ledger yet";
+        }
+      } catch (const std::exception& e) {
+        blind_note = std::string("the ledger could not be read: ") + e.what();
+      }
+      const auto doc = df::gate_json(gate, problems, blind ? &*blind : nullptr, blind_note);
       std::cout << (json ? doc.dump(2) + "\n" : df::render_gate_text(doc));
       return 0;
     }

@@ -22,27 +22,36 @@ using J = nlohmann::ordered_json;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// How a red case failed, from the gate runner's reason (gate_runner.cpp,
-// tensor_compare.cpp and ProcessResult::describe write these words).
-enum class Failure { none, timeout, crash, exit_code, no_start, missing, dtype, shape, malformed, nonfinite, tolerance };
+// How a red case failed, from its typed failure (failure.h), never from its
+// reason text.
+enum class FailureClass { none, timeout, crash, exit_code, no_start, missing, dtype, shape, malformed, nonfinite, tolerance };
 
-Failure classify(const CaseFact& c) {
-  const std::string& r = c.reason;
-  if (contains(r, "the candidate timed out")) return Failure::timeout;
-  if (contains(r, "the candidate killed by signal")) return Failure::crash;
-  if (contains(r, "the candidate exit code")) return Failure::exit_code;
-  if (contains(r, "the candidate could not start")) return Failure::no_start;
-  if (contains(r, "candidate output:")) {
-    if (contains(r, ": missing")) return Failure::missing;
-    if (contains(r, "dtype")) return Failure::dtype;
-    if (contains(r, "shape")) return Failure::shape;
-    return Failure::malformed;
+FailureClass classify(const CaseFact& c) {
+  const densefeed::Failure& f = c.failure;
+  if (f.who == FailureWho::reference) return FailureClass::none;  // the reference's failure is an error, not the candidate's step
+  switch (f.kind) {
+    case FailureKind::timeout: return FailureClass::timeout;
+    case FailureKind::crash: return FailureClass::crash;
+    case FailureKind::exit_code: return FailureClass::exit_code;
+    case FailureKind::no_start:
+    case FailureKind::sandbox:
+    case FailureKind::limit: return FailureClass::no_start;
+    case FailureKind::missing_output: return FailureClass::missing;
+    case FailureKind::malformed_output:
+      return f.metric == "nonfinite" ? FailureClass::nonfinite : f.metric == "dtype" ? FailureClass::dtype : f.metric == "shape" ? FailureClass::shape
+                                                                                                        : FailureClass::malformed;
+    case FailureKind::tolerance:
+    case FailureKind::trend: return FailureClass::tolerance;
+    case FailureKind::none:
+    case FailureKind::lock:
+    case FailureKind::infrastructure:
+    case FailureKind::unknown: break;
   }
-  if (contains(r, "candidate element(s) are NaN/Inf")) return Failure::nonfinite;
+  // Recorded before failures were values: a failed metric is still a value.
   for (const auto& m : c.metrics) {
-    if (!m.passed) return Failure::tolerance;
+    if (!m.passed) return FailureClass::tolerance;
   }
-  return Failure::none;
+  return FailureClass::none;
 }
 
 // How far over its bound the case's worst metric is (value / bound; +inf for NaN).
@@ -346,9 +355,9 @@ void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, co
 }
 
 void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red) {
-  std::set<Failure> done;
+  std::set<FailureClass> done;
   for (const auto* c : red) {
-    const Failure kind = classify(*c);
+    const FailureClass kind = classify(*c);
     if (done.count(kind)) continue;
     std::size_t count = 0;
     for (const auto* o : red) count += classify(*o) == kind;
@@ -356,21 +365,21 @@ void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const
     NextStep s;
     s.case_label = c->label;
     switch (kind) {
-      case Failure::timeout:
+      case FailureClass::timeout:
         s.kind = "rerun-case";
         s.suggestion = fmt::format("rerun case {} alone, without the gate's {:g} s limit, and time it{}", c->label, f.timeout_s, many);
         s.why = "it tells a hang (never finishes: a deadlock or an unbounded loop) from a candidate that is only too slow for "
                 "this shape (finishes late); the gate's timeout is frozen, so a slow one must get faster";
         break;
-      case Failure::crash:
+      case FailureClass::crash:
         s.kind = "rerun-case";
-        s.suggestion = fmt::format("rerun case {} alone under a debugger or with sanitizers (it was {}){}", c->label,
-                                   c->reason.substr(c->reason.find("killed by")), many);
+        s.suggestion = fmt::format("rerun case {} alone under a debugger or with sanitizers ({}){}", c->label,
+                                   describe(densefeed::Failure{c->failure.kind, c->failure.who, c->failure.signal, {}, "", "", ""}), many);
         s.why = "the crash site says whether an index or a buffer size overflows at this shape; if only the largest cases "
                 "crash, suspect 32-bit index arithmetic";
         break;
-      case Failure::exit_code:
-      case Failure::no_start:
+      case FailureClass::exit_code:
+      case FailureClass::no_start:
         s.kind = "rerun-case";
         s.suggestion = fmt::format("read the candidate's stderr for case {} ({}/candidate-{:03}/stderr.log; the report's "
                                    "stderr_tail) and rerun it alone{}",
@@ -378,29 +387,29 @@ void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const
         s.why = "the harness itself refused or failed before writing outputs: an argument, a missing file or an error it "
                 "printed";
         break;
-      case Failure::missing:
-      case Failure::dtype:
-      case Failure::shape:
-      case Failure::malformed:
+      case FailureClass::missing:
+      case FailureClass::dtype:
+      case FailureClass::shape:
+      case FailureClass::malformed:
         s.kind = "fix-output";
         s.suggestion = fmt::format("write every declared output as the gate declares it (densefeed gate show {} --json: "
                                    "outputs' dtype and shape) into DENSEFEED_OUT; case {}: {}{}",
                                    f.gate, c->label, c->reason, many);
         s.why = "nothing about correctness can be judged until the output file is what the gate declares";
         break;
-      case Failure::nonfinite:
+      case FailureClass::nonfinite:
         s.kind = "fix-output";
         s.suggestion = fmt::format("find where case {} writes NaN/Inf or leaves elements unwritten (a harness "
                                    "fills its buffers with NaN first, so an element it never writes stays NaN){}",
                                    c->label, many);
         s.why = c->reason;
         break;
-      case Failure::none:
-      case Failure::tolerance:
+      case FailureClass::none:
+      case FailureClass::tolerance:
         continue;
     }
     done.insert(kind);
-    if (s.kind == "rerun-case" || kind == Failure::nonfinite) add_rerun(s, f, *c);
+    if (s.kind == "rerun-case" || kind == FailureClass::nonfinite) add_rerun(s, f, *c);
     steps.push_back(s);
   }
 }
@@ -568,9 +577,7 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     steps.push_back(s);
     return steps;
   }
-  const bool unlocked = std::any_of(f.lock_problems.begin(), f.lock_problems.end(),
-                                    [](const std::string& p) { return contains(p, "(a person must run 'densefeed gate lock')"); });
-  if (unlocked) {
+  if (f.gate_unlocked) {
     NextStep s;
     s.kind = "ask-to-lock";
     s.suggestion = "ask a person to review the gate and lock it: they commit it on the trusted ref and run "
@@ -615,11 +622,11 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
   for (const auto& c : f.cases) {
     if (c.verdict == "error") errors.push_back(&c);
     if (c.verdict != "red") continue;
-    const Failure kind = classify(c);
-    if (kind == Failure::tolerance) tolerance.push_back(&c);
-    else if (kind == Failure::nonfinite) nonfinite.push_back(&c);
+    const FailureClass kind = classify(c);
+    if (kind == FailureClass::tolerance) tolerance.push_back(&c);
+    else if (kind == FailureClass::nonfinite) nonfinite.push_back(&c);
     else process.push_back(&c);
-    if (kind == Failure::tolerance || kind == Failure::nonfinite) compared.push_back(&c);
+    if (kind == FailureClass::tolerance || kind == FailureClass::nonfinite) compared.push_back(&c);
   }
   if (f.gate_verdict == "error" || !errors.empty()) {
     NextStep s;
@@ -663,9 +670,10 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   f.gate_verdict = to_string(o.gate_result.verdict);
   f.gate_reason = o.gate_result.reason;
   f.lock_problems = o.lock_problems;
+  f.gate_unlocked = o.gate_result.failure.kind == FailureKind::lock && o.gate_result.failure.metric == "unlocked";
   for (std::size_t i = 0; i < o.gate_result.cases.size(); ++i) {
     const CaseResult& c = o.gate_result.cases[i];
-    CaseFact cf{i, c.gate_case.label, c.gate_case.values, to_string(c.verdict), c.reason, {}};
+    CaseFact cf{i, c.gate_case.label, c.gate_case.values, to_string(c.verdict), c.reason, c.failure, {}};
     for (const auto& out : c.outputs) {
       for (const auto& m : out.comparison.checks) {
         MetricFact mf{out.output, m.metric, m.value, m.bound, m.passed, m.violations, out.comparison.worst_index, std::nullopt};
@@ -727,6 +735,10 @@ ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* g
     if (g.contains("lock_problems") && g["lock_problems"].is_array()) {
       for (const auto& p : g["lock_problems"]) f.lock_problems.push_back(p.get<std::string>());
     }
+    if (e.contains("record") && e["record"].is_object()) {
+      const auto& gf = e["record"]["stages"]["gate"]["failure"];
+      f.gate_unlocked = gf.value("kind", std::string()) == "lock" && gf.value("metric", std::string()) == "unlocked";
+    }
     f.seed = g.value("seed", std::string());
     for (const auto& c : g.value("cases", J::array())) {
       CaseFact cf;
@@ -735,6 +747,12 @@ ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* g
       cf.values = c.value("case_json", J::object());
       cf.verdict = c.value("verdict", std::string());
       cf.reason = c.value("reason", std::string());
+      cf.failure.kind = failure_kind_from(c.value("failure_kind", std::string()));
+      cf.failure.who = failure_who_from(c.value("failure_who", std::string()));
+      if (c.contains("failure_signal") && c["failure_signal"].is_number_integer()) cf.failure.signal = c["failure_signal"].get<int>();
+      if (c.contains("failure_exit_code") && c["failure_exit_code"].is_number_integer()) cf.failure.exit_code = c["failure_exit_code"].get<int>();
+      cf.failure.output = c.value("failure_output", std::string());
+      cf.failure.metric = c.value("failure_metric", std::string());
       for (const auto& m : c.value("metrics", J::array())) {
         MetricFact mf;
         mf.output = m.value("output", std::string());

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "arm_context.h"
+#include "failure.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -40,7 +41,8 @@ struct CaseFact {
   std::string label;              // "regime=long-memory T=8192 shards=64"
   nlohmann::ordered_json values;  // the case as an object
   std::string verdict;            // green | red | error
-  std::string reason;
+  std::string reason;                // for people only: never parsed
+  Failure failure;                   // how it failed, as a value (the rules read this)
   std::vector<MetricFact> metrics;  // every output's
 };
 
@@ -78,7 +80,8 @@ struct ResultFacts {
   std::string gate;
   std::string gate_verdict = "pending";  // green | red | error | pending
   std::string gate_reason;
-  std::vector<std::string> lock_problems;  // non-empty: red before any case ran
+  std::vector<std::string> lock_problems;  // non-empty: red before any case ran (text for people)
+  bool gate_unlocked = false;              // the gate stage's failure: lock, the gate file not in gates.lock at all
   std::vector<CaseFact> cases;
   std::vector<ParamFact> params;            // declared by the gate
   nlohmann::ordered_json candidate_params;  // as run (object)

@@ -1,5 +1,7 @@
 #include "project.h"
 
+#include <cstdlib>
+
 #include <map>
 #include <mutex>
 
@@ -47,6 +49,21 @@ Project load_project(const std::filesystem::path& dir_in) {
   if (v.contains("experiments")) p.experiments = inside(p.config, "/experiments", v["experiments"].get<std::string>());
   p.ledger = p.dir / inside(p.config, "/ledger", v.value("ledger", std::string(".densefeed/ledger.db")));
   p.trusted_ref = v.value("trusted_ref", p.trusted_ref);
+  if (v.contains("ledger_key")) {
+    std::string key = v["ledger_key"].get<std::string>();
+    if (key.rfind("~/", 0) == 0) {
+      const char* home = std::getenv("HOME");
+      key = std::string(home ? home : "") + key.substr(1);
+    }
+    p.ledger_key = std::filesystem::weakly_canonical(p.dir / key);
+    const auto folder = std::filesystem::weakly_canonical(p.ledger.parent_path());
+    const auto rel = p.ledger_key.lexically_relative(folder);
+    if (!rel.empty() && *rel.begin() != "..") {
+      p.config.fail("/ledger_key", fmt::format("{} is inside the ledger's folder {}: anyone who can edit the ledger could "
+                                               "then re-seal it; keep the key elsewhere (default ~/.config/densefeed/keys/)",
+                                               p.ledger_key.string(), folder.string()));
+    }
+  }
   if (v.contains("python")) {
     const auto& py = v["python"];
     p.python_interpreter = py.value("interpreter", "");

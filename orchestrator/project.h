@@ -24,6 +24,9 @@ struct Project {
   std::string experiments = "experiments";
   std::filesystem::path ledger;       // absolute (default dir/.densefeed/ledger.db)
   std::string trusted_ref = "main";
+  // The ledger chain's key file (ledger_key.h); empty: the default under
+  // ~/.config/densefeed/keys/. Never inside the ledger's folder.
+  std::filesystem::path ledger_key;
   std::string python_interpreter;     // as configured; "" = the first python3 that imports numpy
   std::vector<std::filesystem::path> python_path;  // absolute, first on every harness's PYTHONPATH
   std::vector<std::string> harness_path;           // relative to the tree an arm runs from

@@ -10,6 +10,7 @@
 #include "trace_report.h"
 #include "next_steps.h"
 #include "printable.h"
+#include "wrong_candidates.h"
 
 namespace densefeed {
 namespace {
@@ -157,7 +158,8 @@ std::string render_comparison_text(const Comparison& c) {
   return s;
 }
 
-nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::string>& lock_problems) {
+nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::string>& lock_problems, const BlindSpots* blind,
+                                 const std::string& blind_note) {
   using J = nlohmann::ordered_json;
   J params = J::object();
   for (const auto& p : g.params) {
@@ -170,7 +172,24 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
                        {"shape", o.shape},
                        {"tolerance", tolerance_to_json(o.tolerance)},
                        {"default_tolerance", o.default_tolerance},
-                       {"partition_axis", o.partition_axis ? J(*o.partition_axis) : J(nullptr)}};
+                       {"partition_axis", o.partition_axis ? J(*o.partition_axis) : J(nullptr)},
+                       {"trend", J::array()}};
+    for (const auto& t : o.trends) {
+      outputs[o.name]["trend"].push_back({{"metric", t.metric}, {"along", t.along}, {"max_exponent", t.max_exponent}});
+    }
+  }
+  J could_fail = {{"gate_run_id", nullptr}, {"experiment_id", nullptr}, {"recorded_at", nullptr},
+                  {"note", blind_note}, {"cases", J::array()}};
+  if (blind && blind->gate_run_id != 0) {
+    could_fail["gate_run_id"] = blind->gate_run_id;
+    could_fail["experiment_id"] = blind->experiment_id;
+    could_fail["recorded_at"] = blind->recorded_at;
+    for (const auto& e : blind->entries) {
+      could_fail["cases"].push_back({{"case", e.case_label}, {"output", e.output}, {"candidate", e.candidate},
+                                     {"finding", wrong_candidate_sentence(e.candidate)}});
+    }
+  } else if (blind && blind_note.empty()) {
+    could_fail["note"] = "no recorded run of this gate judged its cases yet";
   }
   J profiles = J::object();
   for (const auto& [name, filter] : g.profiles) profiles[name] = select_cases(g.cases, filter).size();
@@ -192,7 +211,8 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"timeout_s", g.timeout_s},
           {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"looks", g.bench.looks},
                      {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench}}},
-          {"freezes", g.freezes}};
+          {"freezes", g.freezes},
+          {"wrong_candidates", could_fail}};
 }
 
 std::string render_gate_text(const nlohmann::ordered_json& d) {
@@ -215,6 +235,27 @@ std::string render_gate_text(const nlohmann::ordered_json& d) {
   s += fmt::format("  timeout per process: {} s\n", d["timeout_s"].get<double>());
   s += fmt::format("  bench cases: {}\n", d["bench"]["cases"].dump());
   s += fmt::format("  freezes: {}\n", d["freezes"].dump());
+  for (const auto& [name, o] : d["outputs"].items()) {
+    for (const auto& t : o["trend"]) {
+      s += fmt::format("  trend bound on {}: {} ~ {}^p with p <= {}\n", name, t["metric"].get<std::string>(),
+                       t["along"].get<std::string>(), t["max_exponent"].get<double>());
+    }
+  }
+  const auto& w = d["wrong_candidates"];
+  if (w["gate_run_id"].is_null()) {
+    s += fmt::format("  could it fail? unknown: {}\n", w["note"].get<std::string>());
+  } else if (w["cases"].empty()) {
+    s += fmt::format("  could it fail? yes: in gate run {} (experiment {}, {}) every case fails the simple wrong candidates "
+                     "(zeros, the reference's mean, the last partition zeroed)\n",
+                     w["gate_run_id"].get<std::int64_t>(), w["experiment_id"].get<std::int64_t>(), w["recorded_at"].get<std::string>());
+  } else {
+    s += fmt::format("  could it fail? NOT everywhere: in gate run {} (experiment {}, {}) — tighten these bounds:\n",
+                     w["gate_run_id"].get<std::int64_t>(), w["experiment_id"].get<std::int64_t>(), w["recorded_at"].get<std::string>());
+    for (const auto& c : w["cases"]) {
+      s += fmt::format("    case {}: {}: {}\n", c["case"].get<std::string>(), c["output"].get<std::string>(),
+                       c["finding"].get<std::string>());
+    }
+  }
   return s;
 }
 
@@ -286,6 +327,15 @@ std::string render_text_report(const ExperimentOutcome& o) {
       }
     }
   }
+  for (const auto& c : g.cases) {
+    for (const auto& out : c.outputs) {
+      for (const auto& w : out.passing_wrong_candidates) {
+        s += fmt::format("  case {}: {}: {} (the gate's bounds accept it; its owner should tighten them)\n", c.gate_case.label,
+                         out.output, wrong_candidate_sentence(w));
+      }
+    }
+  }
+  for (const auto& j : g.trends) s += fmt::format("  trend bound: {}{}\n", j.passed ? "" : "OVER: ", j.text);
   for (const auto& t : trends(o)) s += "\n" + render_trend_table(t);
 
   s += "\nbench: ";
@@ -344,7 +394,9 @@ std::string render_text_report(const ExperimentOutcome& o) {
     for (const auto& [verdict, n] : count) bench_summary += fmt::format("{}{} {} of {}", bench_summary.empty() ? "" : ", ", verdict, n, o.bench->cases.size());
     bench_summary = "; benchmark: " + bench_summary;
   }
-  s += fmt::format("\nverdict: {} (gate){}   (experiment {}, {:.1f} s{})\n", to_string(o.verdict), bench_summary, o.experiment_id,
+  const std::string verdict = o.record ? o.record->verdict : to_string(o.verdict);
+  const std::string decided_by = o.record ? (o.record->verdict_stage.empty() ? "every stage" : o.record->verdict_stage) : "gate";
+  s += fmt::format("\nverdict: {} ({}){}   (experiment {}, {:.1f} s{})\n", verdict, decided_by, bench_summary, o.experiment_id,
                    o.wall_s, have_logs ? ", harness logs in " + o.work_dir.string() : "");
   return s;
 }
@@ -357,6 +409,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
     for (const auto& out : c.outputs) {
       J o = {{"output", out.output}};
       o.update(comparison_json(out.comparison));
+      o["passing_wrong_candidates"] = out.passing_wrong_candidates;
       outputs.push_back(o);
     }
     cases.push_back({{"case", c.gate_case.label},
@@ -374,6 +427,15 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
   }
   J tables = J::array();
   for (const auto& t : trends(o)) tables.push_back(trend_table_json(t));
+  J trend_bounds = J::array();
+  for (const auto& j : o.gate_result.trends) {
+    J labels = J::array();
+    for (const auto i : j.cases) labels.push_back(o.gate_result.cases[i].gate_case.label);
+    trend_bounds.push_back({{"output", j.output}, {"metric", j.metric}, {"along", j.along}, {"row", j.row},
+                            {"max_exponent", j.max_exponent}, {"exponent", j.exponent ? J(*j.exponent) : J(nullptr)},
+                            {"r2", j.exponent ? J(j.r2) : J(nullptr)}, {"points", j.points}, {"passed", j.passed},
+                            {"text", j.text}, {"cases", labels}});
+  }
 
   // "measured", not "green": a measured benchmark may well say "slower".
   J bench = {{"status", !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict)},
@@ -419,7 +481,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
           {"gate", o.manifest.gate},
           {"profile", o.profile},
           {"seed", std::to_string(o.seed)},
-          {"verdict", to_string(o.verdict)},
+          {"verdict", o.record ? o.record->verdict : std::string(to_string(o.verdict))},
+          {"record", o.record ? to_json(*o.record) : J()},
           {"sandbox", {{"mode", o.sandbox.on() ? "on" : o.sandbox.mode == SandboxMode::off ? "off" : "unavailable"},
                        {"reason", o.sandbox.reason},
                        {"text", o.sandbox.text()},
@@ -438,7 +501,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
               {"wall_s", o.gate_result.wall_s},
               {"harness_wall_s", o.gate_result.harness_wall_s},
               {"cases", cases},
-              {"trend_tables", tables}}},
+              {"trend_tables", tables},
+              {"trend_bounds", trend_bounds}}},
             {"bench", bench},
             {"trace", trace}}},
           {"wall_s", o.wall_s},

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiment_runner.h"
+#include "ledger.h"
 
 namespace densefeed {
 
@@ -19,9 +20,12 @@ std::string render_next_steps_text(const nlohmann::ordered_json& next);
 std::string render_comparison_text(const Comparison& comparison);
 nlohmann::ordered_json comparison_json(const Comparison& comparison);
 
-// `densefeed gate show`: what a gate runs, accepts, checks and freezes, and
-// whether it matches the lock.
-nlohmann::ordered_json gate_json(const GateSpec& gate, const std::vector<std::string>& lock_problems);
+// `densefeed gate show`: what a gate runs, accepts, checks and freezes,
+// whether it matches the lock, and (from the ledger's latest run of the gate)
+// the cases that a simple wrong candidate would pass; `blind_spots` null
+// when no ledger could be read (`blind_spots_note` says why).
+nlohmann::ordered_json gate_json(const GateSpec& gate, const std::vector<std::string>& lock_problems,
+                                 const BlindSpots* blind_spots = nullptr, const std::string& blind_spots_note = "");
 std::string render_gate_text(const nlohmann::ordered_json& gate_doc);
 
 // Keys: experiment_id, experiment, gate, profile, seed, verdict, stages

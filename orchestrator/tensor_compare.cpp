@@ -192,9 +192,17 @@ Comparison Comparator::finish() const {
     }
   }
   if (c.first_failing_slice) {
+    // Each slice of a declared partition is judged against the output's
+    // bounds: a partitioned path that is wrong on one shard must not hide
+    // behind the others (DESIGN.md, worked case 1).
     const auto& s = c.slices[*c.first_failing_slice];
-    add_reason(fmt::format("first failing slice along axis {}: {} (positions {}..{}), rel_l2 {:.3e}", options_.partition->axis,
-                           s.index, s.begin, s.end - 1, s.rel_l2));
+    c.verdict = Verdict::red;
+    std::size_t failing = 0;
+    for (const auto& x : c.slices) failing += x.passed ? 0 : 1;
+    add_reason(fmt::format("first failing slice along axis {}: {} (positions {}..{}) over its bound, rel_l2 {:.3e}{}; {} of {} slices fail",
+                           options_.partition->axis, s.index, s.begin, s.end - 1, s.rel_l2,
+                           rel_bound ? fmt::format(" vs {:.1e} ({:.1f}x)", *rel_bound, *rel_bound > 0 ? s.rel_l2 / *rel_bound : 0.0) : "",
+                           failing, c.slices.size()));
   }
   return c;
 }

@@ -60,9 +60,13 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     spec.sandbox = options.sandbox;
     const UntrustedResult launched = launch_untrusted(spec);
     const ProcessResult& p = launched.process;
+    const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;
+    Failure failure;
     if (!launched.ok()) {
+      failure = failure_value(who, launched);
       r.failure = fmt::format("the {}'s trace command {}; stderr: {}", arm, launched.describe(), file_tail(spec.stderr_path, 6));
     } else if ((r.trace_file = find_trace(dir / "out")).empty()) {
+      failure = {FailureKind::missing_output, who, {}, {}, "trace.json", "", ""};
       r.failure = fmt::format("the {}'s trace command exited 0 but wrote no trace.json, trace.json.gz or trace.sqlite in {}", arm,
                               (dir / "out").string());
     } else {
@@ -71,6 +75,7 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
         r.ran = true;
       } catch (const InputError& e) {
         // The trace is the harness's output: unreadable is the harness's defect.
+        failure = {FailureKind::malformed_output, who, {}, {}, r.trace_file.filename().string(), "", ""};
         r.failure = fmt::format("the {}'s trace is unreadable: {}", arm, e.what());
       }
     }
@@ -78,11 +83,13 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
       if (!r.ran) {
         result.verdict = Verdict::red;
         result.reason = r.failure;
+        result.failure = failure;
       } else if (!r.report.passed) {
         result.verdict = Verdict::red;
         for (const auto& c : r.report.results) {
           if (c.passed) continue;
           result.reason = fmt::format("trace check {} ({}) failed: {}", c.check.field, to_string(c.check.kind), c.reason);
+          result.failure = {FailureKind::tolerance, FailureWho::candidate, {}, {}, "trace", std::string(to_string(c.check.kind)), ""};
           break;
         }
       }

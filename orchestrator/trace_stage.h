@@ -5,6 +5,8 @@
 // decide the stage; the base's are recorded beside them for comparison.
 #pragma once
 
+#include "failure.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -32,6 +34,7 @@ struct TraceArmResult {
 struct TraceStageResult {
   Verdict verdict = Verdict::green;  // red: the candidate's trace failed or a check failed
   std::string reason;
+  Failure failure;  // the same as a value: the command's failure, a missing or unreadable trace, or tolerance (metric: the check's kind)
   std::vector<TraceArmResult> arms;
   double wall_s = 0;
   SandboxStatus sandbox;  // whether its commands ran sandboxed (untrusted_launch.h)

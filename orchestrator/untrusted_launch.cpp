@@ -208,6 +208,12 @@ std::string UntrustedResult::describe() const {
   return limit.empty() ? process.describe() : fmt::format("{}; it exceeded {}", process.describe(), limit);
 }
 
+Failure failure_value(FailureWho who, const UntrustedResult& r) {
+  if (!r.process.ok()) return process_failure_value(who, r.process);
+  if (!r.limit.empty()) return Failure{FailureKind::limit, who, {}, {}, "", "", r.limit};
+  return Failure{};
+}
+
 SandboxStatus require_sandbox(bool requested) {
   const SandboxStatus s = sandbox_status(requested);
   if (requested && !s.on()) {

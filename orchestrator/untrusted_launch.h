@@ -30,6 +30,7 @@
 
 #include "arm_context.h"
 #include "process_limits.h"
+#include "failure.h"
 #include "process_runner.h"
 #include "sandbox.h"
 #include "workspace.h"
@@ -65,6 +66,11 @@ struct UntrustedResult {
   // process.describe(), then "; it exceeded <limit>" when it hit one.
   std::string describe() const;
 };
+
+// How the command failed as a value (failure.h): the process's failure, or
+// FailureKind::limit with the limit in detail when it exited 0 over one;
+// FailureKind::none when ok().
+Failure failure_value(FailureWho who, const UntrustedResult& r);
 
 // Whether untrusted commands can run now: `requested` false is off
 // (--no-sandbox); otherwise sandbox_status(true), and when bwrap cannot start

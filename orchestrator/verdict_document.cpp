@@ -74,6 +74,12 @@ nlohmann::ordered_json status_document(const nlohmann::ordered_json& e, const Ga
            {"state", e.value("state", std::string())}};
   doc["gate_verdict"] = g.is_object() ? g["verdict"] : J("pending");
   doc["reason"] = g.is_object() ? g["reason"] : J("");
+  // The one typed record (experiment_summary.h): the overall verdict and
+  // every stage's outcome, as ledger list and show print them.
+  const J record = e.contains("record") ? e["record"] : J();
+  doc["verdict"] = record.is_object() ? record["verdict"] : J("pending");
+  doc["record"] = record;
+  const auto stage_of = [&](const char* name) { return record.is_object() ? record["stages"][name] : J(); };
   // The compact bench list older clients read, kept as it was.
   doc["bench"] = J::array();
   for (const auto& b : e.value("bench_cases", J::array())) {
@@ -118,10 +124,18 @@ nlohmann::ordered_json status_document(const nlohmann::ordered_json& e, const Ga
   // Bench: what the ledger holds (a benchmark is recorded only when it ran on a green gate).
   const J bench_rows = e.value("bench_cases", J::array());
   const std::string gate_verdict = doc["gate_verdict"].get<std::string>();
+  const J bench_record = stage_of("bench");
+  const std::string bench_verdict = bench_record.is_object() ? bench_record["verdict"].get<std::string>() : "";
   J bench_stage = {{"status", gate_verdict == "pending" ? "pending"
                               : gate_verdict != "green" ? "skipped"
+                              : bench_verdict == "red" || bench_verdict == "error" || bench_verdict == "unknown" ? bench_verdict
                               : bench_rows.empty()      ? "none"
                                                         : "measured"}};
+  if (bench_record.is_object()) {
+    bench_stage["verdict"] = bench_record["verdict"];
+    bench_stage["failure"] = bench_record["failure"];
+    bench_stage["reason"] = bench_record["reason"];
+  }
   bench_stage["cases"] = J::array();
   for (const auto& b : bench_rows) {
     bench_stage["cases"].push_back({{"case", b["case_label"]}, {"verdict", b["verdict"]}, {"reason", b["reason"]}, {"unit", b["unit"]},
@@ -142,7 +156,14 @@ nlohmann::ordered_json status_document(const nlohmann::ordered_json& e, const Ga
     failed.push_back({{"arm", t["arm"]}, {"check_index", t["check_index"]}, {"kind", t["kind"]}, {"check", t["check_json"]},
                       {"value", t["value"]}, {"bound", t["bound"]}, {"intervals", t["details"]}, {"trace_file", t["trace_file"]}});
   }
-  J trace_stage = {{"status", findings.empty() ? "none" : failed.empty() ? "passed" : "failed"},
+  const J trace_record = stage_of("trace");
+  const std::string trace_verdict = trace_record.is_object() ? trace_record["verdict"].get<std::string>() : "";
+  J trace_stage = {{"status", trace_verdict == "red" || !failed.empty() ? "failed"
+                              : trace_verdict == "error" || trace_verdict == "unknown" ? trace_verdict
+                              : findings.empty() ? "none" : "passed"},
+                   {"verdict", trace_record.is_object() ? trace_record["verdict"] : J("pending")},
+                   {"failure", trace_record.is_object() ? trace_record["failure"] : J()},
+                   {"reason", trace_record.is_object() ? trace_record["reason"] : J("")},
                    {"checks", findings.size()},
                    {"failed_checks", failed}};
 

@@ -1,0 +1,71 @@
+// The one typed record of a recorded experiment: its state, each stage's
+// outcome (verdict and typed failure) and its overall verdict, read by one
+// function (Ledger::summaries) from stage_outcomes and experiment_outcomes.
+// `run`, `status`, `ledger list`, `ledger show`, `next` and the MCP tools
+// print this record (to_json; schemas/experiment-summary.schema.json), so
+// they cannot disagree about what happened.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "failure.h"
+
+namespace densefeed {
+
+// pending: not recorded yet; skipped: did not run (reason says why);
+// unknown: recorded before ledger version 3 without its outcome; started:
+// acceptance recorded before it runs; interrupted: killed before its end.
+enum class StageVerdict { pending, green, red, error, skipped, unknown, started, interrupted };
+const char* to_string(StageVerdict v);
+StageVerdict stage_verdict_from(const std::string& text);  // unknown text: unknown
+
+struct StageOutcome {
+  std::string stage;  // gate | bench | trace | acceptance
+  StageVerdict verdict = StageVerdict::pending;
+  Failure failure;
+  std::string reason;
+  std::optional<double> wall_s;
+  std::string recorded_at;
+};
+
+struct SpeedupSummary {
+  std::string case_label;
+  std::string verdict;  // faster | slower | same | inconclusive
+  double speedup = 1, lo = 1, hi = 1;
+};
+
+struct ExperimentSummary {
+  std::int64_t id = 0;
+  std::string name, gate, author, submitted_at, profile;
+  std::string state;  // the latest event: queued, started, finished, interrupted, ...
+  // The overall verdict: green, red, error, unknown, or pending until the
+  // experiment has one (experiment_outcomes).
+  std::string verdict = "pending";
+  std::string verdict_stage;  // the stage that decided a verdict other than green
+  std::string reason;         // why it is not green ('' when green)
+  std::vector<StageOutcome> stages;  // gate, bench, trace, acceptance: always four, the latest row of each
+  std::vector<SpeedupSummary> speedups;  // only when the gate and bench are green
+  bool promoted = false;
+
+  const StageOutcome& stage(const std::string& name) const;
+};
+
+// {id, name, gate, author, submitted_at, profile, state, verdict,
+//  verdict_stage, reason, stages: {gate|bench|trace|acceptance: {verdict,
+//  failure: {kind, who, signal?, exit_code?, output?, metric?}, reason,
+//  wall_s}}, speedups: [...], promoted}
+nlohmann::ordered_json to_json(const ExperimentSummary& s);
+nlohmann::ordered_json to_json(const Failure& f);
+
+// The exit code of `densefeed status` and `run` for the record (README):
+// 0 green, 1 red, 3 error or unknown or interrupted/cancelled, 2 rejected,
+// 4 not ended yet (queued, started, requeued, cancel_requested).
+int exit_code_of(const ExperimentSummary& s);
+inline constexpr int kExitNotEnded = 4;
+
+}  // namespace densefeed

@@ -1,0 +1,36 @@
+// The key of the ledger's keyed hash chain (HMAC-SHA256, RFC 2104 / FIPS
+// 198-1). It lives outside the ledger, so that an editor of the ledger file
+// who lacks it cannot re-seal the chain: a file of 32 random bytes, readable
+// and writable by its owner only, created on first use. Its path is
+// densefeed.yaml's `ledger_key` when set, else
+// $XDG_CONFIG_HOME/densefeed/keys/<sha256 of the ledger's path, 16 hex>.key
+// ($XDG_CONFIG_HOME defaults to ~/.config): never in the ledger's folder.
+#pragma once
+
+#include <filesystem>
+#include <string>
+
+namespace densefeed {
+
+// The key file for `ledger` (absolute): the one registered for it with
+// set_ledger_key_file, else the default above.
+std::filesystem::path ledger_key_file(const std::filesystem::path& ledger);
+// Registers the project's configured key file for its ledger (process-wide).
+void set_ledger_key_file(const std::filesystem::path& ledger, const std::filesystem::path& key);
+
+struct LedgerKey {
+  std::string bytes;        // the key
+  std::string fingerprint;  // sha256 of the key, hex (recorded in chain_keys)
+  std::filesystem::path file;
+};
+
+// Reads the key; with `create`, makes it (mode 0600, O_EXCL) when the file
+// does not exist. Throws InputError when it exists but is not a regular file
+// of 32 bytes owned by this user and unreadable by others, or (without
+// create) does not exist; InfraError when it cannot be written.
+LedgerKey load_ledger_key(const std::filesystem::path& file, bool create);
+
+// HMAC-SHA256 of `message` under `key`, hex (64 characters).
+std::string hmac_sha256_hex(const std::string& key, const std::string& message);
+
+}  // namespace densefeed

@@ -1,0 +1,205 @@
+// Issue 15, "faults lose nothing", through the real CLI, real processes and
+// plain sqlite3/python3 holding the ledger's write lock:
+// - another process holds the write lock for longer than the lock wait
+//   (DENSEFEED_LEDGER_BUSY_S=1, held 6 s): the run exits 3 naming the file its
+//   results are kept in, and `densefeed ledger recover` records every case;
+//   with a lock wait longer than the hold, the run waits and records them itself;
+// - a worker killed with SIGKILL mid-experiment: a second, already running
+//   worker requeues the experiment and finishes it;
+// - promote killed during its acceptance run: a person promotes again, the
+//   killed run is recorded interrupted and the new one passes.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::json;
+const std::string kExe = DENSEFEED_EXE;
+
+// reference: sleeps --sleep s first (so that the test can take the lock while
+// the gate runs), then y = z ~ N(0, 1) from the seed. candidate: the same
+// without sleeping; mode off: y scaled by 1 + 1e-3. acceptance: waits while
+// the file --hold exists, then writes metrics.json {x: 0.5}.
+const char* kHarness = R"(import argparse, json, os, time
+import numpy as np
+p = argparse.ArgumentParser()
+p.add_argument('--role'); p.add_argument('--mode', default='honest'); p.add_argument('--n', type=int, default=64)
+p.add_argument('--sleep', type=float, default=0); p.add_argument('--hold', default='')
+p.add_argument('--seed', type=int, default=0); p.add_argument('--out')
+a = p.parse_args()
+if a.role == 'acceptance':
+    while a.hold and os.path.exists(a.hold):
+        time.sleep(0.05)
+    json.dump({'x': 0.5}, open(os.path.join(os.environ['DENSEFEED_OUT'], 'metrics.json'), 'w'))
+    raise SystemExit(0)
+if a.role == 'reference':
+    time.sleep(a.sleep)
+y = np.random.default_rng(a.seed).standard_normal(a.n)
+if a.mode == 'off':
+    y *= 1 + 1e-3
+np.save(os.path.join(a.out, 'y.npy'), y)
+)";
+
+const char* kGate = R"(gate: slow
+description: a reference that takes its time
+reference:
+  command: [python3, "{project}/h.py", --role, reference, --sleep, "{case.sleep}", --n, "{case.n}", --seed, "{seed}", --out, "{out}"]
+candidate:
+  command: [python3, "{project}/h.py", --role, candidate, --mode, "{param.mode}", --n, "{case.n}", --seed, "{seed}", --out, "{out}"]
+params:
+  mode: {type: string, enum: [honest, off], default: honest}
+outputs:
+  y:
+    dtype: float64
+    tolerance: {rel_l2: 1.0e-9}
+cases:
+  grid:
+    - {n: [16, 32, 64], sleep: [1.5]}
+profiles:
+  quick: {}
+  full: {}
+timeout_s: 60
+freezes: []
+)";
+
+class LedgerFaults : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_ = dir_ / "project";
+    std::filesystem::create_directories(repo_);
+    sh("git init -q -b main && git config user.email t@e && git config user.name t");
+    testing::write_file(repo_ / "densefeed.yaml", "gates: gates\nexperiments: experiments\nledger: .densefeed/ledger.db\n");
+    testing::write_file(repo_ / ".gitignore", ".densefeed/\n");
+    testing::write_file(repo_ / "h.py", kHarness);
+    testing::write_file(repo_ / "gates" / "slow.yaml", kGate);
+    testing::write_file(repo_ / "gates" / "gates.lock", "");
+    sh("git add -A && git commit -qm gates");
+    const auto lock = df({"gate", "lock"});
+    ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
+    sh("git add -A && git commit -qm lock");
+    manifest_ = (dir_ / "m.yaml").string();
+    testing::write_file(manifest_, "experiment: m\nhypothesis: h\npredicted_effect: p\ngate: slow\n"
+                                   "candidate: {revision: WORKTREE, params: {mode: honest}}\n"
+                                   "base: {revision: WORKTREE, params: {mode: off}}\n"
+                                   "acceptance:\n  command: [python3, \"{project}/h.py\", --role, acceptance, --hold, \"" +
+                                       (dir_ / "hold").string() + "\"]\n  criteria: ['x <= 1']\n");
+  }
+  std::map<std::string, std::string> env() const {
+    return {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", (dir_ / "home").string()}};
+  }
+  testing::CliResult df(std::vector<std::string> args) const { return testing::run_cli(kExe, args, repo_, env()); }
+  std::string sh(const std::string& command) const {
+    const auto r = testing::run_cli("/bin/sh", {"-c", command}, repo_, env());
+    EXPECT_EQ(r.exit_code, 0) << command << "\n" << r.out << r.err;
+    return r.out + r.err;
+  }
+  std::string db() const { return (repo_ / ".densefeed" / "ledger.db").string(); }
+  std::string q(const std::string& query) const {
+    const auto r = testing::run_cli("/bin/sh", {"-c", "sqlite3 " + db() + " \"" + query + "\""}, repo_, env());
+    std::string out = r.out;
+    while (!out.empty() && out.back() == '\n') out.pop_back();
+    return out;
+  }
+  // A shell line that waits (at most 60 s) until `query` prints `want`.
+  std::string wait_for(const std::string& query, const std::string& want) const {
+    return "i=0; until [ \"$(sqlite3 " + db() + " \"" + query + "\" 2>/dev/null)\" = \"" + want +
+           "\" ]; do i=$((i+1)); [ $i -gt 1200 ] && echo TIMEOUT && break; sleep 0.05; done; ";
+  }
+  // python3 holding BEGIN IMMEDIATE on the ledger for `seconds`.
+  std::string hold_lock(double seconds) const {
+    return "python3 -c \"import sqlite3, time; c = sqlite3.connect('" + db() +
+           "', isolation_level=None, timeout=30); c.execute('BEGIN IMMEDIATE'); print('held', flush=True); time.sleep(" +
+           std::to_string(seconds) + "); c.execute('ROLLBACK')\"; ";
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path repo_;
+  std::string manifest_;
+};
+
+TEST_F(LedgerFaults, AWriteLockHeldPastTheWaitLosesNoCase) {
+  // The run records the experiment, runs the gate (the reference sleeps
+  // 1.5 s), then finds the lock held for 6 s against a wait of 1 s.
+  const auto out = sh("DENSEFEED_LEDGER_BUSY_S=1 " + kExe + " run " + manifest_ + " --no-bench > run.out 2> run.err & pid=$!; " +
+                      wait_for("SELECT COUNT(*) FROM experiments", "1") + hold_lock(6) + "wait $pid; echo rc=$?");
+  EXPECT_NE(out.find("held"), std::string::npos) << out;
+  EXPECT_NE(out.find("rc=3"), std::string::npos) << out << testing::read_file(repo_ / "run.out") << testing::read_file(repo_ / "run.err");
+  const auto err = testing::read_file(repo_ / "run.err");
+  EXPECT_NE(err.find("the write lock stayed held"), std::string::npos) << err;
+  EXPECT_NE(err.find("pending-gate-run.json"), std::string::npos) << err;
+  EXPECT_NE(err.find("densefeed ledger recover"), std::string::npos) << err;
+  EXPECT_EQ(q("SELECT COUNT(*) FROM gate_cases"), "0") << "the lock was not held when the gate was recorded";
+  const auto pending = repo_ / ".densefeed" / "ledger-runs" / "1" / "pending-gate-run.json";
+  ASSERT_TRUE(std::filesystem::is_regular_file(pending));
+  // A writer that holds the lock is still refused by recover (exit 3), and the file stays.
+  const auto busy = sh("python3 -c \"import sqlite3, time; c = sqlite3.connect('" + db() +
+                       "', isolation_level=None); c.execute('BEGIN IMMEDIATE'); time.sleep(4)\" & h=$!; sleep 1; "
+                       "DENSEFEED_LEDGER_BUSY_S=0.5 " + kExe + " ledger recover; echo rc=$?; wait $h");
+  EXPECT_NE(busy.find("rc=3"), std::string::npos) << busy;
+  ASSERT_TRUE(std::filesystem::is_regular_file(pending));
+  // The lock is free: recover records every case, once.
+  const auto rec = df({"ledger", "recover", "--json"});
+  ASSERT_EQ(rec.exit_code, 0) << rec.out << rec.err;
+  const J r = J::parse(rec.out);
+  ASSERT_EQ(r["recovered"].size(), 1u) << r.dump();
+  EXPECT_EQ(r["recovered"][0]["outcome"], "recorded");
+  EXPECT_EQ(r["recovered"][0]["cases"], 3);
+  EXPECT_EQ(r["recovered"][0]["verdict"], "green");
+  EXPECT_EQ(q("SELECT COUNT(*) FROM gate_cases WHERE verdict = 'green'"), "3");
+  EXPECT_EQ(q("SELECT COUNT(*) FROM gate_metrics"), "3");
+  EXPECT_EQ(q("SELECT verdict FROM experiment_outcomes WHERE experiment_id = 1"), "green");
+  EXPECT_FALSE(std::filesystem::exists(pending));
+  EXPECT_EQ(J::parse(df({"ledger", "recover", "--json"}).out)["recovered"].size(), 0u);
+  const auto audit = df({"audit"});
+  EXPECT_EQ(audit.exit_code, 0) << audit.out << audit.err;
+  // With a wait longer than the hold, the run waits and records every case itself.
+  const auto waited = sh("DENSEFEED_LEDGER_BUSY_S=30 " + kExe + " run " + manifest_ + " --no-bench > run2.out 2> run2.err & pid=$!; " +
+                         wait_for("SELECT COUNT(*) FROM experiments", "2") + hold_lock(4) + "wait $pid; echo rc=$?");
+  EXPECT_NE(waited.find("rc=0"), std::string::npos) << waited << testing::read_file(repo_ / "run2.err");
+  EXPECT_EQ(q("SELECT COUNT(*) FROM gate_cases c JOIN gate_runs g ON g.id = c.gate_run_id WHERE g.experiment_id = 2"), "3");
+  EXPECT_FALSE(std::filesystem::exists(repo_ / ".densefeed" / "ledger-runs" / "2" / "pending-gate-run.json"));
+}
+
+TEST_F(LedgerFaults, AKilledWorkersExperimentIsRequeuedAndFinishedByAnotherWorker) {
+  ASSERT_EQ(df({"submit", manifest_}).exit_code, 0);
+  // Worker A takes it; worker B is running (idle) when A is killed.
+  const auto out = sh(kExe + " worker > a.out 2>&1 & a=$!; " +
+                      wait_for("SELECT event FROM experiment_events ORDER BY id DESC LIMIT 1", "started") + kExe +
+                      " worker > b.out 2>&1 & b=$!; "
+                      // B is past its start-up recovery before A dies: only its running check can requeue.
+                      "until grep -q '^worker:' b.out; do sleep 0.05; done; kill -9 $a; " +
+                      wait_for("SELECT event FROM experiment_events ORDER BY id DESC LIMIT 1", "finished") +
+                      "kill -TERM $b; wait $b; echo done");
+  EXPECT_EQ(out.find("TIMEOUT"), std::string::npos) << out << testing::read_file(repo_ / "b.out");
+  EXPECT_EQ(q("SELECT group_concat(event, ',') FROM (SELECT event FROM experiment_events WHERE experiment_id = 1 ORDER BY id)"),
+            "queued,started,requeued,started,finished");
+  EXPECT_NE(testing::read_file(repo_ / "b.out").find("experiment 1: its owner died; requeued"), std::string::npos)
+      << testing::read_file(repo_ / "b.out");
+  EXPECT_EQ(q("SELECT verdict FROM experiment_outcomes WHERE experiment_id = 1"), "green");
+  EXPECT_EQ(q("SELECT COUNT(*) FROM gate_runs WHERE experiment_id = 1"), "1");
+}
+
+TEST_F(LedgerFaults, APromoteKilledDuringAcceptanceIsInterruptedAndAPersonMayRunItAgain) {
+  ASSERT_EQ(df({"run", manifest_, "--no-bench"}).exit_code, 0);
+  testing::write_file(dir_ / "hold", "");
+  const auto out = sh(kExe + " promote 1 --by someone > p1.out 2>&1 & p=$!; " +
+                      wait_for("SELECT verdict FROM stage_outcomes WHERE stage = 'acceptance' ORDER BY id DESC LIMIT 1", "started") +
+                      "kill -9 $p; wait $p; echo rc=$?");
+  EXPECT_NE(out.find("rc=137"), std::string::npos) << out;
+  std::filesystem::remove(dir_ / "hold");  // the orphaned acceptance command ends
+  EXPECT_EQ(q("SELECT COUNT(*) FROM acceptance_runs"), "0");
+  const auto again = df({"promote", "1", "--by", "someone"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_EQ(q("SELECT group_concat(verdict, ',') FROM (SELECT verdict FROM stage_outcomes WHERE stage = 'acceptance' ORDER BY id)"),
+            "started,interrupted,started,green");
+  EXPECT_EQ(q("SELECT verdict FROM acceptance_runs WHERE experiment_id = 1"), "pass");
+  // Once it has passed, it is not run a third time.
+  EXPECT_NE(df({"promote", "1", "--by", "someone"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace densefeed
