@@ -338,8 +338,10 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     const auto fail = [&](Verdict v, const char* who, const Job& job) {
       const LogTail tail = log_tail(job.dir / "stdout.log", job.dir / "stderr.log");
       cr.verdict = v;
-      cr.failure = process_failure_value(v == Verdict::error ? FailureWho::reference : FailureWho::candidate, job.result);
-      if (job.sandboxed && !job.result.started) cr.failure.kind = FailureKind::sandbox;
+      const FailureWho who_failed = v == Verdict::error ? FailureWho::reference : FailureWho::candidate;
+      cr.failure = process_failure_value(who_failed, job.result);
+      if (job.result.ok() && !job.limit.empty()) cr.failure = Failure{FailureKind::limit, who_failed, {}, {}, "", "", job.limit};
+      if (job.untrusted && !job.result.started) cr.failure.kind = FailureKind::sandbox;
       cr.reason = process_failure(who, job, tail);
       cr.log_tail = tail.text;
       cr.log_tail_stream = tail.stream;
