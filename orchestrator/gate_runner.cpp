@@ -285,6 +285,9 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     for (const auto& [k, v] : c.values.items()) {
       if (ref_names.count("case." + k)) ref_case[k] = v;
     }
+    // Rendered as it runs ({project}, {gate_dir}, python3 included), with the
+    // output folder left as a placeholder: cases that differ only in what the
+    // reference ignores share one reference process.
     TemplateValues key_values{c.values, nlohmann::ordered_json::object(), options.seed, "{out}"};
     auto key = arm_command(gate.reference_command, key_values, options.reference);
     auto [it, inserted] = reference_index.try_emplace(key, references.size());

@@ -18,6 +18,10 @@ namespace {
 
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 const std::string kExe = DENSEFEED_EXE;
+// The build's harnesses (affine_chain, affine_chain_reference), named bare in
+// the gates: on PATH, so that a copy of the checkout, which has no build/bin
+// of its own, finds them too.
+const std::map<std::string, std::string> kEnv = testing::with_on_path(std::filesystem::path(kExe).parent_path());
 
 // First column of the first row of `sql`, as text ("" if none).
 std::string query(const std::filesystem::path& db_path, const std::string& sql) {
@@ -36,7 +40,16 @@ std::string query(const std::filesystem::path& db_path, const std::string& sql) 
 
 class CliEndToEnd : public ::testing::Test {
  protected:
-  testing::CliResult densefeed(std::vector<std::string> args) { return testing::run_cli(kExe, args, dir_.path()); }
+  // densefeed's own project, its gates as checked out (--trust-worktree: a
+  // test of this checkout must not depend on what its main branch holds, or
+  // on there being one).
+  testing::CliResult densefeed(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--project", kRoot.string(), "--trust-worktree"});
+    return testing::run_cli(kExe, args, dir_.path(), kEnv);
+  }
+  // densefeed with exactly these arguments (no project given: found from the
+  // temp folder upwards, or not at all).
+  testing::CliResult densefeed_bare(std::vector<std::string> args) { return testing::run_cli(kExe, args, dir_.path(), kEnv); }
   std::filesystem::path ledger() const { return dir_ / "ledger.db"; }
   testing::TempDir dir_;
 };
@@ -246,22 +259,33 @@ TEST_F(CliEndToEnd, BadManifestExits2AndLeavesTheLedgerAsItWas) {
   EXPECT_FALSE(std::filesystem::exists(fresh));
 }
 
-// A copy of the densefeed checkout's trusted files, to tamper with.
+// A copy of densefeed's project (its gates, experiments and kernels) in a git
+// repository of its own, everything committed on main, to tamper with.
 class TamperedRoot : public CliEndToEnd {
  protected:
   void SetUp() override {
     root_ = dir_ / "root";
-    for (const char* sub : {"gates", "schemas", "experiments", "kernels"}) {
+    for (const char* sub : {"gates", "experiments", "kernels"}) {
       std::filesystem::create_directories(root_ / sub);
       std::filesystem::copy(kRoot / sub, root_ / sub, std::filesystem::copy_options::recursive);
     }
+    std::filesystem::copy_file(kRoot / "densefeed.yaml", root_ / "densefeed.yaml");
+    ASSERT_EQ(testing::git_init_main(root_), "");
   }
-  nlohmann::json run_json(int expected_exit) {
-    const auto res = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32x3.yaml").string(),
-                                "--ledger", ledger().string(), "--json"});
+  // densefeed on the copy: its gates from main, or with `trust_worktree` from
+  // the copy's folder as it is.
+  testing::CliResult df(std::vector<std::string> args, bool trust_worktree) {
+    if (trust_worktree) args.insert(args.begin(), "--trust-worktree");
+    args.insert(args.begin(), {"--project", root_.string()});
+    return densefeed_bare(args);
+  }
+  nlohmann::json run_json(int expected_exit, bool trust_worktree = true) {
+    const auto res = df({"run", (root_ / "experiments" / "cp-affine-chain-tf32x3.yaml").string(), "--ledger", ledger().string(),
+                         "--json"}, trust_worktree);
     EXPECT_EQ(res.exit_code, expected_exit) << res.out << res.err;
     return nlohmann::json::parse(res.out);
   }
+  std::string head() { return testing::git(root_, {"rev-parse", "HEAD"}).out.substr(0, 40); }
   std::filesystem::path root_;
 };
 
@@ -270,6 +294,7 @@ TEST_F(TamperedRoot, ModifiedGateIsRedBeforeAnyCaseRuns) {
   std::string text = testing::read_file(gate);
   text.replace(text.find("rel_l2: 1.0e-5"), 14, "rel_l2: 1.0e+0");
   testing::write_file(gate, text);
+  // Trusting the folder as it is, the edited gate fails its lock.
   const auto r = run_json(1);
   EXPECT_EQ(r["verdict"], "red");
   EXPECT_TRUE(r["stages"]["gate"]["cases"].empty());
@@ -278,6 +303,18 @@ TEST_F(TamperedRoot, ModifiedGateIsRedBeforeAnyCaseRuns) {
   EXPECT_EQ(query(ledger(), "SELECT verdict FROM gate_runs"), "red");
   EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM gate_cases"), "0");
   EXPECT_NE(query(ledger(), "SELECT lock_problems FROM gate_runs").find("modified since the lock"), std::string::npos);
+  // With the gates from main, main's gate is the one that counts, and a
+  // WORKTREE candidate that runs beside an edited copy of it is red.
+  const auto m = run_json(1, /*trust_worktree=*/false);
+  EXPECT_EQ(m["verdict"], "red");
+  EXPECT_TRUE(m["stages"]["gate"]["cases"].empty());
+  EXPECT_TRUE(m["stages"]["gate"]["lock_problems"].empty());
+  EXPECT_NE(m["stages"]["gate"]["reason"].get<std::string>().find(
+                "the WORKTREE candidate edits frozen files: gates/cp-affine-chain.yaml differ from the gate store (main at " +
+                head().substr(0, 12) + "); no case ran"),
+            std::string::npos)
+      << m["stages"]["gate"]["reason"];
+  EXPECT_EQ(query(ledger(), "SELECT COUNT(*) FROM gate_cases"), "0");
 }
 
 TEST_F(TamperedRoot, ModifiedFrozenFileIsRedAndNamed) {
@@ -286,6 +323,12 @@ TEST_F(TamperedRoot, ModifiedFrozenFileIsRedAndNamed) {
   const auto r = run_json(1);
   EXPECT_TRUE(r["stages"]["gate"]["cases"].empty());
   EXPECT_EQ(r["stages"]["gate"]["lock_problems"][0].get<std::string>().rfind("kernels/affine_chain/inputs.cpp: modified since the lock", 0), 0u);
+  const auto m = run_json(1, /*trust_worktree=*/false);
+  EXPECT_TRUE(m["stages"]["gate"]["cases"].empty());
+  EXPECT_NE(m["stages"]["gate"]["reason"].get<std::string>().find(
+                "the WORKTREE candidate edits frozen files: kernels/affine_chain/inputs.cpp differ from the gate store"),
+            std::string::npos)
+      << m["stages"]["gate"]["reason"];
 }
 
 TEST_F(TamperedRoot, DeletedFrozenFileIsRedAndNamed) {
@@ -295,23 +338,80 @@ TEST_F(TamperedRoot, DeletedFrozenFileIsRedAndNamed) {
   EXPECT_EQ(r["stages"]["gate"]["lock_problems"][0], "kernels/affine_chain/reference.cpp: locked but missing");
 }
 
-TEST_F(TamperedRoot, ACopyThatIsNotTheCommittedCheckoutIsFlagged) {
-  // Re-locking an edited copy passes the lock check: provenance is what tells
-  // a reviewer that the gate was not densefeed's committed one.
+TEST_F(TamperedRoot, AnEditedCopyIsNeverTheGateStoreUnlessAPersonSaysSo) {
+  // Re-locking an edited copy passes the lock check. The new model: `gate
+  // lock` refuses what is not committed on main; the runs read main's gates,
+  // so the edited copy is not what they trust; only --trust-worktree makes it
+  // so, and provenance tells a reviewer.
   auto gate = root_ / "gates" / "cp-affine-chain.yaml";
   std::string text = testing::read_file(gate);
   text.replace(text.find("rel_l2: 1.0e-5"), 14, "rel_l2: 1.0e+0");
   testing::write_file(gate, text);
-  ASSERT_EQ(densefeed({"--root", root_.string(), "gate", "lock"}).exit_code, 0);
-  const auto res = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string(),
-                              "--ledger", ledger().string(), "--json", "--no-bench"});
+  const auto refused = df({"gate", "lock"}, false);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("not locking: gates/cp-affine-chain.yaml is not committed on the trusted ref (main at " +
+                             head().substr(0, 12) + ")"),
+            std::string::npos)
+      << refused.err;
+  ASSERT_EQ(df({"gate", "lock"}, true).exit_code, 0);
+  const auto manifest = (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string();
+
+  // Gates from main: the copy's gate and lock are not main's, so nothing runs.
+  const auto from_main = df({"run", manifest, "--ledger", ledger().string(), "--json", "--no-bench"}, false);
+  EXPECT_EQ(from_main.exit_code, 1) << from_main.out << from_main.err;
+  const auto m = nlohmann::json::parse(from_main.out);
+  EXPECT_TRUE(m["stages"]["gate"]["cases"].empty());
+  EXPECT_NE(m["stages"]["gate"]["reason"].get<std::string>().find(
+                "gates/cp-affine-chain.yaml, gates/gates.lock differ from the gate store (main at " + head().substr(0, 12) + ")"),
+            std::string::npos)
+      << m["stages"]["gate"]["reason"];
+  const auto& mp = m["stages"]["gate"]["provenance"];
+  EXPECT_FALSE(mp["clean"].get<bool>());
+  EXPECT_TRUE(mp["dirty"].get<bool>());
+  EXPECT_FALSE(mp["trust_worktree"].get<bool>());
+  EXPECT_EQ(mp["trusted_commit"], head());
+  EXPECT_EQ(mp["notes"][0], "uncommitted changes to tracked files (gates/cp-affine-chain.yaml, gates/gates.lock)");
+  EXPECT_NE(mp["notes"].back().get<std::string>().find("the worktree's copies of gates/cp-affine-chain.yaml, gates/gates.lock "
+                                                       "differ from the gate store (main at "),
+            std::string::npos)
+      << mp.dump(1);
+
+  // --trust-worktree: the re-locked copy passes the lock check and runs,
+  // flagged in provenance.
+  const auto res = df({"run", manifest, "--ledger", ledger().string(), "--json", "--no-bench"}, true);
   const auto r = nlohmann::json::parse(res.out);
-  EXPECT_FALSE(r["stages"]["gate"]["provenance"]["clean"].get<bool>());
-  EXPECT_EQ(r["stages"]["gate"]["provenance"]["uncommitted"][0], "not a git checkout");
-  EXPECT_NE(query(ledger(), "SELECT provenance FROM gate_runs").find("\"clean\":false"), std::string::npos);
-  const auto text_run = densefeed({"--root", root_.string(), "run", (root_ / "experiments" / "cp-affine-chain-tf32.yaml").string(),
-                                   "--ledger", ledger().string(), "--no-bench"});
-  EXPECT_NE(text_run.out.find("provenance: WARNING (" + root_.string() + "): not a git checkout"), std::string::npos) << text_run.out;
+  EXPECT_FALSE(r["stages"]["gate"]["cases"].empty());
+  const auto& p = r["stages"]["gate"]["provenance"];
+  EXPECT_FALSE(p["clean"].get<bool>());
+  EXPECT_TRUE(p["trust_worktree"].get<bool>());
+  EXPECT_EQ(p["project"], root_.string());
+  EXPECT_EQ(p["commit"], head());
+  EXPECT_EQ(p["notes"], nlohmann::json({"uncommitted changes to tracked files (gates/cp-affine-chain.yaml, gates/gates.lock)",
+                                        "the gate store is the worktree (--trust-worktree), not the trusted ref"}));
+  EXPECT_NE(query(ledger(), "SELECT provenance FROM gate_runs ORDER BY id DESC").find("\"clean\":false"), std::string::npos);
+  const auto text_run = df({"run", manifest, "--ledger", ledger().string(), "--no-bench"}, true);
+  EXPECT_NE(text_run.out.find("provenance: WARNING (" + root_.string() + "; gates from the worktree of " + root_.string() +
+                              " (--trust-worktree)): uncommitted changes to tracked files"),
+            std::string::npos)
+      << text_run.out;
+}
+
+TEST_F(TamperedRoot, AFolderOutsideGitNeedsTrustWorktree) {
+  std::filesystem::remove_all(root_ / ".git");
+  const auto res = df({"run", (root_ / "experiments" / "cp-affine-chain-tf32x3.yaml").string(), "--ledger", ledger().string(),
+                       "--json"}, false);
+  EXPECT_EQ(res.exit_code, 2) << res.out << res.err;
+  EXPECT_NE(res.out.find("is in no git repository, so there is no trusted ref to read its gates from"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("--trust-worktree"), std::string::npos) << res.out;
+  EXPECT_FALSE(std::filesystem::exists(ledger()));
+  // Trusted as it is, a folder outside git runs, and provenance says both
+  // (recorded before any case: here no case runs, as no gate is locked).
+  std::filesystem::remove(root_ / "gates" / "gates.lock");
+  const auto unlocked = run_json(1);
+  EXPECT_EQ(unlocked["stages"]["gate"]["provenance"]["notes"],
+            nlohmann::json({"not a git repository", "the gate store is the worktree (--trust-worktree), not the trusted ref"}));
+  EXPECT_EQ(unlocked["stages"]["gate"]["provenance"]["commit"], "");
+  EXPECT_EQ(unlocked["next"][0]["kind"], "ask-to-lock") << unlocked["next"].dump(1);
 }
 
 TEST_F(CliEndToEnd, CompareTwoTensorFiles) {
@@ -360,26 +460,42 @@ TEST_F(CliEndToEnd, CompareTwoTensorFiles) {
   EXPECT_NE(ulp.err.find("--ulp applies to float32, float16 and bfloat16 candidates, not float64"), std::string::npos) << ulp.err;
 }
 
-TEST_F(CliEndToEnd, GateVerifyRefusesARootWithoutGates) {
-  const auto res = densefeed({"--root", dir_.path().string(), "gate", "verify"});
+TEST_F(CliEndToEnd, GateVerifyRefusesAProjectWithoutGates) {
+  const auto empty = dir_ / "empty";
+  testing::write_project(empty);
+  const auto res = densefeed_bare({"--project", empty.string(), "gate", "verify"});
   EXPECT_EQ(res.exit_code, 2);
-  EXPECT_NE(res.err.find("no gates (*.yaml) here: is --root the densefeed checkout?"), std::string::npos) << res.err;
+  EXPECT_NE(res.err.find("no gates (*.yaml) in the project's gates folder (gates in " + (empty / "densefeed.yaml").string() + ")"),
+            std::string::npos)
+      << res.err;
+  // Without densefeed.yaml there is no project at all.
+  const auto none = densefeed_bare({"--project", dir_.path().string(), "gate", "verify"});
+  EXPECT_EQ(none.exit_code, 2);
+  EXPECT_NE(none.err.find("no densefeed.yaml in " + dir_.path().string()), std::string::npos) << none.err;
 }
 
 TEST_F(TamperedRoot, GateVerifyForCi) {
-  const auto ok = densefeed({"--root", root_.string(), "gate", "verify"});
+  const auto ok = df({"gate", "verify"}, false);
   EXPECT_EQ(ok.exit_code, 0) << ok.out << ok.err;
   // One line per gate in gates/, every one ok (the list grows with the gates).
   EXPECT_NE(ok.out.find("cp-affine-chain: ok\n"), std::string::npos) << ok.out;
   EXPECT_EQ(ok.out.find("NOT OK"), std::string::npos) << ok.out;
   auto frozen = root_ / "kernels" / "affine_chain" / "chunk_pairs.cpp";
   testing::write_file(frozen, testing::read_file(frozen) + "\n");
-  const auto bad = densefeed({"--root", root_.string(), "gate", "verify"});
+  const auto bad = df({"gate", "verify"}, false);
   EXPECT_EQ(bad.exit_code, 1);
   EXPECT_NE(bad.out.find("kernels/affine_chain/chunk_pairs.cpp: modified since the lock"), std::string::npos) << bad.out;
-  const auto relock = densefeed({"--root", root_.string(), "gate", "lock"});
-  EXPECT_EQ(relock.out, "changed kernels/affine_chain/chunk_pairs.cpp\n");
-  EXPECT_EQ(densefeed({"--root", root_.string(), "gate", "verify"}).exit_code, 0);
+  // A person re-locks what is committed on main, and commits the lock.
+  const auto uncommitted = df({"gate", "lock"}, false);
+  EXPECT_EQ(uncommitted.exit_code, 2);
+  EXPECT_NE(uncommitted.err.find("not locking: kernels/affine_chain/chunk_pairs.cpp is not committed on the trusted ref"),
+            std::string::npos)
+      << uncommitted.err;
+  ASSERT_EQ(testing::git_commit_all(root_, "chunk_pairs: a blank line"), "");
+  const auto relock = df({"gate", "lock"}, false);
+  EXPECT_EQ(relock.out, "changed kernels/affine_chain/chunk_pairs.cpp\ncommit gates/gates.lock on main so that runs use it\n")
+      << relock.err;
+  EXPECT_EQ(df({"gate", "verify"}, false).exit_code, 0);
 }
 
 }  // namespace

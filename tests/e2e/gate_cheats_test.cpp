@@ -18,6 +18,9 @@ namespace {
 
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 const std::string kExe = DENSEFEED_EXE;
+// Where cheat_harness is: on PATH for the runs (a bare harness name is looked
+// up in the project's harness_path, then PATH).
+const std::map<std::string, std::string> kEnv = testing::with_on_path(std::filesystem::path(kExe).parent_path());
 
 const char* kGate = R"(gate: cheat
 description: y_i = scale * sin(seed / 1000 + i), float32 against a float64 reference.
@@ -62,13 +65,11 @@ bench:
 class GateCheats : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A project in a plain folder (no git): its gates are trusted as they are.
     root_ = dir_ / "root";
-    std::filesystem::create_directories(root_ / "schemas");
-    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
-      std::filesystem::copy_file(kRoot / "schemas" / schema, root_ / "schemas" / schema);
-    }
+    testing::write_project(root_);
     testing::write_file(root_ / "gates" / "cheat.yaml", kGate);
-    ASSERT_EQ(testing::run_cli(kExe, {"--root", root_.string(), "gate", "lock"}, dir_.path()).exit_code, 0);
+    ASSERT_EQ(testing::run_cli(kExe, {"--project", root_.string(), "--trust-worktree", "gate", "lock"}, dir_.path()).exit_code, 0);
   }
   // Runs the cheat gate with candidate `mode`; returns the JSON report.
   nlohmann::json run(const std::string& mode, int expected_exit, std::vector<std::string> extra = {}, bool bench = false,
@@ -80,11 +81,11 @@ class GateCheats : public ::testing::Test {
                                                           "}}\nbase: {revision: WORKTREE, params: {mode: " +
                                                           (mode == "zeros" ? "nan" : "zeros") + "}}\n"
                                                     : arms));
-    std::vector<std::string> args = {"--root", root_.string(), "run", manifest.string(), "--ledger",
+    std::vector<std::string> args = {"--project", root_.string(), "--trust-worktree", "run", manifest.string(), "--ledger",
                                      (dir_ / "ledger.db").string(), "--json"};
     if (!bench) args.push_back("--no-bench");
     args.insert(args.end(), extra.begin(), extra.end());
-    const auto res = testing::run_cli(kExe, args, dir_.path());
+    const auto res = testing::run_cli(kExe, args, dir_.path(), kEnv);
     EXPECT_EQ(res.exit_code, expected_exit) << mode << "\n" << res.out << res.err;
     auto report = nlohmann::json::parse(res.out);
     // Every report, whatever the cheat, is a valid verdict document.
@@ -204,8 +205,9 @@ TEST_F(GateCheats, APlantedSlowdownIsSlowerAndIdenticalCodeIsNotFasterOrSlower) 
   EXPECT_GE(c["rounds"].get<int>(), 9);
   EXPECT_NEAR(c["prediction_error"].get<double>(), c["speedup"].get<double>() / 1.1 - 1, 1e-12);
   // Calibration runs the base against itself and records the noise floor...
-  const auto cal = testing::run_cli(kExe, {"--root", root_.string(), "bench", "calibrate", "cheat", "--comparisons", "3",
-                                           "--ledger", (dir_ / "ledger.db").string(), "--json"}, dir_.path());
+  const auto cal = testing::run_cli(kExe, {"--project", root_.string(), "--trust-worktree", "bench", "calibrate", "cheat",
+                                           "--comparisons", "3", "--ledger", (dir_ / "ledger.db").string(), "--json"},
+                                    dir_.path(), kEnv);
   ASSERT_EQ(cal.exit_code, 0) << cal.out << cal.err;
   const auto doc = nlohmann::json::parse(cal.out);
   ASSERT_EQ(doc["cases"].size(), 1u);
@@ -239,7 +241,9 @@ TEST_F(GateCheats, KillingDensefeedKillsItsHarnesses) {
                                 "candidate: {revision: WORKTREE, params: {mode: hang}}\nbase: {revision: WORKTREE, params: {mode: zeros}}\n");
   // densefeed itself is stopped (SIGTERM) before the hanging candidate's own timeout.
   ProcessSpec spec;
-  spec.argv = {kExe, "--root", root_.string(), "run", manifest.string(), "--ledger", (dir_ / "ledger.db").string(), "--jobs", "1"};
+  spec.argv = {kExe, "--project", root_.string(), "--trust-worktree", "run", manifest.string(), "--ledger",
+               (dir_ / "ledger.db").string(), "--jobs", "1"};
+  spec.env = kEnv;
   spec.cwd = dir_.path();
   spec.stdout_path = dir_ / "out.log";
   spec.stderr_path = dir_ / "err.log";

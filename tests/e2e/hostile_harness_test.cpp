@@ -27,6 +27,7 @@ namespace {
 
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 const std::string kExe = DENSEFEED_EXE;
+const std::filesystem::path kBin = std::filesystem::path(kExe).parent_path();
 
 // Two gates alike but for their timeout: `hostile-hang` (2 s) for the modes
 // that never end, `hostile` (120 s, far above what any mode needs) for the
@@ -102,18 +103,25 @@ class HostileBase : public ::testing::Test {
     // /tmp, and these files must be visible to it to be refused read-only.
     std::random_device rd;
     dir_ = std::filesystem::path(DENSEFEED_TEST_SCRATCH) / ("hostile-" + std::to_string(rd()) + std::to_string(rd()));
+    // A project whose gates are trusted as they are (--trust-worktree): the
+    // gate file and lock a candidate tries to overwrite are the ones the run
+    // reads.
     root_ = dir_ / "root";
-    std::filesystem::create_directories(root_ / "schemas");
-    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
-      std::filesystem::copy_file(kRoot / "schemas" / schema, root_ / "schemas" / schema);
-    }
+    testing::write_project(root_);
     testing::write_file(root_ / "gates" / "hostile.yaml", gate_text("hostile", 120));
     testing::write_file(root_ / "gates" / "hostile-hang.yaml", gate_text("hostile-hang", 2));
-    ASSERT_EQ(testing::run_cli(kExe, {"--root", root_.string(), "gate", "lock"}, dir_).exit_code, 0);
+    ASSERT_EQ(densefeed({"gate", "lock"}).exit_code, 0);
   }
   void TearDown() override {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);
+  }
+
+  // densefeed on this project, with hostile_harness (the build's, named bare
+  // in the gates) on PATH.
+  testing::CliResult densefeed(std::vector<std::string> args, const std::map<std::string, std::string>& env = {}) const {
+    args.insert(args.begin(), {"--project", root_.string(), "--trust-worktree"});
+    return testing::run_cli(kExe, args, dir_, testing::with_on_path(kBin, env));
   }
 
   // Runs `gate` with candidate `params` (a YAML flow map's inside); returns
@@ -124,11 +132,10 @@ class HostileBase : public ::testing::Test {
     testing::write_file(manifest, "experiment: hostile\nhypothesis: h\npredicted_effect: p\ngate: " + gate +
                                       "\ncandidate: {revision: WORKTREE, params: {" + params +
                                       "}}\nbase: {revision: WORKTREE, params: {mode: honest, port: 1}}\n");
-    std::vector<std::string> args = {"--root", root_.string(), "run", manifest.string(), "--ledger", ledger().string(),
-                                     "--json", "--no-bench"};
+    std::vector<std::string> args = {"run", manifest.string(), "--ledger", ledger().string(), "--json", "--no-bench"};
     if (!sandbox) args.push_back("--no-sandbox");
     args.insert(args.end(), extra.begin(), extra.end());
-    const auto res = testing::run_cli(kExe, args, dir_, env);
+    const auto res = densefeed(args, env);
     EXPECT_EQ(res.exit_code, expected_exit) << params << "\n" << res.out << res.err;
     auto report = nlohmann::json::parse(res.out);
     EXPECT_EQ(SchemaValidator(kRoot / "schemas" / "run-report.schema.json").errors(report), std::vector<std::string>{});
@@ -256,7 +263,7 @@ TEST_F(HostileBase, UnderTheSandboxTamperingWithGatesLockLedgerOrNetworkIsRefuse
   if (!status.on()) GTEST_SKIP() << "bwrap cannot start a sandbox on this machine, so tampering is not refused here: " << status.text();
   // An earlier experiment in the ledger, to see that nothing of it changes.
   run("hostile", "mode: honest", 0, true);
-  const auto before = testing::run_cli(kExe, {"--root", root_.string(), "ledger", "show", "1", "--json", "--ledger", ledger().string()}, dir_);
+  const auto before = densefeed({"ledger", "show", "1", "--json", "--ledger", ledger().string()});
   ASSERT_EQ(before.exit_code, 0) << before.err;
   const auto hashes = trusted_hashes(root_);
   Listener listener;
@@ -275,7 +282,7 @@ TEST_F(HostileBase, UnderTheSandboxTamperingWithGatesLockLedgerOrNetworkIsRefuse
   EXPECT_NE(said.find("network: refused ("), std::string::npos) << said;
   EXPECT_FALSE(listener.connected());
   EXPECT_EQ(trusted_hashes(root_), hashes);
-  const auto after = testing::run_cli(kExe, {"--root", root_.string(), "ledger", "show", "1", "--json", "--ledger", ledger().string()}, dir_);
+  const auto after = densefeed({"ledger", "show", "1", "--json", "--ledger", ledger().string()});
   EXPECT_EQ(after.out, before.out);
   EXPECT_EQ(testing::run_cli("/usr/bin/sqlite3", {ledger().string(), "PRAGMA integrity_check"}, dir_).out, "ok\n");
 }
@@ -308,8 +315,7 @@ TEST_F(HostileBase, ASandboxThatCannotStartIsSaidOnceAndRecorded) {
   EXPECT_NE(r["sandbox"]["reason"].get<std::string>().find("bwrap: No permissions to create new namespace"), std::string::npos)
       << r["sandbox"];
   const auto manifest = dir_ / "m0.yaml";
-  const auto text = testing::run_cli(kExe, {"--root", root_.string(), "run", manifest.string(), "--ledger", ledger().string(), "--no-bench"},
-                                     dir_, env);
+  const auto text = densefeed({"run", manifest.string(), "--ledger", ledger().string(), "--no-bench"}, env);
   EXPECT_EQ(text.exit_code, 0) << text.out << text.err;
   std::size_t warnings = 0;
   for (std::size_t at = text.out.find("sandbox: WARNING: unavailable"); at != std::string::npos;

@@ -74,11 +74,9 @@ class JsonSchemas : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir;
+    // A project in a plain folder (no git): its gates are trusted as they are.
     root_ = *dir_ / "root";
-    std::filesystem::create_directories(root_ / "schemas");
-    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
-      std::filesystem::copy_file(kRoot / "schemas" / schema, root_ / "schemas" / schema);
-    }
+    testing::write_project(root_);
     testing::write_file(root_ / "gates" / "small.yaml", kGate);
     ASSERT_EQ(cli({"gate", "lock"}).exit_code, 0);
   }
@@ -87,8 +85,9 @@ class JsonSchemas : public ::testing::Test {
     dir_ = nullptr;
   }
   static testing::CliResult cli(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--root", root_.string()});
-    return testing::run_cli(kExe, args, dir_->path());
+    args.insert(args.begin(), {"--project", root_.string(), "--trust-worktree"});
+    // cheat_harness and metrics_harness are the build's, named bare: on PATH.
+    return testing::run_cli(kExe, args, dir_->path(), testing::with_on_path(std::filesystem::path(kExe).parent_path()));
   }
   static std::string ledger() { return (*dir_ / "ledger.db").string(); }
   static std::filesystem::path manifest(const std::string& name, const std::string& mode, const std::string& extra = "") {
@@ -141,7 +140,7 @@ TEST_F(JsonSchemas, EverySchemaIsAUsableJsonSchema) {
 // The CLI's own list of verbs: each one either has --json and a schema here,
 // or is in kNotReporting with the reason.
 TEST_F(JsonSchemas, EveryVerbThatReportsHasJsonAndASchema) {
-  const auto verbs = testing::cli_verbs(kExe, {"--root", root_.string()});
+  const auto verbs = testing::cli_verbs(kExe, {"--project", root_.string(), "--trust-worktree"});
   for (const auto& [verb, info] : verbs) {
     if (info.has_subcommands || kNotReporting.count(verb)) continue;
     EXPECT_NE(info.help.find("--json"), std::string::npos) << "densefeed " << verb << " reports but has no --json";

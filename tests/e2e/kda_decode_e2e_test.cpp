@@ -16,8 +16,11 @@ const std::string kExe = DENSEFEED_EXE;
 
 class KdaDecodeEndToEnd : public ::testing::Test {
  protected:
+  // densefeed's own project, its gates as checked out (not as its main
+  // branch has them), with the build's harnesses on PATH.
   testing::CliResult densefeed(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
-    return testing::run_cli(kExe, args, dir_.path(), env);
+    args.insert(args.begin(), {"--project", kRoot.string(), "--trust-worktree"});
+    return testing::run_cli(kExe, args, dir_.path(), testing::with_on_path(std::filesystem::path(kExe).parent_path(), env));
   }
   std::string manifest() const { return (kRoot / "experiments" / "kda-decode-merge-vtiles.yaml").string(); }
   testing::TempDir dir_;

@@ -16,7 +16,12 @@ const std::string kExe = DENSEFEED_EXE;
 
 class KvOverlapEndToEnd : public ::testing::Test {
  protected:
-  testing::CliResult densefeed(std::vector<std::string> args) { return testing::run_cli(kExe, args, dir_.path()); }
+  // densefeed's own project, its gates as checked out (not as its main
+  // branch has them), with the build's harnesses on PATH.
+  testing::CliResult densefeed(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--project", kRoot.string(), "--trust-worktree"});
+    return testing::run_cli(kExe, args, dir_.path(), testing::with_on_path(std::filesystem::path(kExe).parent_path()));
+  }
   std::filesystem::path ledger() const { return dir_ / "ledger.db"; }
   testing::TempDir dir_;
 };

@@ -24,6 +24,9 @@ namespace {
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 const std::string kExe = DENSEFEED_EXE;
 const std::string kWriter = LEDGER_WRITER_EXE;
+// cheat_harness is the build's, named bare in the gate: on PATH for every
+// densefeed this test starts.
+const std::map<std::string, std::string> kEnv = testing::with_on_path(std::filesystem::path(kExe).parent_path());
 
 // One case, no benchmark: the queue's tests run hundreds of experiments.
 const char* kGate = R"(gate: quick
@@ -81,6 +84,15 @@ std::string sql_one(const std::filesystem::path& db, const std::string& sql) {
 class Background {
  public:
   explicit Background(std::vector<std::string> argv, const std::filesystem::path& log) {
+    // The environment with kEnv's PATH, made before fork (the child only execs).
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string_view(*e).rfind("PATH=", 0) != 0) env_text.emplace_back(*e);
+    }
+    env_text.push_back("PATH=" + kEnv.at("PATH"));
+    std::vector<char*> envp;
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       setpgid(0, 0);
@@ -90,7 +102,7 @@ class Background {
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(a.data());
       args.push_back(nullptr);
-      execv(args[0], args.data());
+      execve(args[0], args.data(), envp.data());
       _exit(127);
     }
   }
@@ -119,20 +131,18 @@ class Background {
 class LedgerEndToEnd : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A project in a plain folder (no git): its gates are trusted as they are.
     root_ = dir_ / "root";
-    std::filesystem::create_directories(root_ / "schemas");
-    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
-      std::filesystem::copy_file(kRoot / "schemas" / schema, root_ / "schemas" / schema);
-    }
+    testing::write_project(root_);
     testing::write_file(root_ / "gates" / "quick.yaml", kGate);
     ASSERT_EQ(densefeed({"gate", "lock"}).exit_code, 0);
   }
   testing::CliResult densefeed(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--root", root_.string()});
-    return testing::run_cli(kExe, args, dir_.path());
+    args.insert(args.begin(), {"--project", root_.string(), "--trust-worktree"});
+    return testing::run_cli(kExe, args, dir_.path(), kEnv);
   }
   std::vector<std::string> argv(std::vector<std::string> args) {
-    args.insert(args.begin(), {kExe, "--root", root_.string()});
+    args.insert(args.begin(), {kExe, "--project", root_.string(), "--trust-worktree"});
     return args;
   }
   // Writes a manifest; `extra` is appended as YAML.

@@ -24,6 +24,9 @@ using J = nlohmann::json;
 
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 const std::string kExe = DENSEFEED_EXE;
+// cheat_harness is the build's, named bare in the gate: on PATH for the
+// server and the CLI calls (a worker) it starts.
+const std::map<std::string, std::string> kEnv = testing::with_on_path(std::filesystem::path(kExe).parent_path());
 
 const char* kGate = R"(gate: small
 description: y_i = sin(seed / 1000 + i), float32 against a float64 reference.
@@ -56,6 +59,15 @@ class McpProcess {
   explicit McpProcess(std::vector<std::string> argv) {
     int in[2], out[2];
     if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe");
+    // The environment with kEnv's PATH, made before fork (the child only execs).
+    std::vector<std::string> env_text;
+    for (char** e = environ; *e != nullptr; ++e) {
+      if (std::string_view(*e).rfind("PATH=", 0) != 0) env_text.emplace_back(*e);
+    }
+    env_text.push_back("PATH=" + kEnv.at("PATH"));
+    std::vector<char*> envp;
+    for (auto& e : env_text) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_ = fork();
     if (pid_ == 0) {
       dup2(in[0], 0);
@@ -67,7 +79,7 @@ class McpProcess {
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(a.data());
       args.push_back(nullptr);
-      execv(args[0], args.data());
+      execve(args[0], args.data(), envp.data());
       _exit(127);
     }
     close(in[0]);
@@ -160,15 +172,17 @@ class McpProcess {
 class McpServerProcess : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A project in a plain folder (no git): its gates are trusted as they are.
     root_ = dir_ / "root";
-    std::filesystem::create_directories(root_ / "schemas");
-    for (const auto& e : std::filesystem::directory_iterator(kRoot / "schemas")) {
-      std::filesystem::copy_file(e.path(), root_ / "schemas" / e.path().filename());
-    }
+    testing::write_project(root_);
     testing::write_file(root_ / "gates" / "small.yaml", kGate);
+    // A skill of the project's own: not densefeed's, so not a resource.
     testing::write_file(root_ / "skills" / "s" / "SKILL.md", "---\nname: s\ndescription: d\n---\nbody\n");
-    ASSERT_EQ(testing::run_cli(kExe, {"--root", root_.string(), "gate", "lock"}, dir_.path()).exit_code, 0);
-    server_ = std::make_unique<McpProcess>(std::vector<std::string>{kExe, "--root", root_.string(), "mcp", "--ledger", (dir_ / "l.db").string()});
+    ASSERT_EQ(testing::run_cli(kExe, {"--project", root_.string(), "--trust-worktree", "gate", "lock"}, dir_.path()).exit_code, 0);
+    server_ = std::make_unique<McpProcess>(server_argv());
+  }
+  std::vector<std::string> server_argv() const {
+    return {kExe, "--project", root_.string(), "--trust-worktree", "mcp", "--ledger", (dir_ / "l.db").string()};
   }
   std::string manifest(const std::string& name, const std::string& mode) const {
     return "experiment: " + name + "\nhypothesis: h\npredicted_effect: p\ngate: small\n"
@@ -196,11 +210,11 @@ TEST_F(McpServerProcess, NegotiatesTheProtocolVersionAndCapabilities) {
   EXPECT_NE(r["result"]["instructions"].get<std::string>().find("SKILL.md"), std::string::npos);
   EXPECT_EQ(server_->request(2, "initialize", {{"protocolVersion", "2025-11-25"}})["error"]["code"], -32600);  // once only
 
-  McpProcess older({kExe, "--root", root_.string(), "mcp", "--ledger", (dir_ / "l.db").string()});
+  McpProcess older(server_argv());
   const J o = older.request(1, "initialize", {{"protocolVersion", "2025-06-18"}, {"capabilities", J::object()}});
   EXPECT_EQ(o["result"]["protocolVersion"], "2025-06-18");  // a version it speaks is kept
   EXPECT_EQ(older.request(2, "initialize", {{"protocolVersion", 7}})["error"]["code"], -32600);
-  McpProcess bad_params({kExe, "--root", root_.string(), "mcp", "--ledger", (dir_ / "l.db").string()});
+  McpProcess bad_params(server_argv());
   EXPECT_EQ(bad_params.request(1, "initialize", {{"protocolVersion", 7}})["error"]["code"], -32602);
 }
 
@@ -268,11 +282,17 @@ TEST_F(McpServerProcess, ListsToolsWithSchemasAndReadsResources) {
   ASSERT_TRUE(by_uri.count("densefeed://gates/small.yaml"));
   ASSERT_TRUE(by_uri.count("densefeed://gates/gates.lock"));
   ASSERT_TRUE(by_uri.count("densefeed://schemas/status.schema.json"));
-  ASSERT_TRUE(by_uri.count("densefeed://skills/s/SKILL.md"));
+  // The skill and the schemas are densefeed's installed ones, whatever the
+  // project holds; the gates are the gate store's.
+  ASSERT_TRUE(by_uri.count("densefeed://skills/densefeed-optimization-loop/SKILL.md"));
+  EXPECT_FALSE(by_uri.count("densefeed://skills/s/SKILL.md"));
   EXPECT_EQ(by_uri["densefeed://schemas/status.schema.json"]["mimeType"], "application/json");
   const J read = server_->request(3, "resources/read", {{"uri", "densefeed://gates/small.yaml"}});
   EXPECT_EQ(read["result"]["contents"][0]["text"], kGate);
   EXPECT_EQ(read["result"]["contents"][0]["uri"], "densefeed://gates/small.yaml");
+  const J skill = server_->request(7, "resources/read", {{"uri", "densefeed://skills/densefeed-optimization-loop/SKILL.md"}});
+  EXPECT_EQ(skill["result"]["contents"][0]["text"],
+            testing::read_file(kRoot / "skills" / "densefeed-optimization-loop" / "SKILL.md"));
   // Only listed resources: no path tricks.
   for (const char* uri : {"densefeed://gates/../gates/small.yaml", "file:///etc/passwd", "densefeed://ledger.db"}) {
     const J missing = server_->request(4, "resources/read", {{"uri", uri}});

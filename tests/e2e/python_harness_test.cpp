@@ -29,24 +29,23 @@ std::string readme_gate() {
 class PythonHarness : public ::testing::Test {
  protected:
   void SetUp() override {
+    // A project in a plain folder (no git): its gates are trusted as they are.
     root_ = dir_ / "root";
-    std::filesystem::create_directories(root_ / "schemas");
-    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
-      std::filesystem::copy_file(kRoot / "schemas" / schema, root_ / "schemas" / schema);
-    }
+    testing::write_project(root_);
     const std::string gate = readme_gate();
     ASSERT_FALSE(gate.empty()) << "experiments/README.md has no ```yaml block starting with 'gate: py-softmax'";
     testing::write_file(root_ / "gates" / "py-softmax.yaml", gate);
     ASSERT_EQ(densefeed({"gate", "lock"}).exit_code, 0);
   }
   testing::CliResult densefeed(std::vector<std::string> args) {
-    args.insert(args.begin(), {"--root", root_.string()});
-    return testing::run_cli(kExe, args, dir_.path());
+    args.insert(args.begin(), {"--project", root_.string(), "--trust-worktree"});
+    // softmax_harness is the build's launcher (build/bin), named bare: on PATH.
+    return testing::run_cli(kExe, args, dir_.path(), testing::with_on_path(std::filesystem::path(kExe).parent_path()));
   }
   nlohmann::json run(const std::string& candidate, const std::string& base, int exit_code, bool bench = false,
-                     const std::string& extra = "") {
+                     const std::string& extra = "", const std::string& gate = "py-softmax") {
     const auto manifest = dir_ / (candidate + ".yaml");
-    testing::write_file(manifest, "experiment: softmax-" + candidate + "\nhypothesis: h\npredicted_effect: p\ngate: py-softmax\n"
+    testing::write_file(manifest, "experiment: softmax-" + candidate + "\nhypothesis: h\npredicted_effect: p\ngate: " + gate + "\n"
                                   "candidate: {revision: WORKTREE, params: {variant: " + candidate + "}}\n"
                                   "base: {revision: WORKTREE, params: {variant: " + base + "}}\n" + extra);
     std::vector<std::string> args = {"run", manifest.string(), "--ledger", (dir_ / "ledger.db").string(), "--json", "--jobs", "2"};
@@ -118,6 +117,32 @@ TEST_F(PythonHarness, AnAcceptanceRunReadsTheMetricsItWrites) {
   EXPECT_EQ(doc["acceptance"], "pass");
   EXPECT_EQ(doc["criteria"][0]["statistic"], "p50");
   EXPECT_GT(doc["criteria"][0]["lhs"].get<double>(), 0);
+}
+
+TEST_F(PythonHarness, Python3InAGateIsTheProjectsInterpreterWithTheHarnessModuleOnItsPath) {
+  // The same harness as a script of the project, started as python3: no
+  // launcher, and no copy of densefeed_harness.py beside it (the import
+  // works only through the PYTHONPATH densefeed gives every harness).
+  std::string text = readme_gate();
+  text.replace(text.find("gate: py-softmax"), 16, "gate: py-softmax-script");
+  for (std::size_t at; (at = text.find("[softmax_harness, ")) != std::string::npos;) {
+    text.replace(at, 18, "[python3, \"{project}/py/softmax_harness.py\", ");
+  }
+  testing::write_file(root_ / "gates" / "py-softmax-script.yaml", text);
+  std::string script = testing::read_file(kRoot / "kernels" / "python" / "softmax_harness.py");
+  const std::string own_folder = "sys.path.insert(0, str(Path(__file__).resolve().parent))\n";
+  ASSERT_NE(script.find(own_folder), std::string::npos);
+  script.erase(script.find(own_folder), own_folder.size());
+  testing::write_file(root_ / "py" / "softmax_harness.py", script);
+  ASSERT_FALSE(std::filesystem::exists(root_ / "py" / "densefeed_harness.py"));
+  ASSERT_EQ(densefeed({"gate", "lock", "py-softmax-script"}).exit_code, 0);
+  const auto r = run("stable", "float16", 0, false, "", "py-softmax-script");
+  EXPECT_EQ(r["stages"]["gate"]["cases"].size(), 8u);
+  for (const auto& [label, v] : verdicts(r)) EXPECT_EQ(v, "green ") << label;
+  const auto f = run("float16", "stable", 1, false, "", "py-softmax-script");
+  bool precision = false;
+  for (const auto& [label, v] : verdicts(f)) precision = precision || v.find("red y: rel_l2") != std::string::npos;
+  EXPECT_TRUE(precision) << f["stages"]["gate"].dump(1);
 }
 
 }  // namespace

@@ -14,6 +14,8 @@ namespace {
 
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 const std::string kExe = DENSEFEED_EXE;
+// The reference's harness (cheat_harness) is the build's: on PATH.
+const std::map<std::string, std::string> kEnv = testing::with_on_path(std::filesystem::path(kExe).parent_path());
 
 const char* kGate = R"(gate: rev
 reference:
@@ -42,10 +44,7 @@ class Revisions : public ::testing::Test {
   static void SetUpTestSuite() {
     repo_ = new testing::TempDir();
     const auto root = repo_->path();
-    std::filesystem::create_directories(root / "schemas");
-    for (const char* schema : {"gate.schema.json", "experiment.schema.json"}) {
-      std::filesystem::copy_file(kRoot / "schemas" / schema, root / "schemas" / schema);
-    }
+    testing::write_project(root);
     testing::write_file(root / "gates" / "rev.yaml", kGate);
     testing::write_file(root / "frozen.txt", "frozen\n");
     std::filesystem::create_directories(root / "harness");
@@ -53,7 +52,9 @@ class Revisions : public ::testing::Test {
     for (const char* f : {"npy_writer.h", "npy_writer.cpp"}) {
       std::filesystem::copy_file(kRoot / "kernels" / "common" / f, root / "harness" / f);
     }
-    ASSERT_EQ(cli(kExe, {"--root", root.string(), "gate", "lock"}), 0);
+    // Locked before the repository exists (so from the folder as it is),
+    // then committed on main: the trusted ref the runs read the gate from.
+    ASSERT_EQ(cli(kExe, {"--project", root.string(), "--trust-worktree", "gate", "lock"}), 0);
     git({"init", "-q", "-b", "main"});
     commit("v1");
     // A candidate whose kernel is wrong.
@@ -99,10 +100,10 @@ class Revisions : public ::testing::Test {
     testing::write_file(manifest, "experiment: rev\nhypothesis: h\npredicted_effect: p\ngate: rev\ncandidate: {revision: \"" +
                                       candidate + "\", params: {mode: honest}}\nbase: {revision: \"" + base +
                                       "\", params: {mode: " + base_mode + "}}\n");
-    std::vector<std::string> args = {"--root", repo_->path().string(), "run", manifest.string(), "--ledger",
+    std::vector<std::string> args = {"--project", repo_->path().string(), "run", manifest.string(), "--ledger",
                                      (dir_ / "ledger.db").string(), "--json"};
     if (!bench) args.push_back("--no-bench");
-    const auto res = testing::run_cli(kExe, args, dir_.path());
+    const auto res = testing::run_cli(kExe, args, dir_.path(), kEnv);
     return {res.exit_code, nlohmann::json::parse(res.out.empty() ? "{}" : res.out)};
   }
 
@@ -138,7 +139,7 @@ TEST_F(Revisions, ACommitThatEditsAFrozenFileIsRedWithTheFiles) {
   const auto [code, r] = run("frozen-edit", "v1", "few-wrong");
   EXPECT_EQ(code, 1) << r.dump(1);
   EXPECT_TRUE(r["stages"]["gate"]["cases"].empty());
-  EXPECT_NE(r["stages"]["gate"]["reason"].get<std::string>().find("changes frozen files: frozen.txt; no case ran"),
+  EXPECT_NE(r["stages"]["gate"]["reason"].get<std::string>().find("changes frozen files in its own commits: frozen.txt; no case ran"),
             std::string::npos)
       << r["stages"]["gate"]["reason"];
 }
@@ -172,6 +173,81 @@ TEST_F(Revisions, UnknownRevisionAndSameArmsAreBadInput) {
   EXPECT_EQ(same_code, 2);
   EXPECT_NE(same["details"]["message"].get<std::string>().find("the base is the candidate"), std::string::npos);
   EXPECT_FALSE(std::filesystem::exists(dir_ / "ledger.db"));
+}
+
+TEST_F(Revisions, ARunFromTheTrustedRefHasCleanProvenance) {
+  const auto [code, r] = run("v1", "v1", "few-wrong");
+  EXPECT_EQ(code, 0) << r.dump(1);
+  const auto head = testing::git(repo_->path(), {"rev-parse", "HEAD"}).out.substr(0, 40);
+  const auto& p = r["stages"]["gate"]["provenance"];
+  EXPECT_TRUE(p["clean"].get<bool>()) << p.dump(1);
+  EXPECT_EQ(p["project"], repo_->path().string());
+  EXPECT_EQ(p["repository"], repo_->path().string());
+  EXPECT_EQ(p["commit"], head);
+  EXPECT_EQ(p["trusted_ref"], "main");
+  EXPECT_EQ(p["trusted_commit"], head);  // main is checked out
+  EXPECT_EQ(p["gate_store"], "main at " + head.substr(0, 12));
+  EXPECT_FALSE(p["trust_worktree"].get<bool>());
+  EXPECT_EQ(p["notes"], nlohmann::json::array());
+  for (const char* rel : {"gates/rev.yaml", "gates/gates.lock", "frozen.txt"}) EXPECT_TRUE(p["frozen_sha256"].contains(rel)) << rel;
+  // The candidate's harness is hashed from its revision's build.
+  bool built_harness = false;
+  for (const auto& h : p["harness_sha256"].items()) {
+    built_harness = built_harness || (h.key().find("-builds/") != std::string::npos && h.key().ends_with("/bin/rev_harness"));
+  }
+  EXPECT_TRUE(built_harness) << p["harness_sha256"].dump(1);
+  const auto manifest = dir_ / "m.yaml";
+  const auto text = testing::run_cli(kExe, {"--project", repo_->path().string(), "run", manifest.string(), "--ledger",
+                                            (dir_ / "ledger.db").string(), "--no-bench"}, dir_.path(), kEnv);
+  EXPECT_NE(text.out.find("provenance: " + repo_->path().string() + " at commit " + head.substr(0, 12) + "; gates from main at " +
+                          head.substr(0, 12) + "\n"),
+            std::string::npos)
+      << text.out;
+}
+
+// A clone of the suite's repository in which main moves on after the
+// branches were made: it loosens frozen.txt, and a person re-locks it there.
+class RevisionsAfterMainMoved : public Revisions {
+ protected:
+  void SetUp() override {
+    Revisions::SetUp();
+    clone_ = dir_ / "clone";
+    ASSERT_EQ(testing::run_cli("/usr/bin/git", {"clone", "-q", repo_->path().string(), clone_.string()}, dir_.path()).exit_code, 0);
+    testing::write_file(clone_ / "frozen.txt", "frozen, revised on main\n");
+    ASSERT_EQ(testing::git_commit_all(clone_, "main: frozen.txt revised"), "");
+    const auto lock = testing::run_cli(kExe, {"--project", clone_.string(), "gate", "lock"}, dir_.path());
+    ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
+    ASSERT_EQ(testing::git_commit_all(clone_, "main: re-locked"), "");
+  }
+  std::pair<int, nlohmann::json> run_in_clone(const std::string& candidate) {
+    const auto manifest = dir_ / "m.yaml";
+    testing::write_file(manifest, "experiment: rev\nhypothesis: h\npredicted_effect: p\ngate: rev\ncandidate: {revision: \"" +
+                                      candidate + "\", params: {mode: honest}}\nbase: {revision: v1, params: {mode: few-wrong}}\n");
+    const auto res = testing::run_cli(kExe, {"--project", clone_.string(), "run", manifest.string(), "--ledger",
+                                             (dir_ / "ledger.db").string(), "--json", "--no-bench"}, dir_.path(), kEnv);
+    return {res.exit_code, nlohmann::json::parse(res.out.empty() ? "{}" : res.out)};
+  }
+  std::filesystem::path clone_;
+};
+
+TEST_F(RevisionsAfterMainMoved, ABranchMadeBeforeAGateChangeOnMainIsJudgedByMainsGateNotBlamedForIt) {
+  // Before projects, a revision was red when it differed from the trusted
+  // files at all, so every branch older than main's change was blamed for
+  // it. Now only the candidate's own commits count: v1 changes nothing
+  // frozen, so it runs against main's gate and lock, and is green.
+  const auto [code, r] = run_in_clone("v1");
+  EXPECT_EQ(code, 0) << r.dump(1);
+  EXPECT_EQ(r["stages"]["gate"]["verdict"], "green") << r["stages"]["gate"]["reason"];
+  EXPECT_FALSE(r["stages"]["gate"]["cases"].empty());
+  const auto main_sha = testing::git(clone_, {"rev-parse", "main"}).out.substr(0, 40);
+  EXPECT_EQ(r["stages"]["gate"]["provenance"]["trusted_commit"], main_sha);
+  // A branch whose own commit edits the frozen file is still red, naming it.
+  const auto [edit_code, e] = run_in_clone("frozen-edit");
+  EXPECT_EQ(edit_code, 1) << e.dump(1);
+  EXPECT_TRUE(e["stages"]["gate"]["cases"].empty());
+  EXPECT_NE(e["stages"]["gate"]["reason"].get<std::string>().find("changes frozen files in its own commits: frozen.txt; no case ran"),
+            std::string::npos)
+      << e["stages"]["gate"]["reason"];
 }
 
 }  // namespace

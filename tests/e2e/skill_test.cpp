@@ -24,6 +24,15 @@ namespace {
 
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 const std::string kExe = DENSEFEED_EXE;
+
+// densefeed as the skill's commands run it: in densefeed's own project (its
+// gates as checked out, not as its main branch has them), with the build's
+// harnesses on PATH. The commands run from a temporary folder that stands in
+// for the checkout (experiments/ linked, its own .densefeed/).
+testing::CliResult densefeed_in_project(std::vector<std::string> args, const std::filesystem::path& cwd) {
+  args.insert(args.begin(), {"--project", kRoot.string(), "--trust-worktree"});
+  return testing::run_cli(kExe, args, cwd, testing::with_on_path(std::filesystem::path(kExe).parent_path()));
+}
 const std::filesystem::path kSkill = kRoot / "skills" / "densefeed-optimization-loop";
 
 struct Block {
@@ -176,7 +185,7 @@ TEST(Skill, EveryManifestItShowsIsAcceptedOrRefusedAsItSays) {
     ++manifests;
     const auto path = dir / fmt::format("block-{}.yaml", manifests);
     testing::write_file(path, b.text);
-    const auto r = testing::run_cli(kExe, {"submit", path.string(), "--ledger", (dir / "validate.db").string(), "--json"}, dir.path());
+    const auto r = densefeed_in_project({"submit", path.string(), "--ledger", (dir / "validate.db").string(), "--json"}, dir.path());
     std::smatch refused;
     if (std::regex_search(b.text, refused, std::regex("^# refused: (.+)\n"))) {
       EXPECT_EQ(r.exit_code, 2) << where(b) << " should be refused\n" << r.out << r.err;
@@ -208,7 +217,7 @@ TEST(Skill, EveryExampleExperimentItNamesValidates) {
       std::cout << "skipping " << p << ": not in this checkout\n";
       continue;
     }
-    const auto r = testing::run_cli(kExe, {"submit", (kRoot / p).string(), "--ledger", (dir / "validate.db").string(), "--json"}, dir.path());
+    const auto r = densefeed_in_project({"submit", (kRoot / p).string(), "--ledger", (dir / "validate.db").string(), "--json"}, dir.path());
     EXPECT_EQ(r.exit_code, 0) << p << "\n" << r.out << r.err;
     std::cout << p << ": submit -> exit " << r.exit_code << "\n";
     ++validated;
@@ -307,7 +316,7 @@ TEST(Skill, EveryCommandRunsInOrderWithTheExitCodeItStates) {
       if (std::find(args.begin(), args.end(), "--ledger") == args.end() && help.find("--ledger") != std::string::npos) {
         args.insert(args.end(), {"--ledger", ledger});
       }
-      const auto r = testing::run_cli(kExe, args, dir.path());
+      const auto r = densefeed_in_project(args, dir.path());
       std::smatch stated;
       if (std::regex_search(c.comment, stated, std::regex(R"(\bexit (\d))"))) {
         EXPECT_EQ(r.exit_code, std::stoi(stated[1].str())) << c.at << ": " << c.text << "\n" << r.out.substr(0, 3000) << r.err;

@@ -1,7 +1,7 @@
 """ctest driver for the MCP SDK test: makes a virtual environment with the
 official Python SDK (`pip install mcp` from PyPI), then runs sdk_client.py in it.
 
-    run_sdk_test.py DENSEFEED_EXE ROOT VENV_DIR
+    run_sdk_test.py DENSEFEED_EXE PROJECT VENV_DIR   (PROJECT: densefeed's own checkout, holding densefeed.yaml)
 
 Exit 77 (ctest SKIP_RETURN_CODE) only when PyPI cannot be reached; any other
 failure to install is a failure. The venv is kept in VENV_DIR between runs.

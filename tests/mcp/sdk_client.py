@@ -1,6 +1,6 @@
 """A real MCP client (the official Python SDK, `mcp` on PyPI) against `densefeed mcp`.
 
-    sdk_client.py DENSEFEED_EXE ROOT WORK_DIR
+    sdk_client.py DENSEFEED_EXE PROJECT WORK_DIR
 
 Connects over stdio, initializes, lists the tools, submits the two CP
 precision experiments (experiments/cp-affine-chain-tf32.yaml and -tf32x3.yaml)
@@ -13,6 +13,7 @@ Works with the SDK's 1.x (camelCase fields) and 2.x (snake_case) models.
 
 import asyncio
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -48,9 +49,19 @@ def is_error(result):
     return bool(field(result, "is_error", "isError"))
 
 
+def server_args(root: Path, ledger: Path) -> list:
+    """densefeed's own project, its gates as checked out (not as its main branch has them)."""
+    return ["--project", str(root), "--trust-worktree", "mcp", "--ledger", str(ledger)]
+
+
+def server_env() -> dict:
+    """PATH with the build's bin folder first: the gates name the bundled harnesses bare."""
+    return {"PATH": os.pathsep.join([os.path.dirname(os.path.abspath(sys.argv[1])), os.environ.get("PATH", "")])}
+
+
 async def run(exe: str, root: Path, work: Path) -> None:
     ledger = work / "ledger.db"
-    params = StdioServerParameters(command=exe, args=["--root", str(root), "mcp", "--ledger", str(ledger)])
+    params = StdioServerParameters(command=exe, args=server_args(root, ledger), env=server_env())
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             init = await session.initialize()
@@ -120,8 +131,8 @@ async def run(exe: str, root: Path, work: Path) -> None:
             print("after the malformed requests: ping and tools/list still answered", flush=True)
 
     # Bytes that are not JSON at all, which the SDK would never send: a raw session.
-    server = subprocess.Popen([exe, "--root", str(root), "mcp", "--ledger", str(ledger)], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, text=True)
+    server = subprocess.Popen([exe, *server_args(root, ledger)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                              env={**os.environ, **server_env()})
     out, _ = server.communicate('{this is not json\n{"jsonrpc":"2.0","id":1,"method":"ping"}\n', timeout=60)
     lines = [json.loads(line) for line in out.splitlines()]
     print(f"raw: '{{this is not json' -> error {lines[0]['error']['code']}; then ping -> {lines[1].get('result')}", flush=True)

@@ -3,6 +3,8 @@
 #include "error.h"
 #include "gate_lock.h"
 #include "gate_spec.h"
+#include "gate_store.h"
+#include "project.h"
 #include "test_support.h"
 
 namespace densefeed {
@@ -11,7 +13,7 @@ namespace {
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 
 TEST(GateSpec, CpAffineChainGridAndProfiles) {
-  const GateSpec gate = load_gate(kRoot, "cp-affine-chain");
+  const GateSpec gate = load_gate(worktree_store(load_project(kRoot)), "cp-affine-chain");
   EXPECT_EQ(gate.cases.size(), 2u * 4u * 6u + 5u);
   const auto quick = gate.profile_cases("quick");
   EXPECT_EQ(quick.size(), 2u * 2u * 6u + 5u);
@@ -30,18 +32,19 @@ TEST(GateSpec, CpAffineChainGridAndProfiles) {
   }
 }
 
-// Writes a copy of the densefeed schemas and a gate file into a temp root.
+// A project in a temp folder with a gate file (the schemas are densefeed's
+// installed ones, not the project's).
 class GateFiles : public ::testing::Test {
  protected:
   void SetUp() override {
-    std::filesystem::create_directories(dir_ / "schemas");
-    std::filesystem::copy_file(kRoot / "schemas" / "gate.schema.json", dir_ / "schemas" / "gate.schema.json");
+    testing::write_project(dir_.path());
     testing::write_file(dir_ / "frozen.txt", "frozen\n");
   }
+  GateStore store() const { return worktree_store(load_project(dir_.path())); }
   std::string error_of(const std::string& gate_text) {
     testing::write_file(dir_ / "gates" / "g.yaml", gate_text);
     try {
-      load_gate(dir_.path(), "g");
+      load_gate(store(), "g");
     } catch (const InputError& e) {
       return e.what();
     }
@@ -95,7 +98,7 @@ TEST_F(GateFiles, MissingFrozenFileLoadsButCannotBeLocked) {
   text.replace(text.find("[frozen.txt]"), 12, "[frozen.txt, nothere.cpp]");
   EXPECT_EQ(error_of(text), "");  // the run's lock check makes it red
   try {
-    write_lock(dir_.path(), {"g"});
+    write_lock(store(), {"g"});
     FAIL();
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("field 'freezes[1]': frozen file 'nothere.cpp' does not exist"), std::string::npos)

@@ -5,7 +5,9 @@
 
 #include "error.h"
 #include "ledger.h"
+#include "gate_store.h"
 #include "manifest.h"
+#include "project.h"
 #include "test_support.h"
 
 namespace densefeed {
@@ -28,7 +30,8 @@ std::string plain_sql(const std::filesystem::path& db_path, const std::string& s
 class LedgerInvariants : public ::testing::Test {
  protected:
   void SetUp() override {
-    manifest_ = load_manifest(kRoot / "experiments" / "cp-affine-chain-tf32.yaml", kRoot);
+    const Project project = load_project(kRoot);
+    manifest_ = load_manifest(kRoot / "experiments" / "cp-affine-chain-tf32.yaml", worktree_store(project), project);
     Ledger ledger(db_path());
     experiment_ = ledger.record_experiment({&manifest_, {{"precision", "tf32"}}, {{"precision", "ieee"}}});
     red_.verdict = Verdict::red;

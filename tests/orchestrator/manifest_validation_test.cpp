@@ -4,13 +4,25 @@
 
 #include "error.h"
 #include "gate_spec.h"
+#include "gate_store.h"
 #include "manifest.h"
+#include "project.h"
 #include "test_support.h"
 
 namespace densefeed {
 namespace {
 
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
+// densefeed's own project and its gates as checked out (read when a test
+// first asks, so that a failure is that test's, not the binary's).
+const Project& project() {
+  static const Project p = load_project(kRoot);
+  return p;
+}
+const GateStore& store() {
+  static const GateStore s = worktree_store(project());
+  return s;
+}
 
 const char* kGood = R"(experiment: probe
 author: test
@@ -34,8 +46,8 @@ class ManifestValidation : public ::testing::Test {
     const auto path = dir_ / "m.yaml";
     testing::write_file(path, text);
     try {
-      Manifest m = load_manifest(path, kRoot);
-      GateSpec gate = load_gate(kRoot, m.gate);
+      Manifest m = load_manifest(path, store(), project());
+      GateSpec gate = load_gate(store(), m.gate);
       resolve_params(m, "candidate", m.candidate, gate);
       resolve_params(m, "base", m.base, gate);
     } catch (const InputError& e) {
@@ -50,7 +62,7 @@ class ManifestValidation : public ::testing::Test {
 TEST_F(ManifestValidation, GoodManifestLoads) {
   EXPECT_EQ(error_of(kGood), "");
   const auto path = dir_ / "m.yaml";
-  Manifest m = load_manifest(path, kRoot);
+  Manifest m = load_manifest(path, store(), project());
   EXPECT_EQ(m.name, "probe");
   EXPECT_EQ(m.candidate.params["precision"], "tf32x3");
   EXPECT_EQ(m.sha256.size(), 64u);
@@ -148,7 +160,7 @@ TEST_F(ManifestValidation, RevisionThatLooksLikeAnOptionIsRefused) {
 TEST_F(ManifestValidation, EmptyFileAndMissingFile) {
   EXPECT_EQ(error_of(""), prefix() + ": expected exactly one YAML document, found 0");
   try {
-    load_manifest(dir_ / "absent.yaml", kRoot);
+    load_manifest(dir_ / "absent.yaml", store(), project());
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()), (dir_ / "absent.yaml").string() + ": no such file");

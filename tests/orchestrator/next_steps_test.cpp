@@ -171,6 +171,18 @@ TEST(NextSteps, ALockMismatchOrAFrozenFileInTheRevisionComesFirstAndAlone) {
   EXPECT_EQ(steps[0].why, f.gate_reason);
 }
 
+TEST(NextSteps, AGateThatWasNeverLockedIsAPersonsToLockNotAnAgents) {
+  auto f = cp_tf32();
+  f.cases.clear();
+  f.lock_problems = {"gates/cp-affine-chain.yaml: not in gates/gates.lock (a person must run 'densefeed gate lock')"};
+  const auto steps = next_steps(f);
+  ASSERT_EQ(steps.size(), 1u);
+  EXPECT_EQ(steps[0].kind, "ask-to-lock");
+  EXPECT_TRUE(steps[0].command.empty());  // nothing for an agent to run
+  EXPECT_NE(steps[0].suggestion.find("agents never lock a gate"), std::string::npos) << steps[0].suggestion;
+  EXPECT_EQ(steps[0].why, "no case ran: " + f.lock_problems[0]);
+}
+
 TEST(NextSteps, AFailedReferenceIsReportedNotRetried) {
   ResultFacts f;
   f.gate_verdict = "error";

@@ -21,7 +21,6 @@ import argparse
 import collections
 import json
 import os
-import shutil
 import subprocess
 import tempfile
 import time
@@ -35,7 +34,11 @@ parser.add_argument("--bin", help="folder holding densefeed and the harnesses (d
 parser.add_argument("--harness", choices=["cpu", "gpu"], default="cpu")
 parser.add_argument("--n", type=int, help="elements (cpu default 1000, gpu default 16777216)")
 args = parser.parse_args()
-exe = os.path.join(args.bin or os.path.join(args.build, "bin"), "densefeed")
+bin_dir = args.bin or os.path.join(args.build, "bin")
+exe = os.path.join(bin_dir, "densefeed")
+# The gate names its harness bare: densefeed looks it up in the project's
+# harness_path, then PATH (never next to itself), so the bin folder goes first on PATH.
+env = {**os.environ, "PATH": os.pathsep.join([bin_dir, os.environ.get("PATH", "")])}
 if args.n is None:
     args.n = 1000 if args.harness == "cpu" else 1 << 24
 
@@ -61,17 +64,19 @@ freezes: []
 """
 
 with tempfile.TemporaryDirectory() as tmp:
+    # A throw-away project (no git): its gates are trusted as they are.
     os.makedirs(os.path.join(tmp, "gates"))
-    shutil.copytree(os.path.join(root, "schemas"), os.path.join(tmp, "schemas"))
+    with open(os.path.join(tmp, "densefeed.yaml"), "w") as f:
+        f.write("{}\n")
     with open(os.path.join(tmp, "gates", "spin.yaml"), "w") as f:
         f.write(GATE)
     ledger = os.path.join(tmp, "ledger.db")
-    base = [exe, "--root", tmp]
-    subprocess.run(base + ["gate", "lock"], check=True, capture_output=True)
+    base = [exe, "--project", tmp, "--trust-worktree"]
+    subprocess.run(base + ["gate", "lock"], check=True, capture_output=True, env=env)
 
     start = time.perf_counter()
     out = subprocess.run(base + ["bench", "calibrate", "spin", "--comparisons", str(args.aa), "--ledger", ledger, "--json"],
-                         capture_output=True, text=True)
+                         capture_output=True, text=True, env=env)
     if out.returncode != 0:
         raise SystemExit(out.stdout + out.stderr)
     cal = json.loads(out.stdout)["cases"][0]
@@ -86,7 +91,7 @@ with tempfile.TemporaryDirectory() as tmp:
                 f.write("experiment: planted\nhypothesis: h\npredicted_effect: p\ngate: spin\n"
                         f"candidate: {{revision: WORKTREE, params: {{slowdown: {slowdown}}}}}\n"
                         "base: {revision: WORKTREE, params: {slowdown: 1.0}}\n")
-            r = subprocess.run(base + ["run", manifest, "--ledger", ledger, "--json"], capture_output=True, text=True)
+            r = subprocess.run(base + ["run", manifest, "--ledger", ledger, "--json"], capture_output=True, text=True, env=env)
             doc = json.loads(r.stdout)
             case = doc["stages"]["bench"]["cases"][0]
             verdicts[case["verdict"]] += 1

@@ -35,6 +35,12 @@ mkdir -p "$out"
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 bin="$bundle/bin"
 df="$bin/densefeed"
+# The gates name their harnesses bare: densefeed looks them up in the
+# project's harness_path (build/bin, absent here), then PATH.
+export PATH="$bin:$PATH"
+# densefeed's own project, its gates as carried here (a copy of the checkout,
+# not necessarily a git repository with a main branch).
+project=(--project . --trust-worktree)
 t0=$(date +%s)
 sections=" ${SECTIONS:-1 2 3 4 5 6} "
 section() { echo; echo "=== $1 (t = $(( $(date +%s) - t0 )) s)"; }
@@ -154,7 +160,7 @@ for e in tf32 tf32x3; do
   sed -E 's/^(  params: \{precision: [a-z0-9-]+)\}/\1, device: cuda}/' "experiments/cp-affine-chain-$e.yaml" > "$m"
   grep -c "device: cuda" "$m" | grep -q 2 || { echo "could not set device: cuda in $m"; status=3; }
   echo "--- $e (manifest $m)"
-  timeout 300 "$df" --root . run "$m" --profile "$profile" --seed 1 --jobs "$(nproc)" --no-bench \
+  timeout 300 "$df" "${project[@]}" run "$m" --profile "$profile" --seed 1 --jobs "$(nproc)" --no-bench \
     --ledger "$work/ledger.db" > "$out/gate-$e.txt" 2>&1
   echo "exit $? (0 green, 1 red); full report in gate-$e.txt"
   # The long-memory relative-L2 tables (the one-sequence grid and the varlen layout).
@@ -172,7 +178,7 @@ fi
 
 section "6. densefeed run with benchmark (tf32x3 vs tf32 on cuda, quick)"
 if want 6 && [ $(( $(date +%s) - t0 )) -lt 330 ] && [ -f "$work/manifests/cp-affine-chain-tf32x3-cuda.yaml" ]; then
-  timeout 120 "$df" --root . run "$work/manifests/cp-affine-chain-tf32x3-cuda.yaml" --profile quick --seed 2 \
+  timeout 120 "$df" "${project[@]}" run "$work/manifests/cp-affine-chain-tf32x3-cuda.yaml" --profile quick --seed 2 \
     --jobs "$(nproc)" --ledger "$work/ledger.db" > "$out/run-bench.txt" 2>&1
   echo "exit $?"
   grep -iE -A12 "bench|speedup" "$out/run-bench.txt" | tail -25

@@ -11,7 +11,10 @@ cd "$(dirname "$0")/../.."
 bundle=$(realpath "$1"); out=$2
 export PATH=$bundle/bin:$PATH LD_LIBRARY_PATH=$bundle/lib
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader
-df=$bundle/bin/densefeed
+# densefeed's own project, its gates as carried here (a copy of the checkout,
+# not necessarily a git repository with a main branch); the harnesses are
+# found on PATH (bundle/bin).
+df=("$bundle/bin/densefeed" --project . --trust-worktree)
 work=$(mktemp -d)
 mk() {  # name gate candidate-params base-params
   printf 'experiment: %s\nhypothesis: h\npredicted_effect: p\ngate: %s\ncandidate: {revision: WORKTREE, params: %s}\nbase: {revision: WORKTREE, params: %s}\n' \
@@ -22,13 +25,13 @@ a=$(mk kda-v3-cuda kda-decode "{version: v3, device: cuda}" "{version: v0, devic
 b=$(mk tf32x3-cuda cp-affine-chain "{precision: tf32x3, device: cuda}" "{precision: tf32, device: cuda}")
 c=$(mk tf32-cuda cp-affine-chain "{precision: tf32, device: cuda}" "{precision: ieee, device: cuda}")
 echo "== one slot over every GPU: the gate's cases spread across them"
-$df --root . submit "$a" --ledger "$work/one.db" --json
-$df --root . worker --once --slots 1 --gpus auto --ledger "$work/one.db" 2>&1 | tail -5
-$df --root . ledger show 1 --ledger "$work/one.db" --json > "$out/one-slot.json"
+"${df[@]}" submit "$a" --ledger "$work/one.db" --json
+"${df[@]}" worker --once --slots 1 --gpus auto --ledger "$work/one.db" 2>&1 | tail -5
+"${df[@]}" ledger show 1 --ledger "$work/one.db" --json > "$out/one-slot.json"
 echo "== two slots: each experiment on its own GPU"
-$df --root . submit "$b" "$c" --ledger "$work/two.db" --json > /dev/null
-$df --root . worker --once --slots 2 --gpus auto --ledger "$work/two.db" 2>&1 | tail -5
-for id in 1 2; do $df --root . ledger show $id --ledger "$work/two.db" --json > "$out/two-slots-$id.json"; done
+"${df[@]}" submit "$b" "$c" --ledger "$work/two.db" --json > /dev/null
+"${df[@]}" worker --once --slots 2 --gpus auto --ledger "$work/two.db" 2>&1 | tail -5
+for id in 1 2; do "${df[@]}" ledger show $id --ledger "$work/two.db" --json > "$out/two-slots-$id.json"; done
 python3 - "$out" <<'PY'
 import json, sys, collections
 out = sys.argv[1]

@@ -29,14 +29,18 @@ parser.add_argument("--profile", default="quick")
 args = parser.parse_args()
 
 exe = os.path.join(args.build, "bin", "densefeed")
+# densefeed's own project, its gates as checked out; the build's harnesses
+# (named bare in the gates) first on PATH.
+project = ["--project", root, "--trust-worktree"]
+env = {**os.environ, "PATH": os.pathsep.join([os.path.join(args.build, "bin"), os.environ.get("PATH", "")])}
 per_case = []
 print(f"{'run':>3} {'cases':>5} {'procs':>5} {'total s':>8} {'harness s':>9} {'overhead s':>10} {'ms/case':>8} {'ms/proc':>8}")
 with tempfile.TemporaryDirectory() as tmp:
     for i in range(args.runs):
         start = time.perf_counter()
-        out = subprocess.run([exe, "run", args.manifest, "--ledger", os.path.join(tmp, "ledger.db"), "--jobs", "1",
+        out = subprocess.run([exe, *project, "run", args.manifest, "--ledger", os.path.join(tmp, "ledger.db"), "--jobs", "1",
                               "--no-bench", "--json", "--profile", args.profile, "--seed", str(1000 + i)],
-                             capture_output=True, text=True)
+                             capture_output=True, text=True, env=env)
         total = time.perf_counter() - start
         if out.returncode not in (0, 1):
             raise SystemExit(f"densefeed exited {out.returncode}: {out.stderr}")

@@ -2,7 +2,7 @@
 """What the runner costs, stage by stage, against the harness's own time, with
 and without the sandbox (issue 8). Prints figures; asserts nothing.
 
-A throw-away densefeed root holds one gate, `perf`, whose reference and
+A throw-away densefeed project holds one gate, `perf`, whose reference and
 candidate are tests/support/hostile_harness (honest: y = sin(seed/1000 + i),
 n = 64 .. 8192). The harness writes OUT/selftime.txt, the CLOCK_MONOTONIC
 start and end of its own main(). Each experiment runs with --jobs 1 (one
@@ -35,7 +35,6 @@ usage: tests/perf/runner_overhead.py [--build build] [--runs 5] [--affine]
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import tempfile
@@ -48,6 +47,10 @@ parser.add_argument("--runs", type=int, default=5)
 parser.add_argument("--affine", action="store_true", help="also time the cp-affine-chain quick profile")
 args = parser.parse_args()
 exe = os.path.join(args.build, "bin", "densefeed")
+# The gates name their harnesses bare: densefeed looks them up in the
+# project's harness_path, then PATH (never next to itself), so the build's
+# bin folder goes first on PATH.
+env = {**os.environ, "PATH": os.pathsep.join([os.path.join(args.build, "bin"), os.environ.get("PATH", "")])}
 gnu_time = "/usr/bin/time" if os.access("/usr/bin/time", os.X_OK) else None
 
 GATE = """gate: perf
@@ -79,18 +82,19 @@ freezes: []
 def submission_latency(exe, root_dir, manifest, ledger, serial=20, concurrent=8):
     """submit-to-queued latency, ms: `serial` submits one after another, then
     `concurrent` submitters at once; {"serial_ms": [...], "concurrent_ms": [...]}."""
-    argv = [exe, "--root", root_dir, "submit", manifest, "--ledger", ledger, "--json"]
+    argv = [exe, "--project", root_dir, "--trust-worktree", "submit", manifest, "--ledger", ledger, "--json"]
 
     def once():
         t0 = time.perf_counter()
-        r = subprocess.run(argv, capture_output=True, text=True)
+        r = subprocess.run(argv, capture_output=True, text=True, env=env)
         if r.returncode != 0 or "experiment_id" not in r.stdout:
             raise RuntimeError(f"submit failed: {r.stderr}")
         return 1000 * (time.perf_counter() - t0)
 
     serial_ms = [once() for _ in range(serial)]
     t0 = time.perf_counter()
-    procs = [(time.perf_counter(), subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)) for _ in range(concurrent)]
+    procs = [(time.perf_counter(), subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env))
+             for _ in range(concurrent)]
     concurrent_ms = []
     for started, p in procs:
         p.communicate()
@@ -110,8 +114,10 @@ def manifest(dir, name, mode):
 
 
 def run(root_dir, manifest_path, ledger, sandbox, seed, profile="quick", measure_rss=False):
-    cmd = [exe, "--root", root_dir, "run", manifest_path, "--ledger", ledger, "--jobs", "1", "--no-bench", "--json",
-           "--profile", profile, "--seed", str(seed)]
+    # --trust-worktree: throw-away projects are no git repositories, and
+    # densefeed's own checkout is timed as it is, not as its main branch has it.
+    cmd = [exe, "--project", root_dir, "--trust-worktree", "run", manifest_path, "--ledger", ledger, "--jobs", "1",
+           "--no-bench", "--json", "--profile", profile, "--seed", str(seed)]
     if not sandbox:
         cmd.append("--no-sandbox")
     rss_file = None
@@ -119,7 +125,7 @@ def run(root_dir, manifest_path, ledger, sandbox, seed, profile="quick", measure
         rss_file = ledger + ".rss"
         cmd = [gnu_time, "-f", "%M", "-o", rss_file] + cmd
     start = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, text=True)
+    out = subprocess.run(cmd, capture_output=True, text=True, env=env)
     total = time.perf_counter() - start
     if out.returncode not in (0, 1):
         raise SystemExit(f"densefeed exited {out.returncode}: {out.stderr}")
@@ -142,13 +148,19 @@ def spread(values):
     return f"{1000 * med(values):7.2f} ms (min {1000 * min(values):6.2f}, max {1000 * max(values):6.2f}, n={len(values)})"
 
 
-def hostile_figures(tmp):
-    root_dir = os.path.join(tmp, "root")
-    os.makedirs(os.path.join(root_dir, "gates"))
-    shutil.copytree(os.path.join(root, "schemas"), os.path.join(root_dir, "schemas"))
+def perf_project(root_dir):
+    """A throw-away project (densefeed.yaml, the perf gate, locked) in root_dir."""
+    os.makedirs(os.path.join(root_dir, "gates"), exist_ok=True)
+    with open(os.path.join(root_dir, "densefeed.yaml"), "w") as f:
+        f.write("{}\n")
     with open(os.path.join(root_dir, "gates", "perf.yaml"), "w") as f:
         f.write(GATE)
-    subprocess.run([exe, "--root", root_dir, "gate", "lock"], check=True, capture_output=True)
+    subprocess.run([exe, "--project", root_dir, "--trust-worktree", "gate", "lock"], check=True, capture_output=True, env=env)
+
+
+def hostile_figures(tmp):
+    root_dir = os.path.join(tmp, "root")
+    perf_project(root_dir)
     honest = manifest(tmp, "honest", "honest")
     flood = manifest(tmp, "flood", "flood")
     ledger = os.path.join(tmp, "ledger.db")
@@ -218,11 +230,7 @@ def main():
         print(f"\nsandbox cost per candidate process (median spawn-to-reap overhead, on - off): "
               f"{1000 * (med(on['candidate']) - med(off['candidate'])):.2f} ms")
         sub_root = os.path.join(tmp, "submit-root")
-        os.makedirs(os.path.join(sub_root, "gates"), exist_ok=True)
-        shutil.copytree(os.path.join(root, "schemas"), os.path.join(sub_root, "schemas"))
-        with open(os.path.join(sub_root, "gates", "perf.yaml"), "w") as f:
-            f.write(GATE)
-        subprocess.run([exe, "--root", sub_root, "gate", "lock"], check=True, capture_output=True)
+        perf_project(sub_root)
         manifest = os.path.join(tmp, "submit.yaml")
         with open(manifest, "w") as f:
             f.write("experiment: latency\nhypothesis: h\npredicted_effect: p\ngate: perf\n"

@@ -18,7 +18,7 @@ struct CliVerbInfo {
 };
 
 // Every verb path (leaves and groups) with its help text. `root_args` go
-// before the verb (e.g. {"--root", DIR}).
+// before the verb (e.g. {"--project", DIR}).
 inline std::map<std::string, CliVerbInfo> cli_verbs(const std::string& exe, const std::vector<std::string>& root_args = {}) {
   const std::regex subcommand_line(R"(^  ([a-z][a-z-]*)\s{2,}\S)");
   std::map<std::string, CliVerbInfo> verbs;

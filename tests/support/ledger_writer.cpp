@@ -1,17 +1,20 @@
 // Records N experiments, each with a green gate run, into a ledger as fast as
 // it can: the ledger's concurrency test starts several at once.
 //
-//   ledger_writer LEDGER MANIFEST ROOT N TAG
+//   ledger_writer LEDGER MANIFEST PROJECT N TAG   (PROJECT: the folder holding densefeed.yaml)
 #include <iostream>
 #include <string>
 
+#include "gate_store.h"
 #include "ledger.h"
 #include "manifest.h"
+#include "project.h"
 
 int main(int argc, char** argv) {
   if (argc != 6) return 2;
   try {
-    densefeed::Manifest m = densefeed::load_manifest(argv[2], argv[3]);
+    const densefeed::Project project = densefeed::load_project(argv[3]);
+    densefeed::Manifest m = densefeed::load_manifest(argv[2], densefeed::worktree_store(project), project);
     const int n = std::stoi(argv[4]);
     const std::string tag = argv[5];
     densefeed::GateResult green;

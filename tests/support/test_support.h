@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -104,6 +105,56 @@ inline CliResult run_cli(const std::string& exe, const std::vector<std::string>&
   std::filesystem::remove(spec.stdout_path);
   std::filesystem::remove(spec.stderr_path);
   return result;
+}
+
+// Writes DIR/densefeed.yaml, which makes DIR a project (DESIGN.md): `text`
+// is its YAML ("{}": every default: gates/, experiments/, the trusted ref
+// main, .densefeed/ledger.db).
+inline void write_project(const std::filesystem::path& dir, const std::string& text = "{}\n") {
+  write_file(dir / "densefeed.yaml", text);
+}
+
+// `env` with `bin` first on PATH. A test project in a temporary folder names
+// its harnesses bare (cheat_harness, ...); densefeed looks such a name up in
+// the project's harness_path (folders inside the project) and then in PATH,
+// never next to itself, so the build's bin folder goes on PATH.
+inline std::map<std::string, std::string> with_on_path(const std::filesystem::path& bin,
+                                                       std::map<std::string, std::string> env = {}) {
+  std::string rest;
+  if (auto it = env.find("PATH"); it != env.end()) rest = it->second;
+  else if (const char* path = std::getenv("PATH")) rest = path;
+  env["PATH"] = bin.string() + (rest.empty() ? "" : ":" + rest);
+  return env;
+}
+
+// Runs git in `dir` with a fixed identity (and no signing, hooks or global
+// configuration of the person running the tests).
+inline CliResult git(const std::filesystem::path& dir, std::vector<std::string> args) {
+  args.insert(args.begin(), {"-C", dir.string(), "-c", "user.name=densefeed-test", "-c", "user.email=t@example.invalid",
+                             "-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"});
+  return run_cli("/usr/bin/git", args, dir, {{"GIT_CONFIG_GLOBAL", "/dev/null"}, {"GIT_CONFIG_NOSYSTEM", "1"}});
+}
+
+// Makes `dir` a git repository whose branch main (the default trusted ref)
+// holds everything in it as one commit. Returns "" or what failed.
+inline std::string git_init_main(const std::filesystem::path& dir, const std::string& message = "initial") {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"init", "-q", "-b", "main"},
+                                               std::vector<std::string>{"add", "-A"},
+                                               std::vector<std::string>{"commit", "-q", "-m", message}}) {
+    const auto r = git(dir, args);
+    if (r.exit_code != 0) return "git " + args[0] + " in " + dir.string() + ": " + r.out + r.err;
+  }
+  return "";
+}
+
+// Commits everything in `dir` on its current branch. Returns "" or what failed.
+inline std::string git_commit_all(const std::filesystem::path& dir, const std::string& message) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"add", "-A"},
+                                               std::vector<std::string>{"commit", "-q", "-m", message}}) {
+    const auto r = git(dir, args);
+    if (r.exit_code != 0) return "git " + args[0] + " in " + dir.string() + ": " + r.out + r.err;
+  }
+  return "";
 }
 
 }  // namespace densefeed::testing
