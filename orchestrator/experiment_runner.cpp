@@ -179,7 +179,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       if (const auto differ = worktree_differences(options.project, options.store, trusted); !differ.empty()) {
         runnable = false;
         out.gate_result.verdict = Verdict::red;
-        out.gate_result.failure = {FailureKind::lock, FailureWho::candidate, {}, {}, "", "", ""};
+        out.gate_result.failure = {FailureKind::lock, FailureWho::candidate, {}, {}, "", "worktree", fmt::format("{}", fmt::join(differ, " "))};
         out.gate_result.reason = fmt::format(
             "the WORKTREE candidate edits frozen files: {} differ from the gate store ({}); no case ran. Commit them on {} "
             "and have a person run 'densefeed gate lock', or pass --trust-worktree to trust the worktree's gates",
@@ -201,7 +201,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
         runnable = false;
         out.gate_result.verdict = Verdict::red;
         out.gate_result.failure = {history_error.empty() ? FailureKind::lock : FailureKind::infrastructure, FailureWho::candidate,
-                                   {}, {}, "", "", ""};
+                                   {}, {}, "", history_error.empty() ? "own_commits" : "history", fmt::format("{}", fmt::join(changed, " "))};
         out.gate_result.reason =
             history_error.empty()
                 ? fmt::format("the candidate revision {} changes frozen files in its own commits: {}; no case ran",

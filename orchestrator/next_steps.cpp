@@ -597,15 +597,21 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     steps.push_back(s);
     return steps;
   }
-  if (contains(f.gate_reason, "changes frozen files")) {
+  if (f.gate_failure.kind == FailureKind::lock && f.gate_failure.who == FailureWho::candidate) {
     NextStep s;
     s.kind = "revert-frozen";
-    s.suggestion = "make a commit that leaves the gate, gates.lock and every frozen file as they are, and submit that revision";
+    if (f.gate_failure.metric == "worktree") {
+      s.suggestion = fmt::format("restore the gate, gates.lock and frozen files in the project folder to the trusted ref's "
+                                 "(git checkout main -- {}), then submit again; a change to them is a person's, on main",
+                                 f.gate_failure.detail.empty() ? std::string("the files the reason names") : f.gate_failure.detail);
+    } else {
+      s.suggestion = "make a commit that leaves the gate, gates.lock and every frozen file as they are, and submit that revision";
+    }
     s.why = f.gate_reason;
     steps.push_back(s);
     return steps;
   }
-  if (contains(f.gate_reason, "build at") && contains(f.gate_reason, "failed")) {
+  if (f.gate_failure.kind == FailureKind::infrastructure && f.gate_failure.metric == "build") {
     NextStep s;
     s.kind = "fix-build";
     s.suggestion = fmt::format("make the candidate revision build with the gate's build commands (densefeed gate show {} "
@@ -670,6 +676,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   f.gate_verdict = to_string(o.gate_result.verdict);
   f.gate_reason = o.gate_result.reason;
   f.lock_problems = o.lock_problems;
+  f.gate_failure = o.gate_result.failure;
   f.gate_unlocked = o.gate_result.failure.kind == FailureKind::lock && o.gate_result.failure.metric == "unlocked";
   for (std::size_t i = 0; i < o.gate_result.cases.size(); ++i) {
     const CaseResult& c = o.gate_result.cases[i];
@@ -738,6 +745,10 @@ ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* g
     if (e.contains("record") && e["record"].is_object()) {
       const auto& gf = e["record"]["stages"]["gate"]["failure"];
       f.gate_unlocked = gf.value("kind", std::string()) == "lock" && gf.value("metric", std::string()) == "unlocked";
+      f.gate_failure.kind = failure_kind_from(gf.value("kind", std::string()));
+      f.gate_failure.who = failure_who_from(gf.value("who", std::string()));
+      f.gate_failure.metric = gf.value("metric", std::string());
+      f.gate_failure.detail = gf.value("detail", std::string());
     }
     f.seed = g.value("seed", std::string());
     for (const auto& c : g.value("cases", J::array())) {

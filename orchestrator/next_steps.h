@@ -81,6 +81,10 @@ struct ResultFacts {
   std::string gate_verdict = "pending";  // green | red | error | pending
   std::string gate_reason;
   std::vector<std::string> lock_problems;  // non-empty: red before any case ran (text for people)
+  // The gate stage's own failure (failure.h) when no case ran: a lock whose
+  // metric says what (unlocked | worktree | own_commits), a build
+  // (infrastructure, metric build).
+  Failure gate_failure;
   bool gate_unlocked = false;              // the gate stage's failure: lock, the gate file not in gates.lock at all
   std::vector<CaseFact> cases;
   std::vector<ParamFact> params;            // declared by the gate

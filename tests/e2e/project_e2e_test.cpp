@@ -268,6 +268,13 @@ TEST_F(ProjectE2E, ABranchThatEditsAFrozenFileIsRedNamingIt) {
   EXPECT_NE(wt["stages"]["gate"]["reason"].get<std::string>().find("WORKTREE candidate edits frozen files: harness/scan_reference.py"),
             std::string::npos)
       << wt["stages"]["gate"]["reason"];
+  // The agent is told what to do, from the failure's value: restore them.
+  ASSERT_FALSE(wt["next"].empty()) << wt.dump();
+  EXPECT_EQ(wt["next"][0]["kind"], "revert-frozen");
+  EXPECT_NE(wt["next"][0]["suggestion"].get<std::string>().find("git checkout main -- harness/scan_reference.py"), std::string::npos)
+      << wt["next"][0].dump();
+  ASSERT_FALSE(doc["next"].empty()) << doc.dump();
+  EXPECT_EQ(doc["next"][0]["kind"], "revert-frozen");
 }
 
 TEST_F(ProjectE2E, QueueReviewPromoteAndMcp) {
