@@ -296,7 +296,9 @@ struct McpServer::Impl {
       send(error_response(nullptr, kInvalidRequest,
                           fmt::format("Invalid Request: JSON nested deeper than {} levels; the message was dropped", options.max_depth)));
       return;
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {
+      // parse_error, and out_of_range 406 for a number beyond a double
+      // (1e400): either way the line is not a message we can read.
       send(error_response(nullptr, kParseError, fmt::format("Parse error: not JSON ({}); send one JSON-RPC object per line", e.what())));
       return;
     }
