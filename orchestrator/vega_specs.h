@@ -73,9 +73,9 @@ struct SpeedupMark {
 nlohmann::ordered_json speedup_spec(const std::string& title, const std::vector<SpeedupMark>& marks);
 
 // Past this many experiments a gate's history is drawn at a fixed width
-// (kGateHistoryMaxWidth px) without their names on the axis.
+// (kGateHistoryMaxWidth px, so that it and its legend fit the page's 1180 px) without their names on the axis.
 inline constexpr int kGateHistoryLabelled = 15;
-inline constexpr int kGateHistoryMaxWidth = 1100;
+inline constexpr int kGateHistoryMaxWidth = 960;
 
 // A gate's history: experiments left to right in the order given; measured
 // speedups with intervals, predicted ones, and the red experiments marked where they fell.
