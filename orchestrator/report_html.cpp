@@ -459,30 +459,71 @@ void trace_section(Page& page, const J& findings) {
     t.red.push_back(!passed);
     const J& window = d["window"];
     const double w0 = num(window, "start_ns").value_or(0), w1 = num(window, "end_ns").value_or(0);
+    const auto ms = [&](const J& s, const char* key) { return (num(s, key).value_or(0) - w0) / 1e6; };
+    const auto lane_of = [](const J& s) { return str(s, "lane") + (s.contains("rank") ? fmt::format(" (rank {})", str(s, "rank")) : ""); };
+    const bool share = str(f, "kind") == "share";
     std::vector<LaneInterval> lanes;
+    std::vector<OverlapBand> overlaps;
     Table it;
     it.id = fmt::format("intervals {} {}", str(f, "arm"), str(f, "check_index"));
-    it.head = {"lane", "slice", "start (ms)", "end (ms)", str(f, "kind") == "share" ? "in the selection (ms)" : "exposed (ms)"};
-    for (const auto& s : d.value("intervals", J::array())) {
-      const double start = (num(s, "start_ns").value_or(0) - w0) / 1e6, end = (num(s, "end_ns").value_or(0) - w0) / 1e6;
-      const double ns = num(s, "ns").value_or(0) / 1e6;
-      const double fraction = end > start ? std::clamp(ns / (end - start), 0.0, 1.0) : 0;
-      const std::string lane = str(s, "lane") + (s.contains("rank") ? fmt::format(" (rank {})", str(s, "rank")) : "");
-      lanes.push_back({lane, str(s, "name"), start, end, fraction,
-                       fmt::format("{} on {}: {:.3f} to {:.3f} ms, {:.3f} ms {}", str(s, "name"), lane, start, end, ns,
-                                   str(f, "kind") == "share" ? "in the selection" : "exposed")});
-      it.rows.push_back({td(lane), td(str(s, "name")), tdn(fmt::format("{:.3f}", start)), tdn(fmt::format("{:.3f}", end)), tdn(fmt::format("{:.3f}", ns))});
+    const J involved = d.value("involved", J::array());
+    if (!share && !involved.empty()) {
+      // The check's A and B slices on their lanes and where they meet (the overlap, shaded).
+      it.head = {"lane", "role", "slice", "start (ms)", "end (ms)", "exposed (ms)"};
+      for (const auto& s : involved) {
+        const bool a = str(s, "role") == "a";
+        const double start = ms(s, "start_ns"), end = ms(s, "end_ns"), exposed = num(s, "ns").value_or(0) / 1e6;
+        const std::string lane = lane_of(s);
+        std::string description = fmt::format("{}: {} {} on {}: {:.3f} to {:.3f} ms", str(f, "arm"), a ? "A" : "B", str(s, "name"), lane, start, end);
+        if (a) description += fmt::format(", {:.3f} ms exposed", exposed);
+        lanes.push_back({lane, str(s, "name"), start, end, a && end > start ? std::clamp(exposed / (end - start), 0.0, 1.0) : 0, description,
+                         a ? "a" : "b"});
+        it.rows.push_back({td(lane), td(a ? "A" : "B"), td(str(s, "name")), tdn(fmt::format("{:.3f}", start)), tdn(fmt::format("{:.3f}", end)),
+                           tdn(a ? fmt::format("{:.3f}", exposed) : "")});
+      }
+      for (const auto& o : d.value("overlaps", J::array())) {
+        const double start = ms(o, "start_ns"), end = ms(o, "end_ns");
+        overlaps.push_back({start, end, fmt::format("{}: overlap of A and B: {:.3f} to {:.3f} ms", str(f, "arm"), start, end)});
+      }
+    } else {
+      it.head = {"lane", "slice", "start (ms)", "end (ms)", share ? "in the selection (ms)" : "exposed (ms)"};
+      for (const auto& s : d.value("intervals", J::array())) {
+        const double start = ms(s, "start_ns"), end = ms(s, "end_ns");
+        const double ns = num(s, "ns").value_or(0) / 1e6;
+        const double fraction = end > start ? std::clamp(ns / (end - start), 0.0, 1.0) : 0;
+        const std::string lane = lane_of(s);
+        lanes.push_back({lane, str(s, "name"), start, end, fraction,
+                         fmt::format("{} on {}: {:.3f} to {:.3f} ms, {:.3f} ms {}", str(s, "name"), lane, start, end, ns,
+                                     share ? "in the selection" : "exposed"),
+                         ""});
+        it.rows.push_back({td(lane), td(str(s, "name")), tdn(fmt::format("{:.3f}", start)), tdn(fmt::format("{:.3f}", end)), tdn(fmt::format("{:.3f}", ns))});
+      }
     }
     page.add(fmt::format("<h3>{} arm, {} check {}: <span class=\"verdict-{}\">{}</span></h3>\n", html_escape(str(f, "arm")),
                          html_escape(str(f, "kind")), html_escape(str(f, "check_index")), passed ? "green" : "red", passed ? "passed" : "failed"));
     if (lanes.empty()) {
       page.add("<p>The check names no intervals (nothing was exposed, or the selection matched nothing).</p>\n");
     } else {
+      const std::string title =
+          involved.empty() ? fmt::format("{} arm: {} intervals ({} of {} listed)", str(f, "arm"), str(f, "kind"), lanes.size(), str(d, "intervals_total"))
+                           : fmt::format("{} arm: A = {}, B = {} ({} of {} slices drawn, {} overlap segments)", str(f, "arm"), str(d, "a"), str(d, "b"),
+                                         lanes.size(), str(d, "involved_total"), overlaps.size());
       page.add("<div class=\"charts\">\n" +
-               page.chart("lane-timeline", lane_timeline_spec(fmt::format("{} arm: {} intervals ({} of {} listed)", str(f, "arm"), str(f, "kind"),
-                                                                          lanes.size(), str(d, "intervals_total")),
-                                                              lanes, (w1 - w0) / 1e6, str(f, "kind") == "share" ? "in the selection" : "exposed")) +
+               page.chart("lane-timeline", lane_timeline_spec(title, lanes, overlaps, (w1 - w0) / 1e6, share ? "in the selection" : "exposed")) +
                "</div>\n" + it.html());
+      if (!involved.empty()) {
+        Table ot;
+        ot.id = fmt::format("overlaps {} {}", str(f, "arm"), str(f, "check_index"));
+        ot.head = {"overlap start (ms)", "end (ms)", "length (ms)"};
+        for (const auto& o : overlaps) {
+          ot.rows.push_back({tdn(fmt::format("{:.3f}", o.start_ms)), tdn(fmt::format("{:.3f}", o.end_ms)), tdn(fmt::format("{:.3f}", o.end_ms - o.start_ms))});
+        }
+        page.add(overlaps.empty() ? fmt::format("<p data-no-overlap>A and B never overlap in the window ({} arm).</p>\n", html_escape(str(f, "arm")))
+                                  : fmt::format("<p>{} segment(s) where A and B overlap, {:.3f} ms in all{}:</p>\n", overlaps.size(),
+                                                [&] { double sum = 0; for (const auto& o : overlaps) sum += o.end_ms - o.start_ms; return sum; }(),
+                                                d.value("overlaps_total", 0) > static_cast<int>(overlaps.size()) ? fmt::format(" (of {} listed)", str(d, "overlaps_total")) : "") +
+                                        ot.html());
+      }
     }
   }
   page.add("<h3>All checks</h3>\n" + t.html());
@@ -529,11 +570,21 @@ void acceptance_and_review_section(Page& page, const J& record) {
     Table t;
     t.id = "acceptance " + str(a, "id");
     t.head = {"criterion", "statistic", "left", "right", "verdict"};
+    std::vector<CriterionMark> marks;
     for (const auto& c : a["criteria"]) {
       const bool passed = c.value("passed", false);
       t.rows.push_back({td(str(c, "criterion")), td(str(c, "statistic")), tdn(general(num(c, "lhs"))), tdn(general(num(c, "rhs"))),
                         tdv(passed ? "green" : "red")});
       t.red.push_back(!passed);
+      if (num(c, "lhs") && num(c, "rhs")) {
+        marks.push_back({str(c, "criterion"), *num(c, "lhs"), *num(c, "rhs"), passed,
+                         fmt::format("{}: left {}, right {}, {}", str(c, "criterion"), general(num(c, "lhs")), general(num(c, "rhs")), passed ? "holds" : "fails")});
+      }
+    }
+    if (!marks.empty()) {
+      page.add("<div class=\"charts\">\n" +
+               page.chart("acceptance", acceptance_spec(fmt::format("acceptance run {} ({} {})", str(a, "id"), str(a, "verdict"), str(a, "started_at")), marks)) +
+               "</div>\n");
     }
     page.add(fmt::format("<p>Run {} at {}: <span class=\"verdict-{}\">{}</span> {}</p>\n", html_escape(str(a, "id")), html_escape(str(a, "started_at")),
                          str(a, "verdict") == "pass" ? "green" : "red", html_escape(str(a, "verdict")), html_escape(str(a, "reason"))) +

@@ -147,6 +147,35 @@ OverlapResult compute_overlap(const Timeline& t, const std::vector<SliceClass>& 
       ++r.exposed_count;
       exposed.emplace_back(e, i);
     }
+    if (list_rank && rank == *list_rank) {
+      // Time order, as the lanes draw them.
+      std::vector<std::pair<std::int64_t, std::size_t>> b_slices;
+      for (std::uint32_t l = 0; l < t.lanes.size(); ++l) {
+        if (t.lanes[l].rank != rank || !mb.lane_possible(l)) continue;
+        for (std::size_t i = t.lane_offsets[l]; i < t.lane_offsets[l + 1]; ++i) {
+          const Interval c = clipped(t.slices[i], w);
+          if (c.end > c.start && mb.matches(i)) b_slices.emplace_back(c.start, i);
+        }
+      }
+      std::sort(b_slices.begin(), b_slices.end());
+      std::vector<std::pair<std::int64_t, std::size_t>> a_sorted;
+      for (std::size_t i : pr.a_slices) a_sorted.emplace_back(clipped(t.slices[i], w).start, i);
+      std::sort(a_sorted.begin(), a_sorted.end());
+      for (const auto& [start, i] : a_sorted) {
+        if (r.involved_a.size() == OverlapResult::kInvolvedLimit) break;
+        const Interval c = clipped(t.slices[i], w);
+        r.involved_a.push_back(attribute(t, i, w, c.length() - ub.covered(c)));
+      }
+      for (const auto& [start, i] : b_slices) {
+        if (r.involved_b.size() == OverlapResult::kInvolvedLimit) break;
+        r.involved_b.push_back(attribute(t, i, w, 0));
+      }
+      r.involved_total = a_sorted.size() + b_slices.size();
+      const IntervalSet meet = ua.intersect(ub);
+      const auto& both = meet.intervals();
+      r.overlaps_total = both.size();
+      for (std::size_t k = 0; k < std::min(both.size(), OverlapResult::kInvolvedLimit); ++k) r.overlaps.emplace_back(both[k].start, both[k].end);
+    }
     r.a_ns += ro.a_ns;
     r.b_ns += ro.b_ns;
     r.overlap_ns += ro.overlap_ns;

@@ -85,6 +85,14 @@ struct OverlapResult {
   std::vector<RankOverlap> ranks;          // ranks where A or B matched
   std::vector<AttributedSlice> exposed;    // A's slices not fully hidden, most exposed first (at most the list limit)
   std::size_t exposed_count = 0;           // all of them
+  // For a picture of the check (the report's lane timeline): only when a
+  // list rank is given, that rank's A and B slices clipped to the window, in
+  // time order (ns: the slice's exposed time for A, 0 for B), and the
+  // segments where U(A) and U(B) intersect; the first kInvolvedLimit of each.
+  static constexpr std::size_t kInvolvedLimit = 256;
+  std::vector<AttributedSlice> involved_a, involved_b;
+  std::vector<std::pair<std::int64_t, std::int64_t>> overlaps;  // (start, end) ns
+  std::size_t involved_total = 0, overlaps_total = 0;
   std::vector<std::string> notes;          // "A matched no slice in the window", ...
 };
 

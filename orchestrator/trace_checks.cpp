@@ -163,6 +163,11 @@ std::vector<TraceCheckResult> run_trace_checks(const Timeline& t, const std::vec
       const OverlapResult worst = compute_overlap(t, classes, c.a, *c.b, r.window, list_limit, r.rank);
       r.intervals = worst.exposed;
       r.intervals_total = worst.exposed_count;
+      r.involved_a = worst.involved_a;
+      r.involved_b = worst.involved_b;
+      r.overlaps = worst.overlaps;
+      r.involved_total = worst.involved_total;
+      r.overlaps_total = worst.overlaps_total;
     }
     results.push_back(std::move(r));
   }

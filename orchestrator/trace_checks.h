@@ -49,6 +49,11 @@ struct TraceCheckResult {
   std::vector<AttributedSlice> intervals;  // overlap/exposed: A's slices not hidden on the worst rank,
                                            // most exposed first; share: the selection's longest slices
   std::size_t intervals_total = 0;
+  // overlap/exposed: the worst rank's A and B slices in the window, in time
+  // order, and where U(A) and U(B) meet (OverlapResult::involved_a, ...).
+  std::vector<AttributedSlice> involved_a, involved_b;
+  std::vector<std::pair<std::int64_t, std::int64_t>> overlaps;  // (start, end) ns
+  std::size_t involved_total = 0, overlaps_total = 0;
 };
 
 // Reads checks from the YAML list at `pointer` of `doc` (e.g. "/trace/checks").

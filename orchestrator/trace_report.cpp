@@ -101,6 +101,15 @@ json trace_check_json(const TraceCheckResult& r) {
   for (const auto& [rank, v] : r.ranks) ranks.push_back({{"rank", rank}, {"value", v}});
   json intervals = json::array();
   for (const auto& s : r.intervals) intervals.push_back(attributed_slice_json(s));
+  json involved = json::array(), overlaps = json::array();
+  for (const auto* side : {&r.involved_a, &r.involved_b}) {
+    for (const auto& s : *side) {
+      json j = attributed_slice_json(s);
+      j["role"] = side == &r.involved_a ? "a" : "b";
+      involved.push_back(std::move(j));
+    }
+  }
+  for (const auto& [start, end] : r.overlaps) overlaps.push_back({{"start_ns", start}, {"end_ns", end}});
   return {{"check", std::string(to_string(r.check.kind))},
           {"field", r.check.field},
           {"a", r.check.a.text},
@@ -114,7 +123,11 @@ json trace_check_json(const TraceCheckResult& r) {
           {"reason", r.reason},
           {"window", window_json(r.window)},
           {"intervals", intervals},
-          {"intervals_total", r.intervals_total}};
+          {"intervals_total", r.intervals_total},
+          {"involved", involved},
+          {"involved_total", r.involved_total},
+          {"overlaps", overlaps},
+          {"overlaps_total", r.overlaps_total}};
 }
 
 json trace_check_report_json(const TraceCheckReport& report) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include <fmt/format.h>
+
 namespace densefeed {
 namespace {
 
@@ -41,11 +43,16 @@ J heatmap_spec(const HeatmapChart& chart) {
   const int cell_w = 62, cell_h = 24;
   J spec = base_spec(chart.title, chart.subtitle, cell_w * static_cast<int>(chart.columns.size()),
                      cell_h * static_cast<int>(chart.rows.size()));
+  // A log scale needs a positive domain: an output whose every error is 0
+  // against a bound of 0 (an exact copy, max_abs 0) is coloured linearly.
+  const bool positive = std::any_of(chart.cells.begin(), chart.cells.end(),
+                                    [](const HeatmapCell& c) { return c.value && std::isfinite(*c.value) && *c.value > 0; });
+  const bool log_scale = chart.log_scale && positive && (!chart.bound || *chart.bound > 0);
   double lo = std::numeric_limits<double>::infinity(), hi = -lo;
   J cells = J::array();
   for (const auto& c : chart.cells) {
     J v = {{"row", c.row}, {"column", c.column}, {"text", c.text}, {"failed", c.failed}, {"description", c.description}};
-    if (c.value && std::isfinite(*c.value) && (!chart.log_scale || *c.value > 0)) {
+    if (c.value && std::isfinite(*c.value) && (!log_scale || *c.value > 0)) {
       v["value"] = *c.value;
       lo = std::min(lo, *c.value);
       hi = std::max(hi, *c.value);
@@ -55,11 +62,11 @@ J heatmap_spec(const HeatmapChart& chart) {
     cells.push_back(v);
   }
   if (!std::isfinite(lo)) lo = hi = chart.bound.value_or(1);
-  J color = {{"name", "color"}, {"type", chart.log_scale ? "log" : "linear"}, {"clamp", true}};
+  J color = {{"name", "color"}, {"type", log_scale ? "log" : "linear"}, {"clamp", true}};
   if (chart.bound) {
     // The bound is the diverging scheme's midpoint; the domain holds it with room either side.
     const double b = *chart.bound;
-    if (chart.log_scale) {
+    if (log_scale) {
       color["domain"] = {std::min(lo, b / 10), std::max(hi, b * 10)};
     } else {
       color["domain"] = {std::min(lo, b - 1), std::max(hi, b + 1)};
@@ -76,7 +83,7 @@ J heatmap_spec(const HeatmapChart& chart) {
                              color});
   spec["axes"] = J::array({{{"orient", "top"}, {"scale", "x"}, {"title", chart.column_key}, {"domain", false}, {"ticks", false}},
                            {{"orient", "left"}, {"scale", "y"}, {"title", chart.row_key}, {"domain", false}, {"ticks", false}}});
-  spec["legends"] = J::array({{{"fill", "color"}, {"type", "gradient"}, {"title", chart.value_title}, {"format", chart.log_scale ? ".0e" : "d"},
+  spec["legends"] = J::array({{{"fill", "color"}, {"type", "gradient"}, {"title", chart.value_title}, {"format", log_scale ? ".0e" : (chart.log_scale ? ".1e" : "d")},
                                {"gradientLength", std::max(80, cell_h * static_cast<int>(chart.rows.size()))}}});
   spec["marks"] = J::array(
       {{{"type", "rect"},
@@ -261,8 +268,18 @@ J speedup_spec(const std::string& title, const std::vector<SpeedupMark>& marks) 
 
 J gate_history_spec(const std::string& title, const std::vector<std::string>& order, const std::vector<SpeedupMark>& speedups,
                     const std::vector<RedMark>& reds) {
-  J spec = base_spec(title, "left to right in the order recorded; dot: measured speedup with its interval; hollow diamond: predicted; red cross: a red gate (no speedup is measured)",
-                     std::max(320, 70 * static_cast<int>(order.size())), 240);
+  // 70 px per experiment while their names fit; past kGateHistoryLabelled
+  // experiments the chart keeps a fixed width, drops the names (the table
+  // below has them) and draws smaller marks, so a long history is one screen
+  // wide rather than 70 px x N.
+  const auto n = static_cast<int>(order.size());
+  const bool dense = n > kGateHistoryLabelled;
+  const double mark_scale = dense ? 0.25 : 1.0;
+  J spec = base_spec(title,
+                     dense ? fmt::format("{} experiments left to right in the order recorded (names in the table); dot: measured speedup with its interval; "
+                                         "hollow diamond: predicted; red cross: a red gate", n)
+                           : "left to right in the order recorded; dot: measured speedup with its interval; hollow diamond: predicted; red cross: a red gate (no speedup is measured)",
+                     std::clamp(70 * n, 320, kGateHistoryMaxWidth), 240);
   J values = J::array(), red = J::array();
   for (const auto& m : speedups) {
     values.push_back({{"label", m.label}, {"speedup", m.speedup}, {"lo", m.lo}, {"hi", m.hi}, {"verdict", m.verdict},
@@ -277,49 +294,58 @@ J gate_history_spec(const std::string& title, const std::vector<std::string>& or
       {{{"name", "x"}, {"type", "point"}, {"domain", order}, {"range", "width"}, {"padding", 0.6}},
        {{"name", "y"}, {"type", "linear"}, {"zero", false}, {"nice", true}, {"range", "height"}, {"domain", speedup_domain(speedups)}},
        verdict_scale()});
-  spec["axes"] = J::array({{{"orient", "bottom"}, {"scale", "x"}, {"labelAngle", -30}, {"labelAlign", "right"}, {"labelLimit", 160}},
-                           {{"orient", "left"}, {"scale", "y"}, {"title", "speedup (> 1: candidate faster)"}, {"grid", true}}});
+  J x_axis = {{"orient", "bottom"}, {"scale", "x"}, {"labelAngle", -30}, {"labelAlign", "right"}, {"labelLimit", 160}};
+  if (dense) x_axis = {{"orient", "bottom"}, {"scale", "x"}, {"labels", false}, {"ticks", false}, {"title", fmt::format("{} experiments, in the order recorded", n)}};
+  spec["axes"] = J::array({x_axis, {{"orient", "left"}, {"scale", "y"}, {"title", "speedup (> 1: candidate faster)"}, {"grid", true}}});
   spec["legends"] = J::array({{{"fill", "verdict"}, {"title", "bench verdict"}}});
   spec["marks"] = J::array(
       {{{"type", "rule"}, {"from", {{"data", "one"}}}, {"aria", false},
         {"encode", {{"enter", {{"y", field("y", "y")}, {"x", {{"value", 0}}}, {"x2", {{"signal", "width"}}}, {"stroke", {{"value", "#444444"}}}}}}}},
        {{"type", "rule"}, {"name", "mark-interval"}, {"from", {{"data", "speedups"}}},
         {"encode", {{"enter", {{"x", field("x", "label")}, {"y", field("y", "lo")}, {"y2", field("y", "hi")}, {"stroke", verdict_colours()},
-                               {"strokeWidth", {{"value", 3}}},
+                               {"strokeWidth", {{"value", dense ? 1 : 3}}},
                                {"description", {{"signal", "'interval ' + format(datum.lo, '.3f') + ' to ' + format(datum.hi, '.3f')"}}}}}}}},
        {{"type", "symbol"}, {"name", "mark-speedup"}, {"from", {{"data", "speedups"}}},
-        {"encode", {{"enter", {{"x", field("x", "label")}, {"y", field("y", "speedup")}, {"size", {{"value", 80}}}, {"fill", verdict_colours()},
+        {"encode", {{"enter", {{"x", field("x", "label")}, {"y", field("y", "speedup")}, {"size", {{"value", 80 * mark_scale}}}, {"fill", verdict_colours()},
                                {"stroke", {{"value", "#000000"}}}, {"description", {{"field", "description"}}}}}}}},
        {{"type", "symbol"}, {"name", "mark-predicted"}, {"from", {{"data", "predicted"}}},
-        {"encode", {{"enter", {{"x", field("x", "label")}, {"y", field("y", "predicted")}, {"shape", {{"value", "diamond"}}}, {"size", {{"value", 110}}},
+        {"encode", {{"enter", {{"x", field("x", "label")}, {"y", field("y", "predicted")}, {"shape", {{"value", "diamond"}}}, {"size", {{"value", 110 * mark_scale}}},
                                {"fill", {{"value", "transparent"}}}, {"stroke", {{"value", "#000000"}}}, {"strokeWidth", {{"value", 1.5}}},
                                {"description", {{"signal", "'predicted ' + format(datum.predicted, '.3f')"}}}}}}}},
        {{"type", "symbol"}, {"name", "mark-red"}, {"from", {{"data", "red"}}},
         {"encode", {{"enter", {{"x", field("x", "label")}, {"y", field("y", "y")}, {"shape", {{"value", "cross"}}}, {"angle", {{"value", 45}}},
-                               {"size", {{"value", 160}}}, {"fill", {{"value", kRedColor}}}, {"description", {{"field", "description"}}}}}}}}});
+                               {"size", {{"value", 160 * mark_scale}}}, {"fill", {{"value", kRedColor}}}, {"description", {{"field", "description"}}}}}}}}});
   return spec;
 }
 
-J lane_timeline_spec(const std::string& title, const std::vector<LaneInterval>& intervals, double window_ms, const std::string& colour_title) {
+J lane_timeline_spec(const std::string& title, const std::vector<LaneInterval>& intervals, const std::vector<OverlapBand>& overlaps,
+                     double window_ms, const std::string& colour_title) {
   std::vector<std::string> lanes;
   for (const auto& i : intervals) {
     if (std::find(lanes.begin(), lanes.end(), i.lane) == lanes.end()) lanes.push_back(i.lane);
   }
-  J spec = base_spec(title, "shaded: the analysis window; bars: the intervals the check names, coloured by the fraction exposed", 520,
-                     std::max(60, 34 * static_cast<int>(lanes.size())));
+  J spec = base_spec(title,
+                     overlaps.empty() && std::none_of(intervals.begin(), intervals.end(), [](const LaneInterval& i) { return i.role == "b"; })
+                         ? "shaded: the analysis window; bars: the intervals the check names, coloured by the fraction exposed"
+                         : "orange: the analysis window; green bands: where A and B overlap; A's bars coloured by the fraction exposed, B's grey",
+                     720, std::max(60, 34 * static_cast<int>(lanes.size())));
   J values = J::array();
   for (const auto& i : intervals) {
     values.push_back({{"lane", i.lane}, {"name", i.name}, {"start", i.start_ms}, {"end", i.end_ms}, {"exposed", i.exposed_fraction},
-                      {"description", i.description}});
+                      {"role", i.role}, {"description", i.description}});
   }
-  spec["data"] = J::array({{{"name", "intervals"}, {"values", values}}, {{"name", "window"}, {"values", J::array({{{"start", 0}, {"end", window_ms}}})}}});
+  J bands = J::array();
+  for (const auto& o : overlaps) bands.push_back({{"start", o.start_ms}, {"end", o.end_ms}, {"description", o.description}});
+  spec["data"] = J::array({{{"name", "intervals"}, {"values", values}},
+                           {{"name", "overlaps"}, {"values", bands}},
+                           {{"name", "window"}, {"values", J::array({{{"start", 0}, {"end", window_ms}}})}}});
   spec["scales"] = J::array({{{"name", "x"}, {"type", "linear"}, {"domain", {{"fields", J::array({{{"data", "window"}, {"field", "start"}}, {{"data", "window"}, {"field", "end"}},
                                                                                                   {{"data", "intervals"}, {"field", "end"}}})}}},
                               {"range", "width"}, {"nice", false}, {"zero", true}},
                              {{"name", "y"}, {"type", "band"}, {"domain", lanes}, {"range", "height"}, {"padding", 0.25}},
                              {{"name", "exposed"}, {"type", "linear"}, {"domain", {0, 1}}, {"range", {"#9ecae1", kRedColor}}}});
   spec["axes"] = J::array({{{"orient", "bottom"}, {"scale", "x"}, {"title", "ms from the window's start"}, {"grid", true}},
-                           {{"orient", "left"}, {"scale", "y"}, {"labelLimit", 200}}});
+                           {{"orient", "left"}, {"scale", "y"}, {"labelLimit", 260}}});
   spec["legends"] = J::array({{{"fill", "exposed"}, {"type", "gradient"}, {"title", colour_title}, {"format", ".0%"}}});
   spec["marks"] = J::array(
       {{{"type", "rect"}, {"name", "mark-window"}, {"from", {{"data", "window"}}},
@@ -328,8 +354,46 @@ J lane_timeline_spec(const std::string& title, const std::vector<LaneInterval>& 
                                {"description", {{"signal", "'window 0 to ' + format(datum.end, '.3f') + ' ms'"}}}}}}}},
        {{"type", "rect"}, {"name", "mark-intervals"}, {"from", {{"data", "intervals"}}},
         {"encode", {{"enter", {{"x", field("x", "start")}, {"x2", field("x", "end")}, {"y", field("y", "lane")}, {"height", {{"scale", "y"}, {"band", 1}}},
-                               {"fill", field("exposed", "exposed")}, {"stroke", {{"value", "#333333"}}}, {"strokeWidth", {{"value", 0.5}}},
-                               {"description", {{"field", "description"}}}, {"tooltip", {{"field", "description"}}}}}}}}});
+                               {"fill", J::array({{{"test", "datum.role === 'b'"}, {"value", "#bdbdbd"}}, field("exposed", "exposed")})},
+                               {"stroke", {{"value", "#333333"}}}, {"strokeWidth", {{"value", 0.5}}},
+                               {"description", {{"field", "description"}}}, {"tooltip", {{"field", "description"}}}}}}}},
+       // Over the bars so that the overlap shows on both lanes; drawn at least 1 px wide.
+       {{"type", "rect"}, {"name", "mark-overlap"}, {"from", {{"data", "overlaps"}}},
+        {"encode", {{"enter", {{"x", field("x", "start")}, {"x2", {{"signal", "max(scale('x', datum.end), scale('x', datum.start) + 1)"}}},
+                               {"y", {{"value", 0}}}, {"y2", {{"signal", "height"}}},
+                               {"fill", {{"value", kOverlapColor}}}, {"fillOpacity", {{"value", 0.35}}},
+                               {"description", {{"field", "description"}}}, {"tooltip", {{"field", "description"}}}}}}}},
+       // The same segments as an opaque strip along the top: the overlap's colour, unblended, where a screenshot can find it.
+       {{"type", "rect"}, {"name", "mark-overlap-strip"}, {"from", {{"data", "overlaps"}}}, {"aria", false},
+        {"encode", {{"enter", {{"x", field("x", "start")}, {"x2", {{"signal", "max(scale('x', datum.end), scale('x', datum.start) + 1)"}}},
+                               {"y", {{"value", -7}}}, {"y2", {{"value", -1}}}, {"fill", {{"value", kOverlapColor}}}}}}}}});
+  return spec;
+}
+
+J acceptance_spec(const std::string& title, const std::vector<CriterionMark>& criteria) {
+  J spec = base_spec(title, "dot: the left side (green: the criterion holds, red: it fails); black tick: the right side", 420,
+                     36 * static_cast<int>(std::max<std::size_t>(1, criteria.size())));
+  J values = J::array(), labels = J::array();
+  for (const auto& c : criteria) {
+    values.push_back({{"criterion", c.criterion}, {"lhs", c.lhs}, {"rhs", c.rhs}, {"passed", c.passed}, {"description", c.description}});
+    labels.push_back(c.criterion);
+  }
+  spec["data"] = J::array({{{"name", "criteria"}, {"values", values}}});
+  spec["scales"] = J::array({{{"name", "x"}, {"type", "linear"}, {"zero", false}, {"nice", true}, {"range", "width"}, {"padding", 12},
+                              {"domain", {{"fields", J::array({{{"data", "criteria"}, {"field", "lhs"}}, {{"data", "criteria"}, {"field", "rhs"}}})}}}},
+                             {{"name", "y"}, {"type", "band"}, {"domain", labels}, {"range", "height"}, {"padding", 0.3}}});
+  spec["axes"] = J::array({{{"orient", "bottom"}, {"scale", "x"}, {"grid", true}}, {{"orient", "left"}, {"scale", "y"}, {"labelLimit", 260}}});
+  spec["marks"] = J::array(
+      {{{"type", "rule"}, {"from", {{"data", "criteria"}}}, {"aria", false},
+        {"encode", {{"enter", {{"x", field("x", "lhs")}, {"x2", field("x", "rhs")}, {"y", {{"scale", "y"}, {"field", "criterion"}, {"band", 0.5}}},
+                               {"stroke", {{"value", "#999999"}}}, {"strokeWidth", {{"value", 2}}}}}}}},
+       {{"type", "symbol"}, {"name", "mark-rhs"}, {"from", {{"data", "criteria"}}}, {"aria", false},
+        {"encode", {{"enter", {{"x", field("x", "rhs")}, {"y", {{"scale", "y"}, {"field", "criterion"}, {"band", 0.5}}}, {"shape", {{"value", "stroke"}}},
+                               {"angle", {{"value", 90}}}, {"size", {{"value", 300}}}, {"stroke", {{"value", "#000000"}}}, {"strokeWidth", {{"value", 3}}}}}}}},
+       {{"type", "symbol"}, {"name", "mark-lhs"}, {"from", {{"data", "criteria"}}},
+        {"encode", {{"enter", {{"x", field("x", "lhs")}, {"y", {{"scale", "y"}, {"field", "criterion"}, {"band", 0.5}}}, {"size", {{"value", 120}}},
+                               {"fill", J::array({{{"test", "datum.passed"}, {"value", kGreenColor}}, {{"value", kRedColor}}})},
+                               {"stroke", {{"value", "#000000"}}}, {"description", {{"field", "description"}}}, {"tooltip", {{"field", "description"}}}}}}}}});
   return spec;
 }
 

@@ -72,6 +72,11 @@ struct SpeedupMark {
 };
 nlohmann::ordered_json speedup_spec(const std::string& title, const std::vector<SpeedupMark>& marks);
 
+// Past this many experiments a gate's history is drawn at a fixed width
+// (kGateHistoryMaxWidth px, so that it and its legend fit the page's 1180 px) without their names on the axis.
+inline constexpr int kGateHistoryLabelled = 15;
+inline constexpr int kGateHistoryMaxWidth = 960;
+
 // A gate's history: experiments left to right in the order given; measured
 // speedups with intervals, predicted ones, and the red experiments marked where they fell.
 struct RedMark {
@@ -81,16 +86,37 @@ struct RedMark {
 nlohmann::ordered_json gate_history_spec(const std::string& title, const std::vector<std::string>& order,
                                          const std::vector<SpeedupMark>& speedups, const std::vector<RedMark>& reds);
 
-// A trace check's intervals on their lanes, the analysis window shaded; each
-// interval's colour is the fraction of it that is exposed (not overlapped).
+// Where a check's A and B overlap: a band across every lane and a strip
+// above them, in a colour no other mark uses.
+inline constexpr const char* kOverlapColor = "#00a884";
+
+// A trace check's intervals on their lanes, the analysis window shaded, the
+// overlap of A and B shaded green; each A interval's colour is the fraction
+// of it that is exposed (not overlapped), B's are grey.
 struct LaneInterval {
   std::string lane, name;
   double start_ms = 0, end_ms = 0;  // from the window's start
   double exposed_fraction = 0;      // 0..1
   std::string description;
+  std::string role;                 // a | b | '' (a listed interval of a share or an older ledger)
+};
+struct OverlapBand {
+  double start_ms = 0, end_ms = 0;  // from the window's start
+  std::string description;
 };
 nlohmann::ordered_json lane_timeline_spec(const std::string& title, const std::vector<LaneInterval>& intervals,
-                                          double window_ms, const std::string& colour_title);
+                                          const std::vector<OverlapBand>& overlaps, double window_ms, const std::string& colour_title);
+
+// An acceptance run's criteria: per criterion, its left side (a dot, green
+// when the criterion holds, red when not) against its right side (a black
+// tick), on one shared axis of the metrics' unit.
+struct CriterionMark {
+  std::string criterion;
+  double lhs = 0, rhs = 0;
+  bool passed = false;
+  std::string description;
+};
+nlohmann::ordered_json acceptance_spec(const std::string& title, const std::vector<CriterionMark>& criteria);
 
 // Counts stacked per category (ledger page: experiments per day and verdict).
 struct StackedCount {

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include <array>
+#include <optional>
 #include <cstdint>
 #include <regex>
 #include <set>
@@ -110,6 +111,7 @@ struct Looks {
   std::size_t red = 0;           // pixels of the red marks' colour (#d62728: red verdicts, bounds, the broken-chain banner)
   std::size_t fail_outline = 0;  // pixels of the outline of cells over their bound (#ff00aa, used for nothing else)
   std::size_t blue = 0, orange = 0;  // the heatmap's two sides of the bound (blueorange scheme), roughly
+  std::size_t overlap = 0;           // pixels of the trace overlap strip (#00a884, used for nothing else)
 };
 Looks look_at(const Image& img) {
   Looks l;
@@ -122,6 +124,7 @@ Looks look_at(const Image& img) {
       if (colours.size() < 100000) colours.insert((std::uint32_t(r) << 16) | (std::uint32_t(g) << 8) | b);
       if (r == 0xd6 && g == 0x27 && b == 0x28) ++l.red;
       if (r == 0xff && g == 0x00 && b == 0xaa) ++l.fail_outline;
+      if (r == 0x00 && g == 0xa8 && b == 0x84) ++l.overlap;
       if (b > r + 60 && b > 120) ++l.blue;
       if (r > b + 80 && g > 60 && r > 180) ++l.orange;
     }
@@ -152,7 +155,10 @@ class ReportHtml : public ::testing::Test {
   }
   // The tf32 example (red) into the test's ledger; returns its id.
   std::int64_t run_example(const std::string& manifest, bool bench) {
-    std::vector<std::string> args = {"--trust-worktree", "run", "experiments/" + manifest, "--ledger", ledger_.string(), "--jobs", "2", "--json"};
+    return run_manifest(kSource / "experiments" / manifest, bench);
+  }
+  std::int64_t run_manifest(const std::filesystem::path& manifest, bool bench) {
+    std::vector<std::string> args = {"--trust-worktree", "run", manifest.string(), "--ledger", ledger_.string(), "--jobs", "2", "--json"};
     if (!bench) args.push_back("--no-bench");
     const auto r = densefeed(args);
     EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
@@ -211,6 +217,16 @@ class ReportHtml : public ::testing::Test {
     std::size_t svgs = 0;
     for (auto at = dom.find("<svg"); at != std::string::npos; at = dom.find("<svg", at + 1)) ++svgs;
     EXPECT_EQ(svgs, std::stoul(charts[1].str()));
+  }
+  // Where Vega drew the SVG element whose aria-label is exactly `label`: its translate(x, y).
+  static std::optional<std::pair<double, double>> mark_at(const std::string& dom, const std::string& label) {
+    const auto at = dom.find("aria-label=\"" + label + "\"");
+    if (at == std::string::npos) return std::nullopt;
+    const auto open = dom.rfind('<', at), close = dom.find('>', at);
+    const std::string element = dom.substr(open, close - open);
+    std::smatch m;
+    if (!std::regex_search(element, m, std::regex(R"re(transform="translate\(([-0-9.e]+),([-0-9.e]+)\)")re"))) return std::nullopt;
+    return std::make_pair(std::stod(m[1].str()), std::stod(m[2].str()));
   }
   static std::size_t count(const std::string& text, const std::string& what) {
     std::size_t n = 0;
@@ -373,6 +389,232 @@ TEST_F(ReportHtml, GateAndLedgerPagesMarkRedExperimentsAndTheQueue) {
   looks = look_at(screenshot(ledger_page, 1100, 1000));
   EXPECT_GT(looks.non_white, 0.03);
   EXPECT_GT(looks.red, 100u) << "the red bar of the day is not visible";
+}
+
+// The KV-transfer example (hold against release) has a trace overlap check:
+// kv_submit must lie inside dispatch_wait. Its page draws, for each arm, every
+// A and B slice the ledger's finding lists as one mark on its lane with the
+// finding's exact times, and each segment where they overlap as one shaded
+// band; the bands add up to the finding's own overlap fraction. Release
+// overlaps, hold does not (DESIGN.md: zero overlap before the fix).
+TEST_F(ReportHtml, KvTransferPageDrawsEveryTraceIntervalAndShadesTheOverlap) {
+  const auto id = run_example("kv-transfer-release-lock.yaml", false);
+  ASSERT_GT(id, 0);
+  const J record = show(id);
+  ASSERT_EQ(record["gate_run"]["verdict"], "green");
+  ASSERT_EQ(record["trace_findings"].size(), 2u);
+  const auto page = dir_ / "kv.html";
+  report({std::to_string(id)}, page);
+  const std::string dom = dump_dom(page);
+  expect_charts_rendered(dom, 3);
+  std::map<std::string, std::size_t> overlaps_of;
+  for (const auto& f : record["trace_findings"]) {
+    const std::string arm = f["arm"];
+    const J& d = f["details"];
+    ASSERT_EQ(f["kind"], "overlap");
+    const double w0 = d["window"]["start_ns"].get<double>();
+    const auto ms = [&](const J& v) { return (v.get<double>() - w0) / 1e6; };
+    ASSERT_EQ(d["involved"].size(), d["involved_total"].get<std::size_t>()) << "every slice is listed at these sizes";
+    std::size_t a_slices = 0, b_slices = 0;
+    std::vector<std::pair<double, double>> a;  // to measure U(A)
+    for (const auto& sl : d["involved"]) {
+      const bool is_a = sl["role"] == "a";
+      (is_a ? a_slices : b_slices) += 1;
+      std::string label = fmt::format("{}: {} {} on {} (rank {}): {:.3f} to {:.3f} ms", arm, is_a ? "A" : "B", sl["name"].get<std::string>(),
+                                      sl["lane"].get<std::string>(), sl["rank"].get<std::int64_t>(), ms(sl["start_ns"]), ms(sl["end_ns"]));
+      if (is_a) {
+        label += fmt::format(", {:.3f} ms exposed", sl["ns"].get<double>() / 1e6);
+        a.emplace_back(sl["start_ns"].get<double>(), sl["end_ns"].get<double>());
+        EXPECT_EQ(sl["name"], "kv_submit");
+      } else {
+        EXPECT_EQ(sl["name"], "dispatch_wait");
+      }
+      EXPECT_EQ(count_marks(dom, label), 1u) << "no (or more than one) timeline mark " << label;
+    }
+    EXPECT_GT(a_slices, 0u);
+    EXPECT_GT(b_slices, 0u);
+    EXPECT_EQ(count_marks(dom, arm + ": A "), a_slices) << "one mark per A slice";
+    EXPECT_EQ(count_marks(dom, arm + ": B "), b_slices) << "one mark per B slice";
+    double overlap_ns = 0;
+    for (const auto& o : d["overlaps"]) {
+      EXPECT_EQ(count_marks(dom, fmt::format("{}: overlap of A and B: {:.3f} to {:.3f} ms", arm, ms(o["start_ns"]), ms(o["end_ns"]))), 1u);
+      overlap_ns += o["end_ns"].get<double>() - o["start_ns"].get<double>();
+    }
+    overlaps_of[arm] = d["overlaps"].size();
+    EXPECT_EQ(count_marks(dom, arm + ": overlap of A and B"), d["overlaps"].size());
+    // The shaded segments are the check's own overlap: |U(A) ∩ U(B)| / |U(A)| is the finding's value.
+    std::sort(a.begin(), a.end());
+    double union_a = 0, reach = -1e300;
+    for (const auto& [start, end] : a) {
+      if (end > reach) union_a += end - std::max(start, reach), reach = end;
+    }
+    EXPECT_NEAR(overlap_ns / union_a, f["value"].get<double>(), 1e-9) << arm;
+  }
+  EXPECT_GT(overlaps_of["candidate"], 0u) << "release: the submissions overlap dispatch's waits";
+  EXPECT_EQ(overlaps_of["base"], 0u) << "hold: no submission overlaps a wait";
+  EXPECT_NE(dom.find("A and B never overlap in the window (base arm)."), std::string::npos);
+  const Looks looks = look_at(screenshot(page, 1280, 3600));
+  EXPECT_GT(looks.overlap, 60u) << "no overlap band is visible";
+
+  // The project's report keys (gates/kv-overlap.yaml: chunks x steps) ...
+  EXPECT_NE(dom.find("<h3>kv.max_abs over chunks × steps (bound 0.000e+00)</h3>"), std::string::npos);
+  // ... and, with a bare --ledger outside any project, the first two numeric case keys that vary.
+  std::vector<std::string> order;
+  std::map<std::string, std::set<std::string>> values;
+  std::set<std::string> not_numeric;
+  // In the order the ledger recorded the keys (nlohmann::json would sort them).
+  const auto shown = densefeed({"ledger", "show", std::to_string(id), "--ledger", ledger_.string(), "--json"});
+  const auto ordered = nlohmann::ordered_json::parse(shown.out)["gate_run"]["cases"];
+  for (const auto& c : ordered) {
+    for (const auto& [k, v] : c["case_json"].items()) {
+      if (!values.count(k)) order.push_back(k);
+      values[k].insert(v.dump());
+      if (!v.is_number()) not_numeric.insert(k);
+    }
+  }
+  std::vector<std::string> inferred;
+  for (const auto& k : order) {
+    if (!not_numeric.count(k) && values[k].size() > 1 && inferred.size() < 2) inferred.push_back(k);
+  }
+  ASSERT_EQ(inferred.size(), 2u);
+  const auto bare_page = dir_ / "kv-bare.html";
+  const auto bare = testing::run_cli(DENSEFEED_EXE, {"report", std::to_string(id), "-o", bare_page.string(), "--ledger", ledger_.string()}, dir_.path(),
+                                     {{"HOME", dir_.path().string()}});
+  ASSERT_EQ(bare.exit_code, 0) << bare.out << bare.err;
+  const std::string bare_dom = dump_dom(bare_page);
+  expect_charts_rendered(bare_dom, 3);
+  EXPECT_NE(bare_dom.find(fmt::format("<h3>kv.max_abs over {} × {} (bound 0.000e+00)</h3>", inferred[0], inferred[1])), std::string::npos)
+      << inferred[0] << " x " << inferred[1];
+}
+
+// Review and promotion of the KV example (risk: concurrency; a pre-registered
+// acceptance criterion): the page tables the review with its reviewer, note
+// and time, the promotion with who and when, and the criterion with both
+// sides' values and its verdict, exactly as `ledger show --json` has them.
+TEST_F(ReportHtml, KvTransferPageTablesReviewPromotionAndAcceptanceValues) {
+  const auto id = run_example("kv-transfer-release-lock.yaml", false);
+  ASSERT_GT(id, 0);
+  const auto approve = densefeed({"review", "approve", std::to_string(id), "--by", "alice", "--note", "lock released only around the wait",
+                                  "--ledger", ledger_.string()});
+  ASSERT_EQ(approve.exit_code, 0) << approve.out << approve.err;
+  const auto promote = densefeed({"--trust-worktree", "promote", std::to_string(id), "--by", "carol", "--ledger", ledger_.string(), "--json"});
+  ASSERT_TRUE(promote.exit_code == 0 || promote.exit_code == 1) << promote.out << promote.err;
+  const J record = show(id);
+  ASSERT_EQ(record["reviews"].size(), 1u);
+  ASSERT_TRUE(record["promotion"].is_object());
+  ASSERT_EQ(record["acceptance_runs"].size(), 1u);
+  const auto page = dir_ / "kv-promoted.html";
+  report({std::to_string(id)}, page);
+  const std::string dom = dump_dom(page);
+  expect_charts_rendered(dom, 3);
+  const J& review = record["reviews"][0];
+  EXPECT_EQ(review["reviewer"], "alice");
+  EXPECT_NE(dom.find(fmt::format("<tr><td>{}</td><td>concurrency</td><td>approve</td><td>alice</td><td>lock released only around the wait</td></tr>",
+                                 review["reviewed_at"].get<std::string>())),
+            std::string::npos);
+  const J& promotion = record["promotion"];
+  EXPECT_EQ(promotion["promoted_by"], "carol");
+  EXPECT_NE(dom.find(fmt::format("Promoted by <b>carol</b> at {}.", promotion["promoted_at"].get<std::string>())), std::string::npos);
+  EXPECT_NE(dom.find("Risk categories (latest decision): concurrency: approve"), std::string::npos);
+  const J& run = record["acceptance_runs"][0];
+  ASSERT_EQ(run["criteria"].size(), 1u);
+  const J& c = run["criteria"][0];
+  EXPECT_EQ(c["criterion"], "prefill_kv_ms <= 1.05 * prefill_ms");
+  const bool passed = c["passed"].get<bool>();
+  EXPECT_NE(dom.find(fmt::format("<td>prefill_kv_ms &lt;= 1.05 * prefill_ms</td><td>median</td><td class=\"num\">{:.4g}</td><td class=\"num\">{:.4g}</td>"
+                                 "<td class=\"verdict-{}\">{}</td>",
+                                 c["lhs"].get<double>(), c["rhs"].get<double>(), passed ? "green" : "red", passed ? "green" : "red")),
+            std::string::npos);
+  EXPECT_NE(dom.find(fmt::format("Run {} at {}: <span class=\"verdict-{}\">{}</span>", run["id"].get<std::int64_t>(), run["started_at"].get<std::string>(),
+                                 passed ? "green" : "red", run["verdict"].get<std::string>())),
+            std::string::npos);
+  // Drawn as well: the criterion's two sides (the label's "<=" is left out: how a serialiser escapes it in an attribute varies).
+  EXPECT_EQ(count_marks(dom, fmt::format(" 1.05 * prefill_ms: left {:.4g}, right {:.4g}, {}", c["lhs"].get<double>(), c["rhs"].get<double>(),
+                                         passed ? "holds" : "fails")),
+            1u);
+}
+
+// The KDA decode gate's history (v3 against v0, then the reverse): the gate
+// page draws each experiment's measured speedup with its interval and the
+// predicted one, left to right in the order recorded, at heights in the
+// order of their values, with the ledger's exact figures; --since leaves the
+// earlier experiment out of the gate and ledger pages.
+TEST_F(ReportHtml, KdaGateHistoryDrawsEachSpeedupInOrderAndSinceLeavesEarlierOut) {
+  const auto forward = run_example("kda-decode-merge-vtiles.yaml", true);
+  ASSERT_GT(forward, 0);
+  std::string text = testing::read_file(kSource / "experiments/kda-decode-merge-vtiles.yaml");
+  const auto swap = [&](const std::string& from, const std::string& to) {
+    const auto at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  };
+  swap("experiment: kda-decode-merge-vtiles", "experiment: kda-decode-split-vtiles");
+  swap("predicted_speedup: 1.05", "predicted_speedup: 0.95");
+  swap("params: {version: v3}", "params: {version: V0}");
+  swap("params: {version: v0}", "params: {version: v3}");
+  swap("params: {version: V0}", "params: {version: v0}");
+  const auto reverse_manifest = dir_ / "kda-decode-split-vtiles.yaml";
+  testing::write_file(reverse_manifest, text);
+  const auto reverse = run_manifest(reverse_manifest, true);
+  ASSERT_GT(reverse, forward);
+
+  struct Expected {
+    std::int64_t id;
+    std::string label, interval, predicted;
+    double speedup;
+  };
+  std::vector<Expected> expected;
+  for (const auto id : {forward, reverse}) {
+    const J record = show(id);
+    ASSERT_EQ(record["gate_run"]["verdict"], "green");
+    ASSERT_EQ(record["bench_cases"].size(), 1u);
+    const J& b = record["bench_cases"][0];
+    const auto f3 = [](const J& v) { return fmt::format("{:.3f}", v.get<double>()); };
+    expected.push_back({id,
+                        fmt::format("#{} {} {}: speedup {} [{}, {}], predicted {}", id, record["name"].get<std::string>(), b["case_label"].get<std::string>(),
+                                    f3(b["speedup"]), f3(b["speedup_lo"]), f3(b["speedup_hi"]), f3(b["predicted_speedup"])),
+                        fmt::format("interval {} to {}", f3(b["speedup_lo"]), f3(b["speedup_hi"])), "predicted " + f3(b["predicted_speedup"]),
+                        b["speedup"].get<double>()});
+  }
+  EXPECT_EQ(expected[0].predicted, "predicted 1.050");
+  EXPECT_EQ(expected[1].predicted, "predicted 0.950");
+  const auto page = dir_ / "kda-gate.html";
+  report({"--gate", "kda-decode"}, page);
+  const std::string dom = dump_dom(page);
+  expect_charts_rendered(dom, 1);
+  std::vector<std::pair<double, double>> at;
+  for (const auto& e : expected) {
+    EXPECT_EQ(count_marks(dom, e.label), 1u) << "no speedup mark " << e.label;
+    EXPECT_GE(count_marks(dom, e.interval), 1u) << e.interval;
+    EXPECT_GE(count_marks(dom, e.predicted), 1u) << e.predicted;
+    const auto xy = mark_at(dom, e.label);
+    ASSERT_TRUE(xy) << e.label;
+    at.push_back(*xy);
+  }
+  EXPECT_LT(at[0].first, at[1].first) << "the earlier experiment is drawn left of the later one";
+  EXPECT_EQ(at[0].second < at[1].second, expected[0].speedup > expected[1].speedup) << "higher speedup, higher on the chart";
+  const Looks looks = look_at(screenshot(page, 1100, 900));
+  EXPECT_GT(looks.non_white, 0.03);
+
+  // --since the later experiment's submission: the earlier one is left out.
+  const std::string since = show(reverse)["submitted_at"];
+  ASSERT_LT(show(forward)["submitted_at"].get<std::string>(), since) << "the two must be submitted in different seconds";
+  const auto since_page = dir_ / "kda-gate-since.html";
+  report({"--gate", "kda-decode", "--since", since}, since_page);
+  const std::string since_dom = dump_dom(since_page);
+  expect_charts_rendered(since_dom, 1);
+  EXPECT_EQ(count_marks(since_dom, expected[1].label), 1u);
+  EXPECT_EQ(since_dom.find(fmt::format("#{} kda-decode-merge-vtiles", forward)), std::string::npos) << "the earlier experiment is on the --since page";
+  EXPECT_NE(since_dom.find("<p>1 experiments, 0 red or error, 1 measured speedups.</p>"), std::string::npos);
+  const auto ledger_since = dir_ / "ledger-since.html";
+  report({"--since", since}, ledger_since);
+  const std::string ledger_dom = dump_dom(ledger_since);
+  EXPECT_NE(ledger_dom.find(fmt::format("<td class=\"num\">{}</td><td>kda-decode-split-vtiles</td>", reverse)), std::string::npos);
+  EXPECT_EQ(ledger_dom.find("kda-decode-merge-vtiles"), std::string::npos) << "the earlier experiment is on the --since ledger page";
+  const auto ledger_all = dir_ / "ledger-all.html";
+  report({}, ledger_all);
+  EXPECT_NE(dump_dom(ledger_all).find(fmt::format("<td class=\"num\">{}</td><td>kda-decode-merge-vtiles</td>", forward)), std::string::npos)
+      << "without --since the earlier experiment is listed";
 }
 
 // Pages with nothing to draw say why: a queued experiment, a broken chain, an empty ledger.

@@ -221,7 +221,10 @@ TEST_F(LedgerInvariants, NewTablesAreAppendOnlyAndTheChainOnlyGrowsFromItsEnd) {
   const auto id = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "ieee"}}});
   GateResult green;
   const auto run = ledger.record_gate_run(id, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 1, utc_now(), &green});
-  ledger.record_trace_findings(id, run, {TraceFindingRecord{"candidate", 0, "overlap", {{"overlap", {}}}, true, 0.9, 0.5, {}, "t.json"}});
+  ledger.record_trace_findings(id, run, {TraceFindingRecord{"candidate", 0, "overlap", {{"overlap", {}}}, true, 0.9, 0.5, {}, "t.json"}},
+                               StageOutcome{"trace", StageVerdict::green, {}, "", 0.1, ""});
+  ledger.record_stage(id, StageOutcome{"bench", StageVerdict::skipped, {}, "--no-bench", std::nullopt, ""});
+  ledger.record_finished(id, "run");  // promotion needs the overall verdict (green here)
   ledger.record_review(id, "numerics", "approve", "alice", "");
   const auto promotion = ledger.record_promotion(id, "carol");
   ledger.record_acceptance(id, promotion, {"pass", "", {{"x", 1}}, 0.1, utc_now(), {{"x <= 1", "value", 1.0, 1.0, true}}});

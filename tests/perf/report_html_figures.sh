@@ -73,6 +73,8 @@ t0=$(now)
 echo "written in $(echo "$(now) - $t0" | bc) s"
 page "$big" "big-ledger-$n" 
 page "$big" "big-gate-$n" --gate cp-affine-chain
+# The gate history's drawn size (Vega's <svg width height>): a fixed width past 15 experiments, not 70 px each.
+echo "big-gate-$n history chart: $(grep -o '<svg[^>]*>' "$work/big-gate-$n.dom" | head -1 | grep -o ' width="[0-9.]*"\| height="[0-9.]*"' | tr -d '\n')"
 page "$big" "big-experiment-$n" "$n"
 echo
 echo "pages, DOMs and screenshots: $work"
