@@ -52,6 +52,17 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
   // gate is never trusted, not even to list its parameters.
   out.lock_problems = check_locked_file(store, lock, gate_rel);
   out.gate_unlocked = !lock.count(gate_rel);
+  // A gate nobody could lock (it does not validate) is bad input, not a red
+  // that asks a person to lock what cannot be locked: parsed for its errors
+  // only, never trusted.
+  if (out.gate_unlocked) load_gate(store, m.gate);
+  // A person re-locked but did not commit the lock on the trusted ref: say so.
+  if (!out.lock_problems.empty() && !store.worktree &&
+      !worktree_differences(options.project, store, {store.lock_rel()}).empty()) {
+    out.lock_problems.push_back(fmt::format("the project folder's {} differs from the trusted ref's ({}): if a person re-locked, "
+                                            "commit {} on {} so that runs use it",
+                                            store.lock_rel(), store.describe(), store.lock_rel(), store.ref));
+  }
   std::filesystem::path python;
   if (out.lock_problems.empty()) {
     out.gate = load_gate(store, m.gate);

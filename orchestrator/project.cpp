@@ -131,7 +131,7 @@ std::filesystem::path harness_python(const Project& project) {
     if (exe.is_relative() && project.python_interpreter.find('/') != std::string::npos) exe = project.dir / exe;
     const auto resolved = resolve_executable(exe.string());
     const std::string pointer = "/python/interpreter";
-    if (resolved.empty()) {
+    if (resolved.empty() || !std::filesystem::exists(resolved)) {
       project.config.fail(pointer, fmt::format("the Python interpreter '{}' is not found (looked in PATH)", project.python_interpreter));
     }
     if (!imports_numpy(resolved)) {

@@ -138,8 +138,16 @@ TEST_F(ProjectE2E, InitLockRunRedAndGreenFromASubfolder) {
   EXPECT_NE(lock_early.err.find("git add"), std::string::npos) << lock_early.err;
   EXPECT_FALSE(std::filesystem::exists(repo_ / ".densefeed" / "ledger.db")) << "bad input wrote a ledger";
 
-  git({"add", "-A"});
+  // The commit exactly as init tells the user to make it.
+  const auto told = init.out.substr(init.out.find("  git add "), init.out.find(" && git commit") - init.out.find("  git add "));
+  ASSERT_NE(told.find(".densefeed/.gitignore"), std::string::npos) << init.out;
+  std::vector<std::string> add_args;
+  std::istringstream words(told.substr(told.find("add ") + 4));
+  for (std::string w; words >> w;) add_args.push_back(w);
+  add_args.insert(add_args.begin(), "add");
+  git(add_args);
   git({"commit", "-qm", "densefeed: sample gate"});
+  EXPECT_EQ(git_out({"status", "--porcelain"}), "") << "init's own commit command must leave nothing behind";
   const auto lock = densefeed({"gate", "lock"});
   EXPECT_EQ(lock.exit_code, 0) << lock.out << lock.err;
   EXPECT_NE(lock.out.find("unchanged"), std::string::npos) << lock.out;

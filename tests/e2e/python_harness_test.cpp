@@ -35,11 +35,15 @@ class PythonHarness : public ::testing::Test {
     const std::string gate = readme_gate();
     ASSERT_FALSE(gate.empty()) << "experiments/README.md has no ```yaml block starting with 'gate: py-softmax'";
     testing::write_file(root_ / "gates" / "py-softmax.yaml", gate);
+    // The README's gate runs the script from the project ({project}); this
+    // project holds a copy of densefeed's example.
+    testing::write_file(root_ / "kernels" / "python" / "softmax_harness.py",
+                        testing::read_file(kRoot / "kernels" / "python" / "softmax_harness.py"));
     ASSERT_EQ(densefeed({"gate", "lock"}).exit_code, 0);
   }
   testing::CliResult densefeed(std::vector<std::string> args) {
     args.insert(args.begin(), {"--project", root_.string(), "--trust-worktree"});
-    // softmax_harness is the build's launcher (build/bin), named bare: on PATH.
+    // The build's bin folder on PATH (the harnesses run as python3 {project}/...).
     return testing::run_cli(kExe, args, dir_.path(), testing::with_on_path(std::filesystem::path(kExe).parent_path()));
   }
   nlohmann::json run(const std::string& candidate, const std::string& base, int exit_code, bool bench = false,
@@ -108,7 +112,7 @@ TEST_F(PythonHarness, Float16IsRedOnPrecisionWhereNoElementDominates) {
 
 TEST_F(PythonHarness, AnAcceptanceRunReadsTheMetricsItWrites) {
   run("stable", "float16", 0, false,
-      "risk: [numerics]\nacceptance:\n  command: [softmax_harness, --role, candidate, --variant, \"{param.variant}\", --rows, \"64\", "
+      "risk: [numerics]\nacceptance:\n  command: [python3, \"{project}/kernels/python/softmax_harness.py\", --role, candidate, --variant, \"{param.variant}\", --rows, \"64\", "
       "--cols, \"1000\", --scale, \"1\"]\n  criteria: [\"p50(rows_per_ms) > 0\"]\n");
   ASSERT_EQ(densefeed({"review", "approve", "1", "--by", "alice", "--ledger", (dir_ / "ledger.db").string()}).exit_code, 0);
   const auto p = densefeed({"promote", "1", "--by", "carol", "--ledger", (dir_ / "ledger.db").string(), "--json"});
@@ -125,9 +129,12 @@ TEST_F(PythonHarness, Python3InAGateIsTheProjectsInterpreterWithTheHarnessModule
   // works only through the PYTHONPATH densefeed gives every harness).
   std::string text = readme_gate();
   text.replace(text.find("gate: py-softmax"), 16, "gate: py-softmax-script");
-  for (std::size_t at; (at = text.find("[softmax_harness, ")) != std::string::npos;) {
-    text.replace(at, 18, "[python3, \"{project}/py/softmax_harness.py\", ");
+  const std::string from = "\"{project}/kernels/python/softmax_harness.py\"";
+  int replaced = 0;
+  for (std::size_t at; (at = text.find(from)) != std::string::npos; ++replaced) {
+    text.replace(at, from.size(), "\"{project}/py/softmax_harness.py\"");
   }
+  ASSERT_EQ(replaced, 2) << "the README's gate runs its reference and candidate as python3 {project}/...: " << text;
   testing::write_file(root_ / "gates" / "py-softmax-script.yaml", text);
   std::string script = testing::read_file(kRoot / "kernels" / "python" / "softmax_harness.py");
   const std::string own_folder = "sys.path.insert(0, str(Path(__file__).resolve().parent))\n";

@@ -172,7 +172,12 @@ TEST_F(LedgerInvariants, ShowReturnsWhatWasRecorded) {
   EXPECT_THROW(ledger.show(999), InputError);
   const auto list = ledger.list();
   ASSERT_EQ(list.size(), 1u);
-  EXPECT_EQ(list[0]["verdict"], "red");
+  // The overall verdict is recorded with `finished`: until then the list
+  // says pending, and the gate stage says red.
+  EXPECT_EQ(list[0]["verdict"], "pending");
+  EXPECT_EQ(list[0]["stages"]["gate"]["verdict"], "red") << list[0].dump();
+  ledger.record_finished(experiment_, "run");
+  EXPECT_EQ(ledger.list()[0]["verdict"], "red");
 }
 
 TEST_F(LedgerInvariants, ReopeningKeepsEverything) {
@@ -199,6 +204,8 @@ TEST_F(LedgerInvariants, PromotionNeedsEveryDeclaredCategoryApprovedAndNoSlowerC
   GateResult green;
   const auto run = ledger.record_gate_run(green_id, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 1, utc_now(), &green});
   const std::string promote = "INSERT INTO promotions(experiment_id, promoted_by, promoted_at) VALUES (" + std::to_string(green_id) + ", 'x', 'now')";
+  EXPECT_EQ(plain_sql(db_path(), promote), "promotions: the experiment has no green overall verdict (not finished, or a stage is not green)");
+  ledger.record_finished(green_id, "run");  // green overall: now the other rules decide
   EXPECT_EQ(plain_sql(db_path(), promote), "promotions: a declared risk category has no approval");  // the manifest declares numerics
   EXPECT_EQ(plain_sql(db_path(), "INSERT INTO reviews(experiment_id, category, decision, reviewer, reviewed_at) VALUES (" +
                                      std::to_string(green_id) + ", 'production', 'approve', 'a', 'now')"),

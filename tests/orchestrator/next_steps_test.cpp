@@ -96,6 +96,7 @@ TEST(NextSteps, ATimeoutIsRerunAloneWithTheSameInputs) {
   f.cases[5].verdict = "red";
   f.cases[5].metrics.clear();
   f.cases[5].reason = "the candidate timed out after 900.0 s and was killed";
+  f.cases[5].failure = Failure{FailureKind::timeout, FailureWho::candidate, {}, {}, "", "", ""};
   const auto steps = next_steps(f);
   ASSERT_EQ(steps.size(), 1u);
   const NextStep& s = steps[0];
@@ -118,14 +119,17 @@ TEST(NextSteps, CrashesAndOutputDefectsAreNamedOncePerKind) {
     f.cases[i].verdict = "red";
     f.cases[i].metrics.clear();
     f.cases[i].reason = "the candidate killed by signal 11 (SEGV)";
+    f.cases[i].failure = Failure{FailureKind::crash, FailureWho::candidate, 11, {}, "", "", ""};
   }
   f.cases[6].verdict = "red";
   f.cases[6].metrics.clear();
   f.cases[6].reason = "final_state: candidate output: /w/out/final_state.npy: missing (the harness wrote neither final_state.npy nor one .safetensors file)";
+  f.cases[6].failure = Failure{FailureKind::missing_output, FailureWho::candidate, {}, {}, "final_state", "", ""};
   const auto steps = next_steps(f);
   ASSERT_EQ(steps.size(), 2u);
   EXPECT_EQ(steps[0].kind, "rerun-case");
-  EXPECT_NE(steps[0].suggestion.find("killed by signal 11 (SEGV)) (and 1 more case(s) the same way)"), std::string::npos)
+  // Rendered from the failure's value (signal 11), not from the reason's words.
+  EXPECT_NE(steps[0].suggestion.find("killed by signal 11 (SIGSEGV)) (and 1 more case(s) the same way)"), std::string::npos)
       << steps[0].suggestion;
   EXPECT_EQ(steps[1].kind, "fix-output");
   EXPECT_NE(steps[1].suggestion.find("densefeed gate show cp-affine-chain --json"), std::string::npos) << steps[1].suggestion;
@@ -166,6 +170,9 @@ TEST(NextSteps, ALockMismatchOrAFrozenFileInTheRevisionComesFirstAndAlone) {
   f.cases.clear();
   f.gate_reason = "the candidate revision 0123456789ab changes frozen files: gates/cp-affine-chain.yaml; no case ran";
   steps = next_steps(f);
+  EXPECT_TRUE(steps.empty() || steps[0].kind != "revert-frozen") << "the reason's words alone must not decide the step";
+  f.gate_failure = Failure{FailureKind::lock, FailureWho::candidate, {}, {}, "", "own_commits", "gates/cp-affine-chain.yaml"};
+  steps = next_steps(f);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].kind, "revert-frozen");
   EXPECT_EQ(steps[0].why, f.gate_reason);
@@ -175,6 +182,7 @@ TEST(NextSteps, AGateThatWasNeverLockedIsAPersonsToLockNotAnAgents) {
   auto f = cp_tf32();
   f.cases.clear();
   f.lock_problems = {"gates/cp-affine-chain.yaml: not in gates/gates.lock (a person must run 'densefeed gate lock')"};
+  f.gate_unlocked = true;  // the gate stage's failure: lock, metric unlocked
   const auto steps = next_steps(f);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].kind, "ask-to-lock");
