@@ -20,6 +20,8 @@ ArmContext base_context(const Project& project, const GateStore& store, const st
   for (const auto& p : project.python_path) pythonpath += p.string() + ":";
   pythonpath += python_module_dir().string();
   a.env["PYTHONPATH"] = pythonpath;
+  // Never write bytecode caches into densefeed's installed data (or a trusted export).
+  a.env["PYTHONDONTWRITEBYTECODE"] = "1";
   a.readable = {tree};
   for (const auto& p : project.python_path) a.readable.push_back(p);
   a.readable.push_back(python_module_dir());

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -18,6 +19,15 @@ namespace {
 
 // Reads samples.json, checking every field: harness output is untrusted.
 ArmRound read_samples(const std::filesystem::path& path) {
+  // Not followed if a link: it may loop or name a FIFO that never ends.
+  std::error_code ec;
+  if (const auto type = std::filesystem::symlink_status(path, ec).type();
+      type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found) {
+    const std::string what = type == std::filesystem::file_type::symlink ? "a symbolic link"
+                             : ec                                         ? ec.message()
+                                                                          : "not a regular file";
+    throw std::runtime_error(fmt::format("{}: not a file the harness wrote ({})", path.string(), what));
+  }
   std::ifstream in(path);
   if (!in) throw std::runtime_error(fmt::format("{}: missing (the harness wrote no samples)", path.string()));
   nlohmann::json doc;

@@ -35,15 +35,32 @@ std::filesystem::path CliContext::ledger_path() {
 }
 
 const GateStore& CliContext::store() {
-  if (!store_) store_ = open_gate_store(project(), workspace(), trust_worktree);
+  if (!store_) {
+    store_ = open_gate_store(project(), workspace(), trust_worktree);
+    // From here on the project is configured as its trusted ref says, not as
+    // the checked-out densefeed.yaml (an agent's branch) says.
+    if (!store_->worktree) {
+      const std::string ref = project_->trusted_ref;
+      const auto ledger = ledger_path();
+      project_ = trusted_project(*project_, store_->root);
+      if (project_->trusted_ref != ref) {
+        throw InputError(project_->config_file().string(), {}, "trusted_ref",
+                         fmt::format("the checked-out densefeed.yaml names trusted ref '{}', but that ref's own densefeed.yaml "
+                                     "names '{}': refusing to trust a ref that does not trust itself",
+                                     ref, project_->trusted_ref));
+      }
+      if (ledger_text.empty()) ledger_text = ledger.string();  // the workspace stays where the gate store was exported
+      store_->gates = project_->gates;
+    }
+  }
   return *store_;
 }
 
 RunOptions run_options(CliContext& ctx) {
   RunOptions options;
+  options.store = ctx.store();  // first: it puts the trusted ref's configuration in force
   options.project = ctx.project();
   options.workspace = ctx.workspace();
-  options.store = ctx.store();
   return options;
 }
 

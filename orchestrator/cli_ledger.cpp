@@ -426,15 +426,18 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
   auto* audit = app.add_subcommand("audit", "CI: exit 1 if a result lacks a green gate, a gate or frozen file differs from gates/gates.lock, or the hash chain is broken");
   auto junit = std::make_shared<std::string>();
   auto allow_unsandboxed = std::make_shared<bool>(false);
+  auto allow_untrusted_gates = std::make_shared<bool>(false);
   auto expect_head = std::make_shared<std::string>();
   auto head_file = std::make_shared<std::string>();
   audit->add_option("--junit", *junit, "also write JUnit XML here");
+  audit->add_flag("--allow-untrusted-gates", *allow_untrusted_gates,
+                  "accept green results whose gates came from another ref than the trusted one");
   audit->add_flag("--allow-unsandboxed", *allow_unsandboxed,
                   "accept green results whose untrusted commands ran without the sandbox (--no-sandbox)");
   audit->add_option("--expect-head", *expect_head, "fail unless the chain still holds this head (SEQ:HASH from 'ledger head')");
   audit->add_option("--head-file", *head_file, "like --expect-head with the head kept in FILE (when it exists); on success the current head is written there");
   add_ledger_and_json(audit, ctx);
-  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed, expect_head, head_file] {
+  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed, allow_untrusted_gates, expect_head, head_file] {
                      struct Check {
                        std::string name;
                        std::vector<std::string> failures;
@@ -449,11 +452,18 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                        expected.push_back(ChainHead::parse(text, *head_file));
                      }
                      ChainHead current;
+                     const std::string trusted_ref = ctx.store().ref;  // as the trusted ref's densefeed.yaml names it
                      {
                        const Ledger ledger(ctx.ledger_path(), Ledger::Mode::audit);
                        checks.push_back({"schema objects (tables, views, triggers, indexes) are the SQL compiled into densefeed",
                                          ledger.schema_differences()});
                        checks.push_back({"no speedup, trace or acceptance result without a green gate", ledger.results_without_green_gate()});
+                       if (!*allow_untrusted_gates) {
+                         checks.push_back({fmt::format("no green result whose gates came from elsewhere than the trusted ref '{}' "
+                                                       "(--allow-untrusted-gates accepts them)",
+                                                       trusted_ref),
+                                           ledger.green_results_not_from(trusted_ref)});
+                       }
                        if (!*allow_unsandboxed) {
                          checks.push_back({"no green result whose untrusted commands ran without the sandbox (--allow-unsandboxed accepts them)",
                                            ledger.unsandboxed_green_results()});

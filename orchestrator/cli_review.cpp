@@ -130,8 +130,8 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      AcceptanceOptions options;
                      options.work_dir = ctx.workspace().runs() / std::to_string(id) / "acceptance";
                      options.seed = std::stoull(e["gate_run"]["seed"].get<std::string>());
+                     const GateStore& store = ctx.store();  // first: it puts the trusted ref's configuration in force
                      const Project& project = ctx.project();
-                     const GateStore& store = ctx.store();
                      const auto command = e["acceptance"]["command"].get<std::vector<std::string>>();
                      const std::filesystem::path python = is_python_command(command) ? harness_python(project) : std::filesystem::path();
                      options.candidate = worktree_context(project, store, python);

@@ -46,7 +46,10 @@ std::map<std::string, std::string> hash_outputs(const std::filesystem::path& out
   std::map<std::string, std::string> hashes;
   std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(out, ec)) {
-    hashes[e.path().filename().string()] = e.is_regular_file() && !e.is_symlink() ? sha256_file(e.path()) : "not a file";
+    // Not following links: a link, even one that loops, is "not a file".
+    hashes[e.path().filename().string()] = e.symlink_status(ec).type() == std::filesystem::file_type::regular
+                                               ? sha256_file(e.path())
+                                               : "not a file";
   }
   return hashes;
 }
@@ -141,14 +144,20 @@ std::string process_failure(const char* who, const Job& job, const LogTail& tail
 // NAME.npy, or tensor NAME of the single .safetensors file in `dir`.
 TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, const std::string& declared_dtype,
                        bool candidate) {
-  // A link could point at the reference's own output.
+  // A link could point at the reference's own output, loop, or name a FIFO:
+  // none is followed.
   const auto refuse_link = [candidate](const std::filesystem::path& p) {
-    if (std::filesystem::is_symlink(p)) {
+    std::error_code ec;
+    const auto type = std::filesystem::symlink_status(p, ec).type();
+    if (type == std::filesystem::file_type::symlink) {
       throw std::runtime_error(fmt::format("{}: a symbolic link; outputs must be files the harness wrote", p.string()));
+    }
+    if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::not_found) {
+      throw std::runtime_error(fmt::format("{}: not a regular file{}; outputs must be files the harness wrote", p.string(),
+                                           ec ? " (" + ec.message() + ")" : ""));
     }
     // A hard link shares its bytes with another name: the harness wrote
     // nothing of its own (a fresh file has one link).
-    std::error_code ec;
     // (A reference's file with two names is a candidate's doing: its side says so.)
     if (const auto links = std::filesystem::hard_link_count(p, ec); candidate && !ec && links > 1) {
       throw std::runtime_error(fmt::format("{}: a hard link ({} names share these bytes); outputs must be files the harness wrote",
@@ -156,14 +165,14 @@ TensorFile open_output(const std::filesystem::path& dir, const OutputSpec& out, 
     }
   };
   // The folder itself replaced by a link to another (the reference's).
-  if (std::filesystem::is_symlink(dir)) {
+  std::error_code ec;
+  if (std::filesystem::is_symlink(std::filesystem::symlink_status(dir, ec))) {
     throw std::runtime_error(fmt::format("{}: the output folder was replaced by a symbolic link", dir.string()));
   }
   const auto npy = dir / (out.name + ".npy");
   refuse_link(npy);
-  if (std::filesystem::exists(npy)) return TensorFile::open_npy(npy, declared_dtype);
+  if (std::filesystem::exists(std::filesystem::symlink_status(npy, ec))) return TensorFile::open_npy(npy, declared_dtype);
   std::vector<std::filesystem::path> safetensors;
-  std::error_code ec;
   for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
     if (e.path().extension() == ".safetensors") safetensors.push_back(e.path());
   }
@@ -211,8 +220,10 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
     } catch (const std::runtime_error& e) {
       o.comparison.verdict = on_failure;
       o.comparison.reason = fmt::format("{} output: {}", who, e.what());
-      bool any = std::filesystem::exists(dir / (out.name + ".npy"));
+      // Nothing here follows a link (it may loop): a link is something written, wrongly.
       std::error_code ec;
+      bool any = std::filesystem::is_symlink(std::filesystem::symlink_status(dir, ec)) ||
+                 std::filesystem::exists(std::filesystem::symlink_status(dir / (out.name + ".npy"), ec));
       for (const auto& f : std::filesystem::directory_iterator(dir, ec)) any = any || f.path().extension() == ".safetensors";
       o.failure.kind = any ? FailureKind::malformed_output : FailureKind::missing_output;
       o.failure.who = on_failure == Verdict::error ? FailureWho::reference : FailureWho::candidate;

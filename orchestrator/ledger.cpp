@@ -391,7 +391,11 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       Statement(db_, "INSERT INTO schema_info(version) VALUES (1)").run();
       v = 1;
     }
+    // Links made by step 2 below are already keyed (link() always uses the
+    // key), and no one else can have edited them inside this transaction.
+    bool v2_links_made_here = false;
     if (v < 2) {
+      v2_links_made_here = true;
       exec(db_, kLedgerMigration2Sql);
       // Seal the rows recorded before the chain existed, table by table.
       for (std::size_t i = 0; i < kChainedTablesV2; ++i) {
@@ -424,8 +428,9 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
                              q.column(3).get<std::string>());
         }
         // The version-2 chain is checked before it is re-sealed: a migration
-        // must never launder an edit made while the chain was unkeyed.
-        {
+        // must never launder an edit made while the chain was unkeyed. A
+        // chain step 2 made in this transaction was never unkeyed.
+        if (!v2_links_made_here) {
           std::string prev2;
           Statement old_links(db_, "SELECT seq, table_name, row_id, columns, content_sha256, prev_hash, hash FROM record_chain ORDER BY seq");
           while (old_links.step()) {
@@ -1372,6 +1377,27 @@ std::vector<std::string> Ledger::unsandboxed_green_results() const {
                               "finding(s), {} acceptance run(s) rest on it",
                               s.column(0).get<std::int64_t>(), s.column(1).dump(), text.empty() ? "not recorded" : text,
                               s.column(3).dump(), s.column(4).dump(), s.column(5).dump()));
+  }
+  return out;
+}
+
+std::vector<std::string> Ledger::green_results_not_from(const std::string& trusted_ref) const {
+  std::vector<std::string> out;
+  Statement s(db_, "SELECT g.id, g.experiment_id, g.provenance FROM gate_runs g WHERE g.verdict = 'green' ORDER BY g.id");
+  while (s.step()) {
+    const auto text = s.column(2).is_string() ? s.column(2).get<std::string>() : std::string("{}");
+    const auto p = nlohmann::ordered_json::parse(text, nullptr, false);
+    const std::string where = fmt::format("gate run {} of experiment {}", s.column(0).get<std::int64_t>(), s.column(1).dump());
+    if (!p.is_object()) {
+      out.push_back(where + " is green with no readable provenance");
+      continue;
+    }
+    // --trust-worktree is a person's choice on the command line, recorded in
+    // provenance; a ref other than the configured one is not.
+    if (!p.value("trust_worktree", false) && p.value("trusted_ref", trusted_ref) != trusted_ref) {
+      out.push_back(fmt::format("{} is green with gates from the ref '{}', not the trusted ref '{}'", where,
+                                p.value("trusted_ref", std::string()), trusted_ref));
+    }
   }
   return out;
 }

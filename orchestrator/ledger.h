@@ -294,6 +294,10 @@ class Ledger {
   // on them) whose untrusted commands ran without the sandbox: gate_runs.sandbox
   // is not "on" ("off: --no-sandbox", or an older "unavailable: ..."), one line each.
   std::vector<std::string> unsandboxed_green_results() const;
+  // Green gate runs whose gates came from another ref than `trusted_ref` (a
+  // branch's densefeed.yaml naming itself trusted): one line each.
+  // --trust-worktree runs are a person's choice and are not listed.
+  std::vector<std::string> green_results_not_from(const std::string& trusted_ref) const;
   std::vector<std::string> results_without_green_gate() const;
   // Every table as {table: [rows]} (JSON columns kept as text).
   nlohmann::ordered_json export_tables() const;

@@ -34,14 +34,24 @@ std::string inside(const YamlDocument& doc, const std::string& pointer, const st
 
 }  // namespace
 
-Project load_project(const std::filesystem::path& dir_in) {
+Project load_project(const std::filesystem::path& dir_in) { return load_project_from(dir_in, {}); }
+
+Project trusted_project(const Project& worktree, const std::filesystem::path& trusted_tree) {
+  const auto file = trusted_tree / kProjectFile;
+  if (!std::filesystem::is_regular_file(file)) return worktree;  // the trusted ref predates densefeed.yaml: its defaults and the worktree's
+  Project t = load_project_from(worktree.dir, file);
+  return t;
+}
+
+Project load_project_from(const std::filesystem::path& dir_in, const std::filesystem::path& file) {
   Project p;
   p.dir = std::filesystem::weakly_canonical(std::filesystem::absolute(dir_in));
-  if (!std::filesystem::is_regular_file(p.config_file())) {
-    throw InputError(p.config_file().string(), {}, "",
+  const auto config_file = file.empty() ? p.config_file() : file;
+  if (!std::filesystem::is_regular_file(config_file)) {
+    throw InputError(config_file.string(), {}, "",
                      fmt::format("no {} in {} (run 'densefeed init' there to create one)", kProjectFile, p.dir.string()));
   }
-  p.config = load_yaml_file(p.config_file());
+  p.config = load_yaml_file(config_file);
   if (p.config.value.is_null()) p.config.value = nlohmann::ordered_json::object();
   SchemaValidator(schema_path("project.schema.json")).validate(p.config);
   const auto& v = p.config.value;

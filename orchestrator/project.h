@@ -52,6 +52,17 @@ Project find_project(const std::filesystem::path& start, const std::filesystem::
 
 // Reads DIR/densefeed.yaml. Throws InputError as find_project does.
 Project load_project(const std::filesystem::path& dir);
+// The project folder `dir` configured by `file` (another copy of its
+// densefeed.yaml: the trusted ref's). Throws InputError as load_project does.
+Project load_project_from(const std::filesystem::path& dir, const std::filesystem::path& file);
+
+// The project as its trusted ref configures it: densefeed.yaml read from the
+// trusted ref's export (`trusted_tree`), paths still resolved against the
+// project folder. What decides how the reference and untrusted commands run
+// (python, harness_path, sandbox.env, build, ledger_key, gates) is never taken
+// from a worktree or branch the agent controls. Without densefeed.yaml at the
+// trusted ref, the worktree's project is returned unchanged.
+Project trusted_project(const Project& worktree, const std::filesystem::path& trusted_tree);
 
 // The interpreter that python3/python in a harness command becomes: the
 // configured one (checked once per process to import numpy), or the first

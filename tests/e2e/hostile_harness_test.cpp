@@ -276,7 +276,8 @@ TEST_F(HostileBase, UnderTheSandboxTamperingWithGatesLockLedgerOrNetworkIsRefuse
   const std::string said = testing::read_file(candidate_dir(r) / "stdout.log");
   EXPECT_NE(said.find("gate-file: refused (Read-only file system)\n"), std::string::npos) << said;
   EXPECT_NE(said.find("lock-file: refused (Read-only file system)\n"), std::string::npos) << said;
-  EXPECT_NE(said.find("ledger-file: refused (Read-only file system)\n"), std::string::npos) << said;
+  // The small world (issue 14) does not show the ledger at all: not there to write.
+  EXPECT_NE(said.find("ledger-file: refused (No such file or directory)\n"), std::string::npos) << said;
   // The runs folder, with the reference's answer, is hidden.
   EXPECT_NE(said.find("reference-output: refused (No such file or directory)\n"), std::string::npos) << said;
   EXPECT_NE(said.find("network: refused ("), std::string::npos) << said;
@@ -304,25 +305,44 @@ TEST_F(HostileBase, WithoutTheSandboxTheSameHarnessReachesAllOfIt) {
   EXPECT_NE(trusted_hashes(root_), hashes);
 }
 
-TEST_F(HostileBase, ASandboxThatCannotStartIsSaidOnceAndRecorded) {
+TEST_F(HostileBase, ASandboxThatCannotStartIsSaidOnceAndNothingRuns) {
   // A bwrap that fails as it does in a container without user namespaces.
   const auto fake = dir_ / "fake-bin";
   testing::write_file(fake / "bwrap", "#!/bin/sh\necho 'bwrap: No permissions to create new namespace' >&2\nexit 1\n");
   std::filesystem::permissions(fake / "bwrap", std::filesystem::perms::owner_all);
   const std::map<std::string, std::string> env = {{"PATH", fake.string() + ":" + std::getenv("PATH")}};
-  const auto r = run("hostile", "mode: honest", 0, true, {}, env);
-  EXPECT_EQ(r["sandbox"]["mode"], "unavailable");
-  EXPECT_NE(r["sandbox"]["reason"].get<std::string>().find("bwrap: No permissions to create new namespace"), std::string::npos)
-      << r["sandbox"];
   const auto manifest = dir_ / "m0.yaml";
+  testing::write_file(manifest, "experiment: hostile\nhypothesis: h\npredicted_effect: p\ngate: hostile\n"
+                                "candidate: {revision: WORKTREE, params: {mode: honest}}\n"
+                                "base: {revision: WORKTREE, params: {mode: honest, port: 1}}\n");
+  // Fail closed (issue 14): an infrastructure error, no untrusted command run
+  // and nothing recorded; --no-sandbox is the person's explicit way out.
+  const auto r = densefeed({"run", manifest.string(), "--ledger", ledger().string(), "--json", "--no-bench"}, env);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(SchemaValidator(kRoot / "schemas" / "error.schema.json").errors(doc), std::vector<std::string>{}) << r.out;
+  EXPECT_EQ(doc["verdict"], "infrastructure-error");
+  const std::string error = doc["error"].get<std::string>();
+  EXPECT_NE(error.find("the sandbox cannot start, so no untrusted command was run"), std::string::npos) << error;
+  EXPECT_NE(error.find("bwrap: No permissions to create new namespace"), std::string::npos) << error;
+  EXPECT_NE(error.find("--no-sandbox"), std::string::npos) << error;
+  const auto nothing_recorded = [&] {
+    return !std::filesystem::exists(ledger()) ||
+           testing::run_cli("/usr/bin/sqlite3", {ledger().string(), "SELECT COUNT(*) FROM experiments"}, dir_).out == "0\n";
+  };
+  EXPECT_TRUE(nothing_recorded());
+  EXPECT_FALSE(std::filesystem::exists(dir_ / "ledger-runs" / "1")) << "a run folder was made";
+
   const auto text = densefeed({"run", manifest.string(), "--ledger", ledger().string(), "--no-bench"}, env);
-  EXPECT_EQ(text.exit_code, 0) << text.out << text.err;
-  std::size_t warnings = 0;
-  for (std::size_t at = text.out.find("sandbox: WARNING: unavailable"); at != std::string::npos;
-       at = text.out.find("sandbox: WARNING: unavailable", at + 1)) {
-    ++warnings;
+  EXPECT_EQ(text.exit_code, 3) << text.out << text.err;
+  std::size_t said = 0;
+  for (std::size_t at = text.err.find("the sandbox cannot start"); at != std::string::npos;
+       at = text.err.find("the sandbox cannot start", at + 1)) {
+    ++said;
   }
-  EXPECT_EQ(warnings, 1u) << text.out;
+  EXPECT_EQ(said, 1u) << text.err;
+  EXPECT_EQ(text.out.find("the sandbox cannot start"), std::string::npos) << text.out;
+  EXPECT_TRUE(nothing_recorded());
 }
 
 }  // namespace

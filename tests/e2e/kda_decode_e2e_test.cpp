@@ -2,6 +2,8 @@
 // profile): the example experiment (v3 against v0) is green end to end, and a
 // deliberately wrong candidate -- the harness with KDA_DECODE_FAULT=skip-decay,
 // whose state never decays -- is red on the state, with the bench skipped.
+// Untrusted commands get none of densefeed's environment unless the project's
+// sandbox.env names it (issue 14): densefeed.yaml names KDA_DECODE_FAULT.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>

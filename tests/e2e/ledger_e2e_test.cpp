@@ -202,7 +202,7 @@ TEST_F(LedgerEndToEnd, SubmitQueuesAtOnceAndRefusesBadInputWithNothingQueued) {
   EXPECT_EQ(state(1), "queued");
   EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM gate_runs"), "0");
   const auto status = densefeed({"status", "1", "--ledger", L(), "--json"});
-  EXPECT_EQ(status.exit_code, 0);
+  EXPECT_EQ(status.exit_code, 4) << status.out << status.err;  // not ended yet (experiment_summary.h kExitNotEnded)
   EXPECT_EQ(nlohmann::json::parse(status.out)["state"], "queued");
   // An operator's typo takes nothing from the queue.
   const auto typo = densefeed({"worker", "--profile", "nope", "--once", "--ledger", L()});
@@ -390,12 +390,29 @@ TEST_F(LedgerEndToEnd, AuditPassesACleanLedgerAndFailsOnTamperingWithJUnit) {
   a = densefeed({"audit", "--ledger", L(), "--junit", xml.string(), "--json"});
   EXPECT_EQ(a.exit_code, 1);
   const auto doc = nlohmann::json::parse(a.out);
-  EXPECT_EQ(doc["checks"][0]["ok"], false);
-  EXPECT_NE(doc["checks"][0]["failures"][0].get<std::string>().find("bench_cases row 1 (n=64) of experiment 2 has no green gate run"),
-            std::string::npos);
-  EXPECT_EQ(doc["checks"][1]["ok"], false);  // the inserted row is not in the chain either
+  // Audit's checks (cli_ledger.cpp) begin with the schema inventory; the
+  // three that see this tampering fail and every other check passes.
+  ASSERT_TRUE(doc["checks"].is_array()) << a.out;
+  EXPECT_EQ(doc["checks"][0]["check"], "schema objects (tables, views, triggers, indexes) are the SQL compiled into densefeed");
+  std::map<std::string, nlohmann::json> failed;
+  for (const auto& c : doc["checks"]) {
+    if (!c["ok"].get<bool>()) failed[c["check"].get<std::string>()] = c["failures"];
+  }
+  ASSERT_EQ(failed.size(), 3u) << a.out;
+  // The dropped guard is seen by the inventory, the row it let in by the result check...
+  EXPECT_EQ(failed["schema objects (tables, views, triggers, indexes) are the SQL compiled into densefeed"],
+            nlohmann::json::array({"trigger bench_cases_require_green_gate: missing (dropped)"}))
+      << a.out;
+  EXPECT_EQ(failed["no speedup, trace or acceptance result without a green gate"],
+            nlohmann::json::array({"bench_cases row 1 (n=64) of experiment 2 has no green gate run"}))
+      << a.out;
+  // ...and the inserted row is not in the (keyed) chain either.
+  ASSERT_EQ(failed["hash chain intact"].size(), 1u) << a.out;
+  EXPECT_NE(failed["hash chain intact"][0].get<std::string>().find("bench_cases row 1: the row is not in the chain"), std::string::npos)
+      << a.out;
   const auto junit = testing::read_file(xml);
-  EXPECT_NE(junit.find("failures=\"2\""), std::string::npos) << junit;
+  EXPECT_NE(junit.find(fmt::format("tests=\"{}\" failures=\"3\"", doc["checks"].size())), std::string::npos) << junit;
+  EXPECT_NE(junit.find("<failure message=\"trigger bench_cases_require_green_gate: missing (dropped)"), std::string::npos) << junit;
   EXPECT_NE(junit.find("<failure message=\"bench_cases row 1"), std::string::npos) << junit;
 
   // An edited gate is an audit failure too.
@@ -484,9 +501,12 @@ TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAt
     readers.push_back(std::make_unique<Background>(argv({"ledger", "list", "--ledger", L()}), dir_ / fmt::format("open-{}.log", p)));
   }
   for (int p = 0; p < 6; ++p) EXPECT_EQ(readers[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("open-{}.log", p));
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2");
+  // Migrated 1 -> 2 -> 3 in one open, by exactly one of the six.
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3");
   EXPECT_EQ(sql_one(ledger(), "SELECT state FROM experiment_states WHERE experiment_id = 1"), "recorded");
-  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM record_chain"), "1");  // the old row, sealed
+  // The old row, sealed with the key, then the key's own row.
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(table_name || ':' || row_id) FROM (SELECT * FROM record_chain ORDER BY seq)"),
+            "experiments:1,chain_keys:1");
   EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
   ASSERT_EQ(densefeed({"run", manifest("new", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
   EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
@@ -498,11 +518,19 @@ TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvA
   auto list = nlohmann::json::parse(densefeed({"ledger", "list", "--verdict", "red", "--ledger", L(), "--json"}).out);
   ASSERT_EQ(list.size(), 1u);
   EXPECT_EQ(list[0]["name"], "b");
+  // Each item is the experiment's typed record (schemas/experiment-summary.schema.json).
+  EXPECT_EQ(list[0]["verdict"], "red") << list.dump();
+  EXPECT_EQ(list[0]["verdict_stage"], "gate") << list.dump();
+  EXPECT_EQ(list[0]["stages"]["gate"]["failure"]["kind"], "tolerance") << list.dump();
   list = nlohmann::json::parse(densefeed({"ledger", "list", "--gate", "quick", "--since", "2000-01-01", "--ledger", L(), "--json"}).out);
   EXPECT_EQ(list.size(), 2u);
-  list = nlohmann::json::parse(densefeed({"ledger", "list", "--since", "2999", "--ledger", L(), "--json"}).out);
+  // --since is checked (YYYY-MM-DD[THH:MM[:SS]]): a bare year is bad input, not a filter.
+  const auto future = densefeed({"ledger", "list", "--since", "2999-01-01", "--ledger", L(), "--json"});
+  ASSERT_EQ(future.exit_code, 0) << future.out << future.err;
+  list = nlohmann::json::parse(future.out);
   EXPECT_EQ(list.size(), 0u);
   EXPECT_EQ(densefeed({"ledger", "list", "--since", "yesterday", "--ledger", L()}).exit_code, 2);
+  EXPECT_EQ(densefeed({"ledger", "list", "--since", "2999", "--ledger", L()}).exit_code, 2);
 
   const auto cmp = densefeed({"ledger", "compare", "1", "2", "--ledger", L(), "--json"});
   ASSERT_EQ(cmp.exit_code, 0) << cmp.err;
@@ -518,13 +546,13 @@ TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvA
   const auto csv = densefeed({"ledger", "export", "--format", "csv", "--ledger", L()});
   ASSERT_EQ(csv.exit_code, 0);
   EXPECT_EQ(csv.out.substr(0, csv.out.find("\r\n")),
-            "experiment_id,name,gate,author,submitted_at,state,gate_verdict,reason,profile,seed,bench_cases,bench_faster,bench_slower,"
-            "trace_failed,trace_checks,acceptance_verdict,promoted");
+            "experiment_id,name,gate,author,submitted_at,state,verdict,verdict_stage,gate_verdict,reason,profile,seed,bench_verdict,"
+            "trace_verdict,bench_cases,bench_faster,bench_slower,trace_failed,trace_checks,acceptance_verdict,promoted");
   EXPECT_NE(csv.out.find(",b,quick,"), std::string::npos);
   EXPECT_EQ(densefeed({"ledger", "export", "--format", "csv", "--table", "nope", "--ledger", L()}).exit_code, 2);
   const auto json = nlohmann::json::parse(densefeed({"ledger", "export", "--ledger", L()}).out);
   EXPECT_EQ(json["experiments"].size(), 2u);
-  EXPECT_EQ(json["schema_info"].size(), 2u);
+  EXPECT_EQ(json["schema_info"].size(), 3u);  // versions 1, 2 and 3
 }
 
 }  // namespace

@@ -268,20 +268,25 @@ TEST_F(McpServerProcess, MalformedRequestsGetErrorsAndNeverStopTheServer) {
 TEST_F(McpServerProcess, ListsToolsWithSchemasAndReadsResources) {
   server_->initialize();
   const J tools = server_->request(1, "tools/list")["result"]["tools"];
-  std::set<std::string> names;
+  std::map<std::string, J> by_name;
   for (const auto& t : tools) {
-    names.insert(t["name"].get<std::string>());
+    by_name[t["name"].get<std::string>()] = t;
     EXPECT_EQ(t["inputSchema"]["type"], "object") << t["name"];
     EXPECT_FALSE(t["description"].get<std::string>().empty());
   }
+  std::set<std::string> names;
+  for (const auto& [name, t] : by_name) names.insert(name);
   EXPECT_EQ(names, (std::set<std::string>{"submit_experiment", "run_queue", "get_status", "list_gates", "show_gate", "compare_tensors",
-                                          "analyze_trace", "ledger_list", "ledger_show", "ledger_compare"}));
+                                          "analyze_trace", "ledger_list", "ledger_show", "ledger_compare", "write_report"}));
+  // write_report (issue 19) writes one experiment's page: its id is required.
+  EXPECT_EQ(by_name["write_report"]["inputSchema"]["required"], J::array({"experiment_id"})) << by_name["write_report"].dump();
   const J resources = server_->request(2, "resources/list")["result"]["resources"];
   std::map<std::string, J> by_uri;
   for (const auto& r : resources) by_uri[r["uri"].get<std::string>()] = r;
   ASSERT_TRUE(by_uri.count("densefeed://gates/small.yaml"));
   ASSERT_TRUE(by_uri.count("densefeed://gates/gates.lock"));
   ASSERT_TRUE(by_uri.count("densefeed://schemas/status.schema.json"));
+  EXPECT_TRUE(by_uri.count("densefeed://schemas/report.schema.json"));  // what write_report returns
   // The skill and the schemas are densefeed's installed ones, whatever the
   // project holds; the gates are the gate store's.
   ASSERT_TRUE(by_uri.count("densefeed://skills/densefeed-optimization-loop/SKILL.md"));

@@ -285,6 +285,42 @@ TEST_F(ProjectE2E, ABranchThatEditsAFrozenFileIsRedNamingIt) {
   EXPECT_EQ(doc["next"][0]["kind"], "revert-frozen");
 }
 
+// densefeed.yaml is the agent's too when its branch is checked out: what
+// decides how the reference runs (the interpreter, python.path) comes from the
+// trusted ref's copy, and a branch that names itself the trusted ref gets a
+// green that audit on main refuses.
+TEST_F(ProjectE2E, AnAgentsDensefeedYamlDoesNotConfigureTheTrustedRun) {
+  init_and_commit();
+  const auto marker = dir_ / "shim-ran";
+  const auto shim = repo_ / "tools" / "py";
+  testing::write_file(shim, "#!/bin/sh\necho ran >> " + marker.string() + "\nexec /usr/bin/python3 \"$@\"\n");
+  std::filesystem::permissions(shim, std::filesystem::perms::owner_all);
+  const auto config = testing::read_file(repo_ / "densefeed.yaml");
+  testing::write_file(repo_ / "densefeed.yaml", config + "python: {interpreter: tools/py}\n");
+  const auto red = densefeed({"run", (repo_ / "experiments" / "scan-merge-float16.yaml").string(), "--no-bench", "--jobs", "2"});
+  EXPECT_EQ(red.exit_code, 1) << red.out << red.err;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the worktree's python.interpreter ran: " << testing::read_file(marker);
+  testing::write_file(repo_ / "densefeed.yaml", config);
+
+  git({"checkout", "-q", "-b", "self-trust"});
+  auto own = config;
+  own.replace(own.find("trusted_ref: main"), 17, "trusted_ref: self-trust");
+  testing::write_file(repo_ / "densefeed.yaml", own);
+  auto gate = testing::read_file(repo_ / "gates" / "scan-sharded.yaml");
+  gate.replace(gate.find("rel_l2: 1.0e-5"), 14, "rel_l2: 1.0e-1");
+  gate.replace(gate.find("max_abs: 1.0e-3"), 15, "max_abs: 1.0e+1");
+  testing::write_file(repo_ / "gates" / "scan-sharded.yaml", gate);
+  git({"commit", "-qam", "the agent trusts itself"});
+  ASSERT_EQ(densefeed({"gate", "lock"}).exit_code, 0);
+  git({"commit", "-qam", "and locks its own gate"});
+  const auto forged = densefeed({"run", (repo_ / "experiments" / "scan-merge-float16.yaml").string(), "--no-bench", "--jobs", "2"});
+  EXPECT_EQ(forged.exit_code, 0) << forged.out << forged.err;  // on its own branch it is green...
+  git({"checkout", "-q", "main"});
+  const auto audit = densefeed({"audit"});
+  EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;  // ...and main's audit says where its gates came from
+  EXPECT_NE(audit.out.find("with gates from the ref 'self-trust', not the trusted ref 'main'"), std::string::npos) << audit.out;
+}
+
 TEST_F(ProjectE2E, QueueReviewPromoteAndMcp) {
   init_and_commit();
   const auto m = manifest("promoted", "{revision: WORKTREE, params: {merge_dtype: float32}}",
@@ -413,13 +449,16 @@ TEST_F(ProjectE2E, BadProjectInputIsExit2NamingWhatAndWhere) {
   r = densefeed({"run", (repo_ / "experiments" / "scan-merge-float32.yaml").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("trusted ref 'release' names no commit"), std::string::npos) << r.err;
-  // An interpreter without numpy.
+  // An interpreter without numpy, as the trusted ref configures it (a
+  // worktree's python settings are never used: see AnAgentsDensefeedYaml...).
   testing::write_file(repo_ / "densefeed.yaml", config + "python: {interpreter: /bin/false}\n");
+  git({"commit", "-qam", "a person configures an interpreter without numpy"});
   r = densefeed({"run", (repo_ / "experiments" / "scan-merge-float32.yaml").string()});
   EXPECT_EQ(r.exit_code, 2) << r.err;
   EXPECT_NE(r.err.find("cannot import numpy"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("python.interpreter"), std::string::npos) << r.err;
   testing::write_file(repo_ / "densefeed.yaml", config);
+  git({"commit", "-qam", "and takes it back"});
   // A gate whose frozen file is not on the trusted ref: locking it is refused.
   auto gate = testing::read_file(repo_ / "gates" / "scan-sharded.yaml");
   gate += "  - harness/new_frozen.py\n";
@@ -429,6 +468,21 @@ TEST_F(ProjectE2E, BadProjectInputIsExit2NamingWhatAndWhere) {
   r = densefeed({"gate", "lock"});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("harness/new_frozen.py"), std::string::npos) << r.err;
+  // A gate committed on main that nobody could lock (a placeholder no case
+  // defines): a run is bad input naming it, not a red asking for a lock.
+  auto typo = testing::read_file(repo_ / "gates" / "scan-sharded.yaml");
+  typo.replace(typo.find("gate: scan-sharded"), 18, "gate: scan-typo");
+  typo.replace(typo.find("\"{case.T}\", --D"), 10, "\"{case.Tt}\"");
+  testing::write_file(repo_ / "gates" / "scan-typo.yaml", typo);
+  git({"add", "-A"});
+  git({"commit", "-qm", "a gate with a typo"});
+  const auto m = manifest("typo", "{revision: WORKTREE, params: {merge_dtype: float32}}", "{revision: WORKTREE, params: {merge_dtype: float16}}");
+  auto mt = testing::read_file(m);
+  mt.replace(mt.find("gate: scan-sharded"), 18, "gate: scan-typo");
+  testing::write_file(m, mt);
+  r = densefeed({"run", m.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("case.Tt"), std::string::npos) << r.err;
   // Nothing was written to the ledger by any of it.
   EXPECT_FALSE(std::filesystem::exists(repo_ / ".densefeed" / "ledger.db"));
 }

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include <array>
+#include <cstdlib>
 #include <optional>
 #include <cstdint>
 #include <regex>
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger.h"
+#include "ledger_key.h"
 #include "test_support.h"
 
 namespace densefeed {
@@ -145,9 +147,19 @@ std::string chromium() {
 
 class ReportHtml : public ::testing::Test {
  protected:
+  // The ledgers' chain keys (ledger_key.h) live under $XDG_CONFIG_HOME. This
+  // process (which makes and reads ledgers too) and every densefeed it runs
+  // (which inherit it) use the test's folder: the same keys, and none written
+  // into the real home.
   void SetUp() override {
+    if (const char* x = std::getenv("XDG_CONFIG_HOME")) saved_config_home_ = x;
+    ::setenv("XDG_CONFIG_HOME", (dir_ / ".config").c_str(), 1);
     ASSERT_FALSE(chromium().empty()) << "Debian's chromium is needed (./setup.sh installs it: apt-get install chromium)";
     ledger_ = dir_ / "ledger.db";
+  }
+  void TearDown() override {
+    if (saved_config_home_) ::setenv("XDG_CONFIG_HOME", saved_config_home_->c_str(), 1);
+    else ::unsetenv("XDG_CONFIG_HOME");
   }
 
   testing::CliResult densefeed(const std::vector<std::string>& args) const {
@@ -247,6 +259,7 @@ class ReportHtml : public ::testing::Test {
 
   testing::TempDir dir_;
   std::filesystem::path ledger_;
+  std::optional<std::string> saved_config_home_;
 };
 
 // The tf32 example is red: its page draws the T x shards heatmap with the red
@@ -628,7 +641,15 @@ TEST_F(ReportHtml, QueuedBrokenChainAndEmptyLedgerPagesSaySo) {
   std::string dom = dump_dom(empty_page);
   EXPECT_NE(dom.find("The ledger holds no experiments yet"), std::string::npos);
   EXPECT_NE(dom.find("data-charts-rendered=\"0\""), std::string::npos);
-  EXPECT_NE(dom.find("data-fact=\"chain-head\">(empty chain)<"), std::string::npos);
+  // A new ledger's one link records its chain key's fingerprint (issue 15): that is its head.
+  {
+    Ledger ledger(empty, Ledger::Mode::read_only);
+    const auto chain = ledger.rows("record_chain");
+    ASSERT_EQ(chain.size(), 1u);
+    EXPECT_EQ(chain[0]["table_name"], "chain_keys") << chain[0].dump();
+    EXPECT_NE(dom.find("data-fact=\"chain-head\">" + chain[0]["hash"].get<std::string>() + "<"), std::string::npos);
+    EXPECT_NE(dom.find("intact: 1 links verified"), std::string::npos);
+  }
   Looks looks = look_at(screenshot(empty_page, 800, 600));
   EXPECT_GT(looks.non_white, 0.005) << "the notice is not visible";
 
@@ -643,11 +664,27 @@ TEST_F(ReportHtml, QueuedBrokenChainAndEmptyLedgerPagesSaySo) {
   EXPECT_NE(dom.find("No benchmark: the gate has not run."), std::string::npos);
   EXPECT_NE(dom.find("<b data-state=\"\">queued</b>"), std::string::npos);
 
-  // Someone rewrites a recorded hypothesis with sqlite3, past the trigger.
+  // Someone rewrites a recorded hypothesis with sqlite3, past the trigger,
+  // and puts the trigger back as it was (a dropped one is refused before any
+  // page: the schema inventory, issue 15): only the chain can tell.
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open(ledger_.c_str(), &db), SQLITE_OK);
+  std::string trigger;
+  sqlite3_stmt* st = nullptr;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE name = 'experiments_no_update'", -1, &st, nullptr), SQLITE_OK);
+  if (sqlite3_step(st) == SQLITE_ROW) trigger = reinterpret_cast<const char*>(sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  ASSERT_FALSE(trigger.empty()) << "the ledger has no trigger experiments_no_update";
+  // The experiment's link (after the key's, link 1 on a new ledger).
+  std::int64_t link = 0;
+  ASSERT_EQ(sqlite3_prepare_v2(db, "SELECT seq FROM record_chain WHERE table_name = 'experiments' AND row_id = ?", -1, &st, nullptr), SQLITE_OK);
+  sqlite3_bind_int64(st, 1, id);
+  if (sqlite3_step(st) == SQLITE_ROW) link = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  ASSERT_GT(link, 1) << "the experiment's row is not chained after the key's";
   char* error = nullptr;
-  const int rc = sqlite3_exec(db, "DROP TRIGGER experiments_no_update; UPDATE experiments SET hypothesis = 'rewritten'", nullptr, nullptr, &error);
+  const int rc = sqlite3_exec(db, ("DROP TRIGGER experiments_no_update; UPDATE experiments SET hypothesis = 'rewritten'; " + trigger).c_str(),
+                              nullptr, nullptr, &error);
   sqlite3_close(db);
   ASSERT_EQ(rc, SQLITE_OK) << (error ? error : "");
   const auto broken_page = dir_ / "broken.html";
@@ -655,8 +692,10 @@ TEST_F(ReportHtml, QueuedBrokenChainAndEmptyLedgerPagesSaySo) {
   EXPECT_EQ(b["chain"]["ok"], false);
   dom = dump_dom(broken_page);
   EXPECT_NE(dom.find("data-chain=\"broken\""), std::string::npos);
-  EXPECT_NE(dom.find("The ledger's hash chain is broken at link 1 (experiments row 1, experiment 1): the row was changed after it was recorded."),
-            std::string::npos);
+  EXPECT_NE(dom.find(fmt::format("The ledger's hash chain is broken at link {} (experiments row {}, experiment {}): the row was changed after "
+                                 "it was recorded.", link, id, id)),
+            std::string::npos)
+      << dom.substr(std::min(dom.find("data-chain-broken"), dom.size()), 300);
   EXPECT_NE(dom.find("data-fact=\"chain-head\">none: the chain is broken<"), std::string::npos);
   looks = look_at(screenshot(broken_page, 1000, 700));
   EXPECT_GT(looks.non_white, 0.02);
@@ -674,6 +713,13 @@ TEST_F(ReportHtml, BadInputIsExit2) {
   EXPECT_NE(r.err.find("give either ID or --gate"), std::string::npos) << r.err;
   r = densefeed({"report", "--ledger", ledger_.string()});
   EXPECT_EQ(r.exit_code, 2) << "no -o";
+  // Without its chain key the ledger cannot be checked: the report, like every
+  // reader, refuses it naming the key's file (a broken chain is a page, above).
+  const auto key = ledger_key_file(std::filesystem::absolute(ledger_));
+  ASSERT_TRUE(std::filesystem::remove(key)) << key;
+  r = densefeed({"report", "-o", (dir_ / "x.html").string(), "--ledger", ledger_.string()});
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find(key.string() + ": the ledger's chain key is not here"), std::string::npos) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir_ / "x.html"));
 }
 
