@@ -11,7 +11,7 @@ cd "$(dirname "$0")"
 
 packages=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libcli11-dev
           libboost-dev libboost-filesystem-dev libfmt-dev libvalijson-dev libgtest-dev libssl-dev bubblewrap zlib1g-dev
-          python3 python3-numpy git libjs-vega chromium)
+          python3 python3-numpy git libjs-vega chromium dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

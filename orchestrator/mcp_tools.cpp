@@ -9,6 +9,7 @@
 #include <chrono>
 #include <fstream>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <sstream>
 #include <thread>
@@ -203,7 +204,28 @@ struct DensefeedMcpTools::Impl {
     return result_of("status", cli(with_ledger({"status", id}), std::chrono::minutes(2), &cancel), "status");
   }
 
+  // A file an agent names must lie in the project folder or next to the
+  // ledger (its runs): the tools never read the rest of the machine for it.
+  std::optional<McpToolResult> outside(const std::string& field, const std::string& text) const {
+    std::filesystem::path p = text;
+    if (p.is_relative()) p = config.project / p;
+    std::error_code ec;
+    const auto real = std::filesystem::weakly_canonical(p, ec).string();
+    for (const auto& top : {config.project, config.ledger.parent_path()}) {
+      const auto t = std::filesystem::weakly_canonical(top, ec).string();
+      if (!ec && real.size() > t.size() && real.compare(0, t.size(), t) == 0 && real[t.size()] == '/') return std::nullopt;
+    }
+    return McpToolResult{J::object(),
+                         fmt::format("{}: '{}' is outside the project folder ({}) and the ledger's folder ({}); the tools read "
+                                     "only files there",
+                                     field, text, config.project.string(), config.ledger.parent_path().string()),
+                         true};
+  }
+
   McpToolResult compare(const J& a, const std::atomic<bool>& cancel) {
+    for (const char* f : {"reference", "candidate"}) {
+      if (auto refused = outside(f, a[f].get<std::string>())) return *refused;
+    }
     std::vector<std::string> args = {"compare", a["reference"].get<std::string>(), a["candidate"].get<std::string>()};
     for (const auto& [key, flag] : std::vector<std::pair<std::string, std::string>>{
              {"rel_l2", "--rel-l2"}, {"max_abs", "--max-abs"}, {"atol", "--atol"}, {"rtol", "--rtol"}, {"ulp", "--ulp"},
@@ -227,6 +249,7 @@ struct DensefeedMcpTools::Impl {
                   "(stages.trace) meanwhile.",
               true};
     }
+    if (auto refused = outside("path", a["path"].get<std::string>())) return *refused;
     return result_of("trace analyze", cli({"trace", "analyze", a["path"].get<std::string>(), "--json"}, std::chrono::minutes(10), &cancel),
                      "analysis");
   }
@@ -320,8 +343,8 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                "Compare a candidate tensor file with a reference (.npy or .safetensors) with the gate's comparison engine: relative "
                "L2, max abs, elementwise atol + rtol*|ref|, ULP; worst element; per-slice errors along a partition axis. Bounds "
                "default to the candidate dtype's. A red comparison is a result, not a tool error." + schema_text("compare.schema.json"),
-               object_schema({{"reference", {{"type", "string"}, {"minLength", 1}, {"description", "reference file path (absolute, or relative to the project folder)"}}},
-                              {"candidate", {{"type", "string"}, {"minLength", 1}, {"description", "candidate file path (absolute, or relative to the project folder)"}}},
+               object_schema({{"reference", {{"type", "string"}, {"minLength", 1}, {"description", "reference file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
+                              {"candidate", {{"type", "string"}, {"minLength", 1}, {"description", "candidate file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
                               {"rel_l2", bound}, {"max_abs", bound}, {"atol", bound}, {"rtol", bound}, {"ulp", bound},
                               {"max_violation_fraction", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}},
                               {"partition_axis", {{"type", "integer"}, {"minimum", 0}}},
@@ -333,7 +356,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
   t.push_back({"analyze_trace", "Analyse a trace file",
                "Analyse a trace (Chrome Trace Event JSON, or an nsys SQLite export) with `densefeed trace analyze --json`: where "
                "the time goes, per lane, and the overlap of intervals.",
-               object_schema({{"path", {{"type", "string"}, {"minLength", 1}, {"description", "trace file path (absolute, or relative to the project folder)"}}}}, {"path"}),
+               object_schema({{"path", {{"type", "string"}, {"minLength", 1}, {"description", "trace file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}}}, {"path"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->analyze_trace(a, c); }});
   t.push_back({"ledger_list", "List experiments",
                "Every recorded experiment with its state, gate verdict and speedups (read-only)." + schema_text("ledger-list.schema.json"),

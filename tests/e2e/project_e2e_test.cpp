@@ -86,6 +86,13 @@ class ProjectE2E : public ::testing::Test {
                               "candidate: " + candidate + "\nbase: " + base + "\n" + extra);
     return path;
   }
+  // A branch off main whose one commit appends `text` to `rel`; back on main after.
+  void branch_appending(const std::string& branch, const std::string& rel, const std::string& text) const {
+    git({"checkout", "-q", "-b", branch});
+    testing::write_file(repo_ / rel, testing::read_file(repo_ / rel) + text);
+    git({"commit", "-qam", branch + ": " + rel});
+    git({"checkout", "-q", "main"});
+  }
   J run_json(const std::vector<std::string>& args, int expected_exit) const {
     std::vector<std::string> a = {"run"};
     a.insert(a.end(), args.begin(), args.end());
@@ -184,12 +191,7 @@ TEST_F(ProjectE2E, InitLockRunRedAndGreenFromASubfolder) {
 
 TEST_F(ProjectE2E, RevisionsAsCandidateAndBaseWithABenchmark) {
   init_and_commit();
-  git({"checkout", "-q", "-b", "faster"});
-  auto scan = testing::read_file(repo_ / "harness" / "scan.py");
-  scan += "\n# faster: the team's change under test\n";
-  testing::write_file(repo_ / "harness" / "scan.py", scan);
-  git({"commit", "-qam", "a faster scan"});
-  git({"checkout", "-q", "main"});
+  branch_appending("faster", "harness/scan.py", "\n# faster: the team's change under test\n");
   const auto m = manifest("faster", "{revision: faster, params: {merge_dtype: float32}}", "{revision: main, params: {merge_dtype: float32}}");
   const J doc = run_json({m.string()}, 0);
   ASSERT_TRUE(doc.is_object());
@@ -253,12 +255,8 @@ TEST_F(ProjectE2E, ABranchMadeBeforeAGateChangeOnMainIsJudgedByMainsGate) {
 
 TEST_F(ProjectE2E, ABranchThatEditsAFrozenFileIsRedNamingIt) {
   init_and_commit();
-  git({"checkout", "-q", "-b", "cheat"});
-  auto ref = testing::read_file(repo_ / "harness" / "scan_reference.py");
-  ref += "\n# the reference, improved\n";
-  testing::write_file(repo_ / "harness" / "scan_reference.py", ref);
-  git({"commit", "-qam", "touch the reference"});
-  git({"checkout", "-q", "main"});
+  branch_appending("cheat", "harness/scan_reference.py", "\n# the reference, improved\n");
+  const auto ref = testing::read_file(repo_ / "harness" / "scan_reference.py") + "\n# the reference, improved\n";
   const auto m = manifest("cheat", "{revision: cheat, params: {merge_dtype: float32}}", "{revision: main, params: {merge_dtype: float32}}");
   const J doc = run_json({m.string()}, 1);
   ASSERT_TRUE(doc.is_object());
@@ -354,6 +352,8 @@ TEST_F(ProjectE2E, QueueReviewPromoteAndMcp) {
                       R"({"jsonrpc":"2.0","id":3,"method":"resources/read","params":{"uri":"densefeed://skills/densefeed-optimization-loop/SKILL.md"}})"
                       "\n"
                       R"({"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"densefeed://gates/scan-sharded.yaml"}})"
+                      "\n"
+                      R"({"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"analyze_trace","arguments":{"path":"/etc/shadow"}}})"
                       "\n");
   const auto mcp = testing::run_cli("/bin/sh", {"-c", "exec densefeed mcp < '" + requests.string() + "'"}, sub_, env());
   ASSERT_EQ(mcp.exit_code, 0) << mcp.out << mcp.err;
@@ -369,6 +369,10 @@ TEST_F(ProjectE2E, QueueReviewPromoteAndMcp) {
   const auto skill = responses[3]["result"]["contents"][0]["text"].get<std::string>();
   EXPECT_EQ(skill, testing::read_file(Installed::prefix() / "share/densefeed/skills/densefeed-optimization-loop/SKILL.md"));
   EXPECT_NE(responses[4]["result"]["contents"][0]["text"].get<std::string>().find("gate: scan-sharded"), std::string::npos);
+  // The agent's tools read no file outside the project and the ledger's folder.
+  ASSERT_TRUE(responses.count(5)) << mcp.out;
+  EXPECT_TRUE(responses[5]["result"].value("isError", false)) << responses[5].dump();
+  EXPECT_NE(responses[5]["result"].dump().find("outside the project folder"), std::string::npos) << responses[5].dump();
 }
 
 // SKILL.md's table of MCP tools is what an agent reads; tools/list is what the
