@@ -62,26 +62,19 @@ class GateJudgement : public ::testing::Test {
   void SetUp() override {
     repo_ = dir_ / "project";
     std::filesystem::create_directories(repo_);
-    sh("git init -q -b main && git config user.email t@e && git config user.name t");
-    testing::write_file(repo_ / "densefeed.yaml", "gates: gates\nexperiments: experiments\nledger: .densefeed/ledger.db\n");
-    testing::write_file(repo_ / ".gitignore", ".densefeed/\n");
-    testing::write_file(repo_ / "h.py", kHarness);
-    testing::write_file(repo_ / "gates" / "shards.yaml",
-                        gate("shards", "--n, \"{case.n}\"",
-                             "    tolerance: {rel_l2: 1.0e-5}\n    partition: {axis: 0, parts: 64}\n", "{n: [6400]}"));
-    testing::write_file(repo_ / "gates" / "trend.yaml",
-                        gate("trend", "--n, \"256\", --K, \"{case.K}\"",
-                             "    tolerance: {rel_l2: 1.0e-5}\n    trend: {along: K, max_exponent: 1.0}\n",
-                             "{K: [16, 32, 64, 128, 256]}"));
-    testing::write_file(repo_ / "gates" / "zero.yaml",
-                        gate("zero", "--n, \"4096\", --amp, \"{case.amp}\"",
-                             "    tolerance: {atol: 1.0e-3, rtol: 5.0e-2}\n    partition: {axis: 0, parts: 4}\n",
-                             "{amp: [1.05e-3, 1.05e-2]}"));
-    testing::write_file(repo_ / "gates" / "gates.lock", "");
-    sh("git add -A && git commit -qm gates");
-    const auto lock = df({"gate", "lock"});
-    ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
-    sh("git add -A && git commit -qm lock");
+    ASSERT_EQ(testing::locked_project(
+                  repo_,
+                  {{"h.py", kHarness},
+                   {"gates/shards.yaml", gate("shards", "--n, \"{case.n}\"",
+                                              "    tolerance: {rel_l2: 1.0e-5}\n    partition: {axis: 0, parts: 64}\n", "{n: [6400]}")},
+                   {"gates/trend.yaml", gate("trend", "--n, \"256\", --K, \"{case.K}\"",
+                                             "    tolerance: {rel_l2: 1.0e-5}\n    trend: {along: K, max_exponent: 1.0}\n",
+                                             "{K: [16, 32, 64, 128, 256]}")},
+                   {"gates/zero.yaml", gate("zero", "--n, \"4096\", --amp, \"{case.amp}\"",
+                                            "    tolerance: {atol: 1.0e-3, rtol: 5.0e-2}\n    partition: {axis: 0, parts: 4}\n",
+                                            "{amp: [1.05e-3, 1.05e-2]}")}},
+                  kExe, env()),
+              "");
   }
   std::map<std::string, std::string> env() const {
     return {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", (dir_ / "home").string()}};

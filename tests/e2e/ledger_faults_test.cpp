@@ -71,16 +71,7 @@ class LedgerFaults : public ::testing::Test {
   void SetUp() override {
     repo_ = dir_ / "project";
     std::filesystem::create_directories(repo_);
-    sh("git init -q -b main && git config user.email t@e && git config user.name t");
-    testing::write_file(repo_ / "densefeed.yaml", "gates: gates\nexperiments: experiments\nledger: .densefeed/ledger.db\n");
-    testing::write_file(repo_ / ".gitignore", ".densefeed/\n");
-    testing::write_file(repo_ / "h.py", kHarness);
-    testing::write_file(repo_ / "gates" / "slow.yaml", kGate);
-    testing::write_file(repo_ / "gates" / "gates.lock", "");
-    sh("git add -A && git commit -qm gates");
-    const auto lock = df({"gate", "lock"});
-    ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
-    sh("git add -A && git commit -qm lock");
+    ASSERT_EQ(testing::locked_project(repo_, {{"h.py", kHarness}, {"gates/slow.yaml", kGate}}, kExe, env()), "");
     manifest_ = (dir_ / "m.yaml").string();
     testing::write_file(manifest_, "experiment: m\nhypothesis: h\npredicted_effect: p\ngate: slow\n"
                                    "candidate: {revision: WORKTREE, params: {mode: honest}}\n"

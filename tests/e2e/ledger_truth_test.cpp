@@ -54,15 +54,7 @@ class LedgerTruth : public ::testing::Test {
   void SetUp() override {
     repo_ = dir_ / "project";
     std::filesystem::create_directories(repo_);
-    sh("git init -q -b main && git config user.email t@e && git config user.name t");
-    testing::write_file(repo_ / "densefeed.yaml", "gates: gates\nexperiments: experiments\nledger: .densefeed/ledger.db\n");
-    testing::write_file(repo_ / ".gitignore", ".densefeed/\n");
-    testing::write_file(repo_ / "gates" / "cheat.yaml", gate_yaml());
-    testing::write_file(repo_ / "gates" / "gates.lock", "");
-    sh("git add -A && git commit -qm gate");
-    const auto lock = df({"gate", "lock"});
-    ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
-    sh("git add -A && git commit -qm lock");
+    ASSERT_EQ(testing::locked_project(repo_, {{"gates/cheat.yaml", gate_yaml()}}, kExe, env()), "");
   }
   std::map<std::string, std::string> env() const {
     return {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", (dir_ / "home").string()}};

@@ -157,4 +157,25 @@ inline std::string git_commit_all(const std::filesystem::path& dir, const std::s
   return "";
 }
 
+// A project in `dir` as a team keeps one: a git repository on main holding
+// densefeed.yaml (the defaults written out; the workspace ignored by git),
+// `files` (path relative to dir -> text), and its gates locked by
+// `densefeed gate lock` (run as `densefeed` with `env`) with the lock
+// committed. The repository keeps a local identity for later commits.
+// Returns "" or what failed.
+inline std::string locked_project(const std::filesystem::path& dir, const std::map<std::string, std::string>& files,
+                                  const std::string& densefeed, const std::map<std::string, std::string>& env) {
+  write_file(dir / "densefeed.yaml", "gates: gates\nexperiments: experiments\nledger: .densefeed/ledger.db\n");
+  write_file(dir / ".gitignore", ".densefeed/\n");
+  for (const auto& [rel, text] : files) write_file(dir / rel, text);
+  write_file(dir / "gates" / "gates.lock", "");
+  if (auto failed = git_init_main(dir, "gates"); !failed.empty()) return failed;
+  for (const auto& [key, value] : {std::pair{"user.email", "t@e"}, std::pair{"user.name", "t"}}) {
+    if (git(dir, {"config", key, value}).exit_code != 0) return std::string("git config ") + key + " failed";
+  }
+  const auto lock = run_cli(densefeed, {"gate", "lock"}, dir, env);
+  if (lock.exit_code != 0) return "densefeed gate lock: " + lock.out + lock.err;
+  return git_commit_all(dir, "lock");
+}
+
 }  // namespace densefeed::testing
