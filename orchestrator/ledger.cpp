@@ -120,7 +120,33 @@ void exec(sqlite3* db, const char* sql) {
   if (sqlite3_exec(db, sql, nullptr, nullptr, &message) != SQLITE_OK) {
     std::string text = message ? message : "unknown error";
     sqlite3_free(message);
-    throw InfraError(fmt::format("{}: {}", sqlite3_db_filename(db, "main"), text));
+    throw InfraError(fmt::format("{}: {} (in: {:.60})", sqlite3_db_filename(db, "main"), text, sql));
+  }
+}
+
+// Puts the file in WAL mode (persistent: done once per file). Switching a
+// rollback-journal file needs its exclusive lock, and SQLite answers
+// SQLITE_BUSY to the switch without calling the busy handler when other
+// connections read it (seen with six processes opening a version-1 ledger),
+// so the switch is retried here with 10 ms sleeps for up to lock_wait_s
+// seconds; past it, LedgerBusy.
+void use_wal(sqlite3* db, double lock_wait_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(lock_wait_s);
+  for (;;) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db, "PRAGMA journal_mode = WAL", nullptr, nullptr, &message);
+    std::string text = message ? message : sqlite3_errstr(rc);
+    sqlite3_free(message);
+    if (rc == SQLITE_OK) return;
+    if (rc != SQLITE_BUSY && rc != SQLITE_LOCKED) {
+      throw InfraError(fmt::format("{}: cannot switch the ledger to WAL mode: {}", sqlite3_db_filename(db, "main"), text));
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      throw LedgerBusy(fmt::format("{}: other processes kept the file locked for longer than the lock wait while it was switched "
+                                   "to WAL mode ({})",
+                                   sqlite3_db_filename(db, "main"), text));
+    }
+    sqlite3_sleep(10);
   }
 }
 
@@ -367,7 +393,7 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       }
       return;
     }
-    exec(db_, "PRAGMA journal_mode = WAL");
+    use_wal(db_, default_lock_wait_s());
     exec(db_, "PRAGMA foreign_keys = ON");
     Transaction t(db_);
     // Read again under the write lock: another process may have created or
