@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libcli11-dev
-          libboost-dev libboost-filesystem-dev libfmt-dev libvalijson-dev libgtest-dev libssl-dev bubblewrap zlib1g-dev
+          libboost-dev libboost-filesystem-dev libmuparser-dev libfmt-dev libvalijson-dev libgtest-dev libssl-dev bubblewrap zlib1g-dev
           python3 python3-numpy git libjs-vega chromium dpkg-dev file)
 missing=()
 for p in "${packages[@]}"; do

@@ -5,13 +5,17 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
+#include "bench_work.h"
 #include "command_template.h"
 #include "error.h"
 #include "gate_runner.h"
 #include "process_runner.h"
+#include "sha256.h"
+#include "statistics.h"
 #include "untrusted_launch.h"
 
 namespace densefeed {
@@ -67,21 +71,115 @@ ArmRound read_samples(const std::filesystem::path& path) {
   return round;
 }
 
+
+// Checks the trusted driver's timed.json: one entry per timed iteration, each
+// {OUTPUT: sha256 of its .npy file}; for each distinct entry the folder
+// timed/K/ (K its first iteration) holds those files. Every distinct set is
+// gated against the reference's outputs of this seed, so every timed
+// iteration's outputs are what was gated. Throws std::runtime_error (and
+// sets *failure) naming the iteration, file and check.
+void check_timed_outputs(const GateSpec& gate, const Case& c, const std::filesystem::path& out_dir,
+                         const std::filesystem::path& reference_out, int timed, Failure* failure) {
+  const auto path = out_dir / "timed.json";
+  std::error_code ec;
+  if (std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::regular) {
+    throw std::runtime_error(fmt::format("{}: missing or not a plain file: the driver records every timed iteration's outputs there",
+                                         path.string()));
+  }
+  std::ifstream in(path);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    throw std::runtime_error(fmt::format("{}: not JSON: {}", path.string(), e.what()));
+  }
+  if (!doc.is_object() || !doc.contains("iterations") || !doc["iterations"].is_array()) {
+    throw std::runtime_error(fmt::format("{}: expected {{\"iterations\": [{{OUTPUT: sha256}}, ...]}}", path.string()));
+  }
+  const auto& its = doc["iterations"];
+  if (its.size() != static_cast<std::size_t>(timed)) {
+    throw std::runtime_error(fmt::format("{}: {} iterations recorded, {} were timed", path.string(), its.size(), timed));
+  }
+  std::map<std::string, std::size_t> first_of;  // the entry's text -> its first iteration
+  for (std::size_t k = 0; k < its.size(); ++k) {
+    const auto& e = its[k];
+    if (!e.is_object()) throw std::runtime_error(fmt::format("{}: iterations[{}] is not an object", path.string(), k));
+    for (const auto& o : gate.outputs) {
+      if (!e.contains(o.name) || !e[o.name].is_string() || e[o.name].get<std::string>().size() != 64) {
+        throw std::runtime_error(fmt::format("{}: iterations[{}] has no sha256 for output {}", path.string(), k, o.name));
+      }
+    }
+    const std::string key = e.dump();
+    if (first_of.count(key)) continue;
+    first_of[key] = k;
+    const auto dir = out_dir / "timed" / std::to_string(k);
+    for (const auto& o : gate.outputs) {
+      const auto file = dir / (o.name + ".npy");
+      if (std::filesystem::symlink_status(file, ec).type() != std::filesystem::file_type::regular) {
+        throw std::runtime_error(fmt::format("{}: missing or not a plain file (the outputs of timed iteration {})", file.string(), k));
+      }
+      if (sha256_file(file) != e[o.name].get<std::string>()) {
+        throw std::runtime_error(fmt::format("{}: its sha256 is not the one timed.json records for iteration {}", file.string(), k));
+      }
+      const OutputResult r = compare_output(o, c.values, reference_out, dir);
+      if (r.comparison.verdict != Verdict::green) {
+        *failure = r.failure;
+        throw std::runtime_error(fmt::format("what was timed is not what was gated: timed iteration {}: {}: {}", k, o.name,
+                                             r.comparison.reason));
+      }
+    }
+  }
+}
+
+double mean_sample(const std::vector<ArmRound>& rounds) {
+  double s = 0;
+  std::size_t n = 0;
+  for (const auto& r : rounds) {
+    for (double v : r.samples_ms) s += v, ++n;
+  }
+  return n ? s / static_cast<double>(n) : 0;
+}
+
+std::vector<double> round_medians(const std::vector<ArmRound>& rounds) {
+  std::vector<double> m;
+  for (const auto& r : rounds) m.push_back(median(r.samples_ms));
+  return m;
+}
+
+nlohmann::ordered_json fit_json(const WallFit& f) {
+  if (!f.fitted) return nullptr;
+  return {{"fixed_ms", f.fixed_s * 1e3}, {"per_iteration_ms", f.per_iteration_s * 1e3}, {"per_iteration_se_ms", f.per_iteration_se_s * 1e3}};
+}
+
 }  // namespace
 
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
                       const nlohmann::ordered_json& candidate_params, const BenchOptions& options) {
   BenchResult result;
   result.sandbox = require_sandbox(options.sandbox);
+  const bool driven = gate.bench.driver.has_value();
+  if (driven && !options.trusted) throw InfraError("the gate's benchmark driver needs the trusted context, which was not given");
   const int max_rounds = options.fixed_rounds ? *options.fixed_rounds : gate.bench.looks.back();
+  // Stage failures found after the rounds: the first one decides the stage.
+  const auto fail_stage = [&](Verdict v, FailureWho who, const std::string& detail, const std::string& reason) {
+    if (result.verdict != Verdict::green) return;
+    result.verdict = v;
+    result.failure = Failure{FailureKind::implausible_timing, who, {}, {}, "samples.json", "", detail};
+    result.reason = reason;
+  };
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     const Case& c = gate.bench.cases[ci];
     BenchCaseResult bc;
     bc.bench_case = c;
+    bc.timing = driven ? "driver" : "candidate";
     bc.predicted_speedup = options.predicted_speedup;
     if (auto it = options.noise_floor.find(c.label); it != options.noise_floor.end()) {
       bc.calibrated_floor = it->second;
       bc.threshold = std::max(0.01, it->second);
+    }
+    const auto ref = options.reference_out.find(c.label);
+    if (!options.reference_out.empty() && ref == options.reference_out.end()) {
+      throw InfraError(fmt::format("bench case {} was not gated in this run: every benchmarked case is gated first", c.label));
     }
     DecisionInput input;
     input.threshold = bc.threshold;
@@ -89,8 +187,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     input.seed = options.seed;
     const auto case_start = std::chrono::steady_clock::now();
     for (int round = 0; round < max_rounds; ++round) {
-      // ABBA ordering: rounds 0 and 3 (mod 4) start with the base.
+      // ABBA ordering: rounds 0 and 3 (mod 4) start with the base. Odd rounds
+      // run twice the iterations: the wall time's growth with them is
+      // densefeed's own measure of each arm's per-iteration cost.
       const bool base_first = round % 4 == 0 || round % 4 == 3;
+      const int iters = gate.bench.iters * (round % 2 == 0 ? 1 : 2);
       for (int k = 0; k < 2; ++k) {
         const bool is_base = (k == 0) == base_first;
         const auto dir = options.work_dir / fmt::format("bench-{:02}-round-{:02}-{}", ci, round, is_base ? "base" : "candidate");
@@ -99,16 +200,45 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         std::filesystem::create_directories(dir / "out", ec);
         if (ec) throw InfraError(fmt::format("{}: cannot create: {}", dir.string(), ec.message()));
         const ArmContext& arm = is_base ? options.base : options.candidate;
+        const nlohmann::ordered_json& params = is_base ? base_params : candidate_params;
         UntrustedCommand spec;
-        spec.argv = arm_command(gate.candidate_command,
-                                {c.values, is_base ? base_params : candidate_params, options.seed, (dir / "out").string()}, arm);
-        spec.arm = &arm;
+        ArmContext driver_arm;
+        if (driven) {
+          // The driver is trusted code from the trusted tree; the arm's tree
+          // is only where its kernel is loaded from. It runs in the same
+          // sandbox as the arm's own harness would: it hosts the arm's code.
+          const BenchDriver& d = *gate.bench.driver;
+          driver_arm = *options.trusted;
+          driver_arm.readable.insert(driver_arm.readable.end(), arm.readable.begin(), arm.readable.end());
+          driver_arm.hidden.insert(driver_arm.hidden.end(), arm.hidden.begin(), arm.hidden.end());
+          TemplateValues values;
+          values.case_values = c.values;
+          values.params = nlohmann::ordered_json::object();
+          values.seed = options.seed;
+          values.out = (dir / "out").string();
+          spec.argv = arm_command(d.command, values, driver_arm);
+          spec.arm = &driver_arm;
+          nlohmann::ordered_json kernel = d.module.empty() ? nlohmann::ordered_json{{"library", d.library}, {"symbol", d.symbol}}
+                                                           : nlohmann::ordered_json{{"module", d.module}, {"function", d.function}};
+          spec.env["DENSEFEED_KERNEL"] = kernel.dump();
+          spec.env["DENSEFEED_ARM_PROJECT"] = arm.project.string();
+          spec.env["DENSEFEED_TRUSTED_PROJECT"] = options.trusted->project.string();
+          spec.env["DENSEFEED_PARAMS"] = params.dump();
+          // The arm's kernel folder first, then its PYTHONPATH (the
+          // project's python.path and densefeed's module folder).
+          std::string kernel_path = (arm.project / d.path).lexically_normal().string();
+          if (auto p = arm.env.find("PYTHONPATH"); p != arm.env.end()) kernel_path += ":" + p->second;
+          spec.env["DENSEFEED_KERNEL_PATH"] = kernel_path;
+        } else {
+          spec.argv = arm_command(gate.candidate_command, {c.values, params, options.seed, (dir / "out").string()}, arm);
+          spec.arm = &arm;
+        }
         spec.env["DENSEFEED_MODE"] = "bench";
         spec.env["DENSEFEED_CASE"] = c.values.dump();
         spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
         spec.env["DENSEFEED_OUT"] = (dir / "out").string();
         spec.env["DENSEFEED_WARMUP"] = std::to_string(gate.bench.warmup);
-        spec.env["DENSEFEED_ITERS"] = std::to_string(gate.bench.iters);
+        spec.env["DENSEFEED_ITERS"] = std::to_string(iters);
         if (!options.gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
         spec.cwd = dir;
         spec.writable = {dir / "out"};
@@ -129,8 +259,22 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
             const LogTail tail = log_tail(spec.stdout_path, spec.stderr_path, 4);
             throw std::runtime_error(fmt::format("it {}{}", launched.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
           }
-          (is_base ? bc.base : bc.candidate).push_back(read_samples(dir / "out" / "samples.json"));
-          if (auto ref = options.reference_out.find(c.label); !is_base && ref != options.reference_out.end()) {
+          ArmRound r = read_samples(dir / "out" / "samples.json");
+          if (r.samples_ms.size() != static_cast<std::size_t>(iters)) {
+            throw std::runtime_error(fmt::format("{}: {} samples for the {} iterations it was asked to time (DENSEFEED_ITERS)",
+                                                 (dir / "out" / "samples.json").string(), r.samples_ms.size(), iters));
+          }
+          RoundWall w{pr.wall_s, gate.bench.warmup + iters, iters, 0};
+          for (double v : r.samples_ms) w.samples_sum_ms += v;
+          (is_base ? bc.base_walls : bc.candidate_walls).push_back(w);
+          (is_base ? bc.base : bc.candidate).push_back(std::move(r));
+          // The candidate's timed outputs are what was gated; the base's may be
+          // as wrong as the base is (it is what the candidate is compared with).
+          if (ref != options.reference_out.end() && !is_base) {
+            if (driven) {
+              failure = Failure{FailureKind::malformed_output, who, {}, {}, "timed.json", "", ""};
+              check_timed_outputs(gate, c, dir / "out", ref->second, iters, &failure);
+            }
             for (const auto& out : gate.outputs) {
               const OutputResult o = compare_output(out, c.values, ref->second, dir / "out");
               if (o.comparison.verdict != Verdict::green) {
@@ -142,6 +286,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
             }
           }
         } catch (const std::runtime_error& e) {
+          failure.who = who;
           result.verdict = is_base ? Verdict::error : Verdict::red;
           result.failure = failure;
           result.reason = fmt::format("case {}: the {} arm in bench mode: {}", c.label, is_base ? "base" : "candidate", e.what());
@@ -163,10 +308,74 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
       bc.decision.reason = fmt::format("inconclusive: the case's wall-time cap of {} s was reached after {} rounds ({})",
                                        gate.bench.max_seconds_per_case, bc.base.size(), bc.decision.reason);
     }
+    // densefeed's own cross-checks of the timings (timing_checks.h).
+    for (const auto& [walls, arm] : {std::pair{&bc.base_walls, "base"}, std::pair{&bc.candidate_walls, "candidate"}}) {
+      for (auto& f : check_round_sums(*walls, arm)) bc.flags.push_back(std::move(f));
+    }
+    const double base_claimed = mean_sample(bc.base), candidate_claimed = mean_sample(bc.candidate);
+    for (auto& f : check_wall_growth(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(f));
+    bc.checks["wall_fit"] = {{"base", fit_json(fit_wall(bc.base_walls))}, {"candidate", fit_json(fit_wall(bc.candidate_walls))},
+                             {"base_claimed_ms", base_claimed}, {"candidate_claimed_ms", candidate_claimed}};
+    std::vector<double> clocks;
+    for (std::size_t r = 0; r < bc.base.size() && r < bc.candidate.size(); ++r) {
+      if (bc.base[r].sm_clock_mhz) clocks.push_back(*bc.base[r].sm_clock_mhz);
+      if (bc.candidate[r].sm_clock_mhz) clocks.push_back(*bc.candidate[r].sm_clock_mhz);
+    }
+    if (auto d = check_drift(round_medians(bc.base), round_medians(bc.candidate), bc.threshold, clocks)) bc.flags.push_back(std::move(*d));
     if (bc.predicted_speedup && *bc.predicted_speedup > 0 && bc.decision.speedup > 0) {
       bc.prediction_error = bc.decision.speedup / *bc.predicted_speedup - 1;
     }
     result.cases.push_back(std::move(bc));
+  }
+
+  // Across cases and against the machine.
+  std::vector<CaseTiming> timings;
+  for (auto& bc : result.cases) {
+    CaseTiming t{bc.bench_case.label, bc.decision.base_median_ms, bc.decision.candidate_median_ms, std::nullopt, std::nullopt};
+    if (!gate.bench.work.bytes.empty()) t.bytes = evaluate_work(gate.bench.work.bytes, bc.bench_case.values);
+    if (!gate.bench.work.flops.empty()) t.flops = evaluate_work(gate.bench.work.flops, bc.bench_case.values);
+    if (t.bytes) bc.checks["bytes"] = *t.bytes;
+    if (t.flops) bc.checks["flops"] = *t.flops;
+    if (t.bytes || t.flops) {
+      if (options.ceilings) {
+        bc.checks["ceilings"] = {{"bytes_per_s", options.ceilings->bytes_per_s}, {"flops_per_s", options.ceilings->flops_per_s},
+                                 {"source", options.ceilings->source}};
+        for (auto& f : check_ceilings(t, *options.ceilings)) bc.flags.push_back(std::move(f));
+      } else {
+        bc.checks["ceilings"] = "not measured on this machine: run `densefeed machine calibrate`";
+      }
+    }
+    timings.push_back(t);
+  }
+  for (auto& f : check_flat_timer(timings)) {
+    for (auto& bc : result.cases) bc.flags.push_back(f);
+  }
+  for (auto& bc : result.cases) {
+    if (bc.decision.speedup > gate.bench.max_speedup) {
+      TimingFlag f;
+      f.kind = TimingFlagKind::beyond_bound;
+      f.arm = "candidate";
+      f.reason = fmt::format("a speedup of {:.4g}x is beyond the gate's bound of {:.4g}x (bench.max_speedup): a person must "
+                             "accept it before promotion (densefeed promote --accept-speedup-beyond-bound)",
+                             bc.decision.speedup, gate.bench.max_speedup);
+      f.figures = {{"speedup", bc.decision.speedup}, {"max_speedup", gate.bench.max_speedup}};
+      bc.flags.push_back(std::move(f));
+    }
+    // What the flags mean for the case and the stage.
+    for (const auto& f : bc.flags) {
+      if (f.kind == TimingFlagKind::beyond_bound) continue;
+      if (bc.decision.verdict != BenchVerdict::inconclusive) {
+        bc.decision.verdict = BenchVerdict::inconclusive;
+        bc.decision.reason = fmt::format("inconclusive: {} ({})", f.reason, bc.decision.reason);
+      }
+      if (f.kind == TimingFlagKind::drift) continue;
+      const std::string text = fmt::format("case {}: {}", bc.bench_case.label, f.reason);
+      if (f.arm == "candidate") {
+        fail_stage(Verdict::red, FailureWho::candidate, to_string(f.kind), text);
+      } else {
+        fail_stage(Verdict::error, driven ? FailureWho::driver : FailureWho::base, to_string(f.kind), text);
+      }
+    }
   }
   return result;
 }

@@ -2,7 +2,12 @@
 // base's harnesses on the gate's bench cases, in interleaved rounds (A B, B A,
 // B A, A B, ...) so that drift and heat hit both arms alike, until the
 // sequential decision of bench_statistics stops it (looks at 9, 15 and 25
-// rounds) or the case's wall-time cap is reached.
+// rounds) or the case's wall-time cap is reached. Rounds alternate the
+// iteration count (iters, 2 x iters) so that densefeed can fit each arm's
+// per-iteration wall time from outside (timing_checks.h). With a gate's
+// trusted driver (gate_spec.h BenchDriver) the driver, run from the trusted
+// tree, loads each arm's kernel and times it; without one each arm's harness
+// times itself and the results say "timed by the candidate".
 #pragma once
 
 #include "failure.h"
@@ -21,6 +26,7 @@
 #include "arm_context.h"
 #include "gate_spec.h"
 #include "sandbox.h"
+#include "timing_checks.h"
 #include "verdict.h"
 
 namespace densefeed {
@@ -36,6 +42,11 @@ struct BenchCaseResult {
   bool capped = false;              // the wall-time cap stopped it: inconclusive
   std::optional<double> predicted_speedup;  // from the manifest
   std::optional<double> prediction_error;   // measured / predicted - 1
+  std::string timing = "candidate";         // who took the samples: "driver" (the gate's trusted driver) or "candidate"
+  std::vector<RoundWall> base_walls;        // per round, as densefeed measured each arm's process
+  std::vector<RoundWall> candidate_walls;
+  std::vector<TimingFlag> flags;            // densefeed's cross-checks that failed (timing_checks.h)
+  nlohmann::ordered_json checks = nlohmann::ordered_json::object();  // their figures: wall fits, work, ceilings used
 };
 
 struct BenchResult {
@@ -72,11 +83,23 @@ struct BenchOptions {
   std::filesystem::path private_dir;  // hidden from the arms; empty: work_dir
   std::vector<std::filesystem::path> sandbox_readable;  // revision folders /tmp or private_dir would hide
   std::string gpu;  // CUDA_VISIBLE_DEVICES for both arms: the benchmark holds this GPU alone ('' = unchanged)
+  // The trusted context a gate's driver runs in (the reference's: the trusted
+  // ref's export). Needed when the gate declares bench.driver.
+  std::optional<ArmContext> trusted;
+  // The machine's measured ceilings for the device the arms run on
+  // (machine_ceilings.h); absent: the ceiling check is skipped (recorded).
+  std::optional<Ceilings> ceilings;
 };
 
-// Runs the gate's candidate command in bench mode (DENSEFEED_MODE=bench,
-// DENSEFEED_WARMUP, DENSEFEED_ITERS) and reads samples.json (schemas/
-// samples.schema.json). Throws InfraError only for densefeed's own failures.
+// Runs the gate's driver (or, without one, its candidate command) in bench
+// mode for each arm (DENSEFEED_MODE=bench, DENSEFEED_WARMUP, DENSEFEED_ITERS)
+// and reads samples.json (schemas/samples.schema.json); with a driver also
+// timed.json, and every timed iteration's outputs are gated. Then the
+// cross-checks of timing_checks.h: a candidate flagged by one makes the stage
+// red (FailureKind::implausible_timing) and its case inconclusive; the base
+// flagged makes it error; drift makes a case inconclusive; a speedup above
+// the gate's max_speedup is flagged beyond_bound (promotion then needs a
+// person's acceptance). Throws InfraError only for densefeed's own failures.
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
                       const nlohmann::ordered_json& candidate_params, const BenchOptions& options);
 

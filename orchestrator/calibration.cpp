@@ -9,7 +9,8 @@
 namespace densefeed {
 
 CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& params, int comparisons,
-                            const std::filesystem::path& work_dir, std::uint64_t seed, const ArmContext& arm) {
+                            const std::filesystem::path& work_dir, std::uint64_t seed, const ArmContext& arm,
+                            const std::optional<ArmContext>& trusted) {
   CalibrationResult result;
   result.cases.resize(gate.bench.cases.size());
   for (std::size_t c = 0; c < gate.bench.cases.size(); ++c) result.cases[c].case_label = gate.bench.cases[c].label;
@@ -18,6 +19,7 @@ CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& 
     options.work_dir = work_dir / fmt::format("comparison-{:03}", i);
     options.seed = seed + static_cast<std::uint64_t>(i);
     options.base = options.candidate = arm;
+    options.trusted = trusted;
     const BenchResult bench = run_bench(gate, params, params, options);
     if (bench.verdict != Verdict::green) {
       result.verdict = Verdict::error;

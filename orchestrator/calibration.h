@@ -3,6 +3,8 @@
 // often the decision rule calls identical code faster or slower.
 #pragma once
 
+#include <optional>
+
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -30,8 +32,11 @@ struct CalibrationResult {
 
 // Runs `comparisons` A/A benchmarks of `params` (seeds seed, seed+1, ...) in
 // folders under work_dir, each with the gate's full sequential decision at
-// the 1 % threshold; both arms run from `arm` (the worktree).
+// the 1 % threshold; both arms run from `arm` (the worktree). `trusted` is
+// the context a gate's bench.driver runs in (the reference's); required when
+// the gate has one.
 CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& params, int comparisons,
-                            const std::filesystem::path& work_dir, std::uint64_t seed, const ArmContext& arm);
+                            const std::filesystem::path& work_dir, std::uint64_t seed, const ArmContext& arm,
+                            const std::optional<ArmContext>& trusted = std::nullopt);
 
 }  // namespace densefeed

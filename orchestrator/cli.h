@@ -76,6 +76,8 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx);
 std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx);
 // report (an HTML page of an experiment, a gate or the ledger)
 std::vector<CliVerb> add_report_verbs(CLI::App& app, CliContext& ctx);
+// machine calibrate (the machine's ceilings)
+std::vector<CliVerb> add_machine_verbs(CLI::App& app, CliContext& ctx);
 // mcp (the Model Context Protocol server)
 std::vector<CliVerb> add_mcp_verbs(CLI::App& app, CliContext& ctx);
 

@@ -24,7 +24,8 @@ std::string default_user() {
 }
 
 // Why `e` (Ledger::show) cannot be promoted; empty when it can.
-std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e, const std::string& acceptance_stage) {
+std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e, const std::string& acceptance_stage,
+                                            bool accept_candidate_timing, bool accept_beyond_bound) {
   std::vector<std::string> why;
   const auto& r = e["record"];
   if (r["verdict"] != "green") {
@@ -39,6 +40,19 @@ std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e, con
       why.push_back(fmt::format("bench case {} is slower (speedup {:.3f}x [{:.3f}, {:.3f}])", b["case_label"].get<std::string>(),
                                 b["speedup"].get<double>(), b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>()));
     }
+  }
+  bool candidate_timed = false;
+  for (const auto& b : e["bench_cases"]) {
+    candidate_timed = candidate_timed || b.value("timing", "candidate") == "candidate";
+    for (const auto& f : b.value("timing_flags", nlohmann::ordered_json::array())) {
+      if (f.value("kind", "") == "beyond_bound" && !accept_beyond_bound) {
+        why.push_back(fmt::format("bench case {}: {}", b["case_label"].get<std::string>(), f.value("reason", "")));
+      }
+    }
+  }
+  if (candidate_timed && !accept_candidate_timing) {
+    why.push_back("its benchmark was timed by the candidate's own harness (the gate has no bench.driver), so its speedup is the "
+                  "candidate's word; a person who accepts that promotes with --accept-candidate-timing");
   }
   for (const auto& [category, decision] : e["categories"].items()) {
     if (decision != "approve") {
@@ -104,10 +118,15 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
   auto* promote = app.add_subcommand("promote", "move a green, approved experiment with no slower bench case to its pre-registered acceptance run");
   struct PromoteArgs {
     std::string id, by = default_user();
+    bool accept_candidate_timing = false, accept_beyond_bound = false;
   };
   auto pa = std::make_shared<PromoteArgs>();
   promote->add_option("ID", pa->id, "experiment id")->required();
   promote->add_option("--by", pa->by, "who promotes (default: $USER)")->capture_default_str();
+  promote->add_flag("--accept-candidate-timing", pa->accept_candidate_timing,
+                    "accept a benchmark the candidate's own harness timed (its gate has no trusted bench.driver); recorded");
+  promote->add_flag("--accept-speedup-beyond-bound", pa->accept_beyond_bound,
+                    "accept a speedup above the gate's bench.max_speedup after a person checked it; recorded");
   add_ledger_and_json(promote, ctx);
   verbs.push_back({promote, [&ctx, pa] {
                      const auto id = parse_experiment_id(pa->id);
@@ -116,7 +135,7 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      require_intact_chain(ledger);
                      const auto e = ledger.show(id);
                      const auto acceptance_stage = ledger.acceptance_stage(id);
-                     const auto blockers = promotion_blockers(e, acceptance_stage);
+                     const auto blockers = promotion_blockers(e, acceptance_stage, pa->accept_candidate_timing, pa->accept_beyond_bound);
                      if (!blockers.empty()) {
                        if (ctx.json) {
                          std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"promoted", false}, {"reasons", blockers}}.dump(2) << "\n";
@@ -151,7 +170,10 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      require_sandbox(true);
                      const auto hidden = workspace_hidden(ctx.workspace());
                      options.candidate.hidden.insert(options.candidate.hidden.end(), hidden.begin(), hidden.end());
-                     const auto promotion = e["promotion"].is_null() ? ledger.record_promotion(id, pa->by)
+                     std::vector<std::string> accepted;
+                     if (pa->accept_candidate_timing) accepted.push_back("candidate_timing");
+                     if (pa->accept_beyond_bound) accepted.push_back("speedup_beyond_bound");
+                     const auto promotion = e["promotion"].is_null() ? ledger.record_promotion(id, pa->by, accepted)
                                                                      : e["promotion"]["id"].get<std::int64_t>();
                      // Recorded before it runs: a killed acceptance is seen as such.
                      ledger.record_acceptance_start(id);

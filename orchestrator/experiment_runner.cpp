@@ -1,5 +1,7 @@
 #include "experiment_runner.h"
 
+#include <algorithm>
+
 #include "pending_results.h"
 
 #include <chrono>
@@ -31,6 +33,7 @@ std::vector<std::string> trusted_files(const GateStore& store, const std::string
 
 bool uses_python(const Manifest& m, const GateSpec& gate) {
   if (is_python_command(gate.reference_command) || is_python_command(gate.candidate_command)) return true;
+  if (gate.bench.driver && is_python_command(gate.bench.driver->command)) return true;
   for (const auto* section : {&m.trace, &m.acceptance}) {
     if (!section->is_null() && is_python_command((*section)["command"].get<std::vector<std::string>>())) return true;
   }
@@ -153,6 +156,13 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   const Manifest& m = out.manifest;
   std::vector<Case> cases;
   if (out.gate) cases = out.gate->profile_cases(options.profile);
+  // Every benchmarked case is gated in the same run, whatever the profile:
+  // a benchmark's outputs are only ever checked against this run's reference.
+  if (out.gate && options.bench) {
+    for (const auto& b : out.gate->bench.cases) {
+      if (std::none_of(cases.begin(), cases.end(), [&](const Case& c) { return c.label == b.label; })) cases.push_back(b);
+    }
+  }
   // Keyed on the ledger file, so two ledgers in one folder never share runs.
   out.work_dir = options.workspace.runs() / std::to_string(out.experiment_id);
   const std::string started_at = utc_now();
@@ -294,6 +304,20 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     bench_options.private_dir = runs_dir;
     bench_options.gpu = options.gpus.empty() ? std::string() : options.gpus.front();
     for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
+    bench_options.trusted = out.reference_arm;
+    {
+      // The ceilings of the device the arms run on: the CPU, or the GPU the
+      // benchmark holds (by index into nvidia-smi's list, or by UUID).
+      std::string device = "cpu";
+      if (!bench_options.gpu.empty()) {
+        device = bench_options.gpu;
+        const auto& gpus = out.environment.gpus;
+        if (std::all_of(device.begin(), device.end(), ::isdigit) && std::stoul(device) < gpus.size()) {
+          device = gpus[std::stoul(device)].value("uuid", device);
+        }
+      }
+      if (const auto measured = ledger.latest_ceilings(out.environment.host, device)) bench_options.ceilings = ceilings_of(*measured);
+    }
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
       revision_dirs.push_back(b.src.parent_path());

@@ -22,6 +22,7 @@ const char* to_string(FailureKind k) {
     case FailureKind::lock: return "lock";
     case FailureKind::sandbox: return "sandbox";
     case FailureKind::limit: return "limit";
+    case FailureKind::implausible_timing: return "implausible_timing";
     case FailureKind::infrastructure: return "infrastructure";
     case FailureKind::unknown: return "unknown";
   }
@@ -43,7 +44,7 @@ const char* to_string(FailureWho w) {
 FailureKind failure_kind_from(const std::string& text) {
   for (auto k : {FailureKind::none, FailureKind::crash, FailureKind::exit_code, FailureKind::timeout, FailureKind::no_start,
                  FailureKind::missing_output, FailureKind::malformed_output, FailureKind::tolerance, FailureKind::trend, FailureKind::lock,
-                 FailureKind::sandbox, FailureKind::limit, FailureKind::infrastructure}) {
+                 FailureKind::sandbox, FailureKind::limit, FailureKind::implausible_timing, FailureKind::infrastructure}) {
     if (text == to_string(k)) return k;
   }
   return FailureKind::unknown;
@@ -88,6 +89,7 @@ std::string describe(const Failure& f) {
     case FailureKind::lock: s = "the gate's lock does not hold"; break;
     case FailureKind::sandbox: s = fmt::format("the sandbox could not start {}", who); break;
     case FailureKind::limit: s = fmt::format("{} ran into a resource limit", who); break;
+    case FailureKind::implausible_timing: s = fmt::format("{}'s timings contradict what densefeed measured", who); break;
     case FailureKind::infrastructure: s = "densefeed itself failed"; break;
     case FailureKind::unknown: s = "failed (how was not recorded)"; break;
   }

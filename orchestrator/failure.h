@@ -22,6 +22,7 @@ enum class FailureKind {
   lock,              // a gate or frozen file differs from gates.lock, or the candidate edits one
   sandbox,           // the sandbox could not start the command
   limit,             // ran into a resource limit of the gate's (detail: which, e.g. "the memory limit of 512 MiB")
+  implausible_timing,  // bench: timings that contradict densefeed's own measurement (detail: the check, timing_checks.h)
   infrastructure,    // densefeed itself, the build, the ledger
   unknown,           // recorded before failures were values (ledger version < 3)
 };

@@ -1,5 +1,7 @@
 #include "gate_spec.h"
 
+#include "bench_work.h"
+
 #include <algorithm>
 #include <cctype>
 
@@ -262,6 +264,52 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
                              bench_cases[i].dump()));
       }
       gate.bench.cases.push_back(*match);
+    }
+    gate.bench.max_speedup = b.value("max_speedup", gate.bench.max_speedup);
+    if (b.contains("work")) {
+      const auto& w = b["work"];
+      gate.bench.work.bytes = w.value("bytes", "");
+      gate.bench.work.flops = w.value("flops", "");
+      for (const auto& [field, expr] : {std::pair{"bytes", gate.bench.work.bytes}, std::pair{"flops", gate.bench.work.flops}}) {
+        if (expr.empty()) continue;
+        for (const auto& c : gate.bench.cases) {
+          try {
+            (void)evaluate_work(expr, c.values);
+          } catch (const std::invalid_argument& e) {
+            doc.fail(fmt::format("/bench/work/{}", field), fmt::format("case {}: {}", c.label, e.what()));
+          }
+        }
+      }
+    }
+    if (b.contains("driver")) {
+      const auto& d = b["driver"];
+      BenchDriver driver;
+      driver.command = d["command"].get<std::vector<std::string>>();
+      const auto& k = d["kernel"];
+      driver.module = k.value("module", "");
+      driver.function = k.value("function", "");
+      driver.library = k.value("library", "");
+      driver.symbol = k.value("symbol", "");
+      driver.path = k.value("path", ".");
+      check_command(doc, "/bench/driver/command", driver.command, gate);
+      for (const auto& name : placeholders(driver.command)) {
+        if (name.rfind("param.", 0) == 0) {
+          doc.fail("/bench/driver/command", fmt::format("the driver is trusted code and may not take '{{{}}}': a manifest's "
+                                                         "parameters reach the arm's kernel, not the timer", name));
+        }
+      }
+      // Every file of the driver's own under the trusted tree must be frozen:
+      // an unfrozen driver is the candidate's to change on the trusted ref.
+      for (const auto& arg : driver.command) {
+        if (arg.rfind("{project}/", 0) != 0) continue;
+        const std::string rel = arg.substr(10);
+        if (std::find(gate.freezes.begin(), gate.freezes.end(), rel) == gate.freezes.end()) {
+          doc.fail("/bench/driver/command", fmt::format("the driver's file '{}' is not in the gate's freezes: a benchmark "
+                                                         "driver is trusted code and must be frozen like the reference",
+                                                         rel));
+        }
+      }
+      gate.bench.driver = driver;
     }
   }
   return gate;

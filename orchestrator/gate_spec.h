@@ -60,12 +60,46 @@ struct OutputSpec {
 // `warmup` + `iters` harness iterations each, on `cases` (a subset of the
 // gate's correctness cases), checked at `looks` rounds until a decision, at
 // most `max_seconds_per_case` of wall time per case (then inconclusive).
+// A frozen benchmark driver (gate file: bench.driver): trusted code from the
+// gate store that loads one arm's kernel and times it itself, so the samples
+// that decide a speedup are not the candidate's word. `command` is rendered in
+// the trusted context ({project} = the trusted ref's export, {gate_dir}) and
+// every file it names under {project} must be frozen. The arm's tree reaches
+// the driver as DENSEFEED_ARM_PROJECT and the kernel as DENSEFEED_KERNEL, a
+// JSON object: {"module", "function"} (Python: imported from the arm's tree)
+// or {"library", "symbol"} (a shared library with a C entry point), found
+// under `path` of the arm's tree (DENSEFEED_KERNEL_PATH: that folder first,
+// then the project's python.path). The driver writes samples.json
+// and, per timed iteration, the outputs' hashes (timed.json) with the outputs
+// of every distinct iteration under timed/ITER/ (README, 'Timings the candidate cannot forge').
+struct BenchDriver {
+  std::vector<std::string> command;
+  std::string module, function;  // Python kernel
+  std::string library, symbol;   // C entry point
+  std::string path = ".";        // where in the arm's tree the module or library is (kernel.path)
+};
+
+// The work of one bench case, as muparser expressions over the case's
+// numeric keys (e.g. "4 * B * H * K"): bytes moved and floating-point
+// operations. Empty: not declared. Used against the machine's measured
+// ceilings (machine_ceilings.h).
+struct BenchWork {
+  std::string bytes;
+  std::string flops;
+};
+
 struct BenchSpec {
   int warmup = 1;
   int iters = 5;
   std::vector<int> looks = {9, 15, 25};
   double max_seconds_per_case = 600;
   std::vector<Case> cases;
+  std::optional<BenchDriver> driver;  // absent: the candidate's harness times itself ("timed by the candidate")
+  BenchWork work;
+  // A speedup above this (x) needs a person's acceptance before promotion
+  // (issue 16: default 50x, the field's record of agents' forged speedups
+  // being orders of magnitude).
+  double max_speedup = 50;
 };
 
 struct GateSpec {

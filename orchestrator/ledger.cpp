@@ -21,16 +21,18 @@
 namespace densefeed {
 namespace {
 
-constexpr int kSchemaVersion = 3;
+constexpr int kSchemaVersion = 4;
 
 // The tables whose rows are linked into record_chain, in the order in which
 // rows recorded before the chain existed (version 1) are sealed; the first
-// kChainedTablesV2 existed at version 2, the others came with version 3.
+// kChainedTablesV2 existed at version 2, up to kChainedTablesV3 came with
+// version 3, the rest with version 4.
 constexpr const char* kChainedTables[] = {
     "experiments", "experiment_events", "gate_runs", "gate_cases", "gate_metrics", "bench_cases", "environments",
     "calibrations", "trace_findings", "reviews", "promotions", "acceptance_runs", "acceptance_criteria",
-    "stage_outcomes", "experiment_outcomes", "chain_keys"};
+    "stage_outcomes", "experiment_outcomes", "chain_keys", "machine_ceilings", "bench_acceptances"};
 constexpr std::size_t kChainedTablesV2 = 13;
+constexpr std::size_t kChainedTablesV3 = 16;  // machine_ceilings and bench_acceptances came with version 4
 
 class Statement {
  public:
@@ -273,6 +275,7 @@ const Inventory& compiled_inventory() {
       exec(db, kLedgerSchemaSql);
       exec(db, kLedgerMigration2Sql);
       exec(db, kLedgerMigration3Sql);
+      exec(db, kLedgerMigration4Sql);
       Inventory i = inventory_of(db);
       sqlite3_close(db);
       return i;
@@ -487,7 +490,7 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
         }
       }
       if (!no_update.empty()) exec(db_, no_update.c_str());
-      for (std::size_t i = kChainedTablesV2; i < std::size(kChainedTables); ++i) {
+      for (std::size_t i = kChainedTablesV2; i < kChainedTablesV3; ++i) {
         if (std::string(kChainedTables[i]) == "chain_keys") continue;
         std::vector<std::int64_t> ids;
         Statement rows(db_, fmt::format("SELECT id FROM {} ORDER BY id", kChainedTables[i]).c_str());
@@ -496,6 +499,13 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       }
       Statement(db_, "INSERT INTO schema_info(version) VALUES (3)").run();
       v = 3;
+    }
+    if (v < 4) {
+      // New tables only, empty; the bench_cases columns are covered by the
+      // links already made (a link's columns are recorded with it).
+      exec(db_, kLedgerMigration4Sql);
+      Statement(db_, "INSERT INTO schema_info(version) VALUES (4)").run();
+      v = 4;
     }
     {
       Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
@@ -593,7 +603,7 @@ void Ledger::link(const std::string& table, std::int64_t row_id) {
     Statement e(db_, sql);
     e.bind(1, row_id);
     if (e.step() && e.column(0).is_number_integer()) experiment = e.column(0).get<std::int64_t>();
-  } else if (table != "calibrations" && table != "chain_keys") {
+  } else if (table != "calibrations" && table != "chain_keys" && table != "machine_ceilings") {
     Statement e(db_, fmt::format("SELECT experiment_id FROM {} WHERE id = ?", table).c_str());
     e.bind(1, row_id);
     if (e.step() && e.column(0).is_number_integer()) experiment = e.column(0).get<std::int64_t>();
@@ -830,6 +840,11 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
       nlohmann::json round = {{"base_ms", c.base[r].samples_ms}, {"candidate_ms", c.candidate[r].samples_ms}};
       if (c.base[r].sm_clock_mhz) round["base_sm_clock_mhz"] = *c.base[r].sm_clock_mhz;
       if (c.candidate[r].sm_clock_mhz) round["candidate_sm_clock_mhz"] = *c.candidate[r].sm_clock_mhz;
+      if (r < c.base_walls.size() && r < c.candidate_walls.size()) {
+        round["iterations"] = c.base_walls[r].iterations;  // warmup + timed, the same for both arms
+        round["base_wall_ms"] = c.base_walls[r].wall_s * 1e3;
+        round["candidate_wall_ms"] = c.candidate_walls[r].wall_s * 1e3;
+      }
       rounds.push_back(round);
     }
     // Median SM clock per arm over the rounds that reported one.
@@ -844,7 +859,7 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
                 "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, verdict, reason, "
                 "base_median, base_relative_spread, candidate_median, candidate_relative_spread, speedup, speedup_lo, "
                 "speedup_hi, ci_confidence, p_value, rounds, threshold, capped, predicted_speedup, prediction_error, "
-                "rounds_json) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                "rounds_json, timing, timing_flags, timing_checks) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     s.bind(1, experiment_id).bind(2, gate_run_id).bind(3, c.bench_case.label).bind(4, c.bench_case.values.dump());
     s.bind(5, c.unit).bind(6, to_string(d.verdict)).bind(7, d.reason).bind(8, d.base_median_ms);
     s.bind(9, d.base_relative_spread).bind(10, d.candidate_median_ms).bind(11, d.candidate_relative_spread);
@@ -853,6 +868,9 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
     if (c.predicted_speedup) s.bind(20, *c.predicted_speedup);
     if (c.prediction_error) s.bind(21, *c.prediction_error);
     s.bind(22, rounds.dump());
+    nlohmann::ordered_json flags = nlohmann::ordered_json::array();
+    for (const auto& f : c.flags) flags.push_back({{"kind", to_string(f.kind)}, {"arm", f.arm}, {"reason", f.reason}, {"figures", f.figures}});
+    s.bind(23, c.timing).bind(24, flags.dump()).bind(25, c.checks.dump());
     s.run();
     link("bench_cases", sqlite3_last_insert_rowid(db_));
   }
@@ -865,6 +883,38 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
   e.run();
   link("environments", sqlite3_last_insert_rowid(db_));
   t.commit();
+}
+
+std::int64_t Ledger::record_ceilings(const MachineCeilings& m) {
+  Transaction t(db_);
+  Statement s(db_,
+              "INSERT INTO machine_ceilings(host, device, device_name, bytes_per_s, flops_per_s, figures, tool, measured_at) "
+              "VALUES (?,?,?,?,?,?,?,?)");
+  s.bind(1, m.host).bind(2, m.device).bind(3, m.device_name).bind(4, m.bytes_per_s).bind(5, m.flops_per_s);
+  s.bind(6, m.figures.dump()).bind(7, m.tool).bind(8, m.measured_at);
+  s.run();
+  const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  link("machine_ceilings", id);
+  t.commit();
+  return id;
+}
+
+std::optional<MachineCeilings> Ledger::latest_ceilings(const std::string& host, const std::string& device) const {
+  Statement s(db_,
+              "SELECT host, device, device_name, bytes_per_s, flops_per_s, figures, tool, measured_at FROM machine_ceilings "
+              "WHERE host = ? AND device = ? ORDER BY id DESC LIMIT 1");
+  s.bind(1, host).bind(2, device);
+  if (!s.step()) return std::nullopt;
+  MachineCeilings m;
+  m.host = s.column(0).get<std::string>();
+  m.device = s.column(1).get<std::string>();
+  m.device_name = s.column(2).get<std::string>();
+  m.bytes_per_s = s.column(3).get<double>();
+  m.flops_per_s = s.column(4).get<double>();
+  m.figures = parse_json_column(s.column(5));
+  m.tool = s.column(6).get<std::string>();
+  m.measured_at = s.column(7).get<std::string>();
+  return m;
 }
 
 void Ledger::record_calibration(const Calibration& c) {
@@ -1025,9 +1075,16 @@ void Ledger::record_review(std::int64_t experiment_id, const std::string& catego
   t.commit();
 }
 
-std::int64_t Ledger::record_promotion(std::int64_t experiment_id, const std::string& by) {
+std::int64_t Ledger::record_promotion(std::int64_t experiment_id, const std::string& by,
+                                      const std::vector<std::string>& accepted) {
   Transaction t(db_);
   try {
+    for (const auto& concern : accepted) {
+      Statement a(db_, "INSERT INTO bench_acceptances(experiment_id, concern, accepted_by, accepted_at) VALUES (?,?,?,?)");
+      a.bind(1, experiment_id).bind(2, concern).bind(3, by).bind(4, utc_now());
+      a.run();
+      link("bench_acceptances", sqlite3_last_insert_rowid(db_));
+    }
     Statement s(db_, "INSERT INTO promotions(experiment_id, promoted_by, promoted_at) VALUES (?,?,?)");
     s.bind(1, experiment_id).bind(2, by).bind(3, utc_now());
     s.run();
@@ -1555,6 +1612,8 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
     auto row = b.row();
     row["case_json"] = parse_json_column(row["case_json"]);
     row["rounds_json"] = parse_json_column(row["rounds_json"]);
+    row["timing_flags"] = parse_json_column(row["timing_flags"]);
+    row["timing_checks"] = parse_json_column(row["timing_checks"]);
     out["bench_cases"].push_back(row);
   }
   out["trace_findings"] = nlohmann::ordered_json::array();

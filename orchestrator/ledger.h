@@ -38,6 +38,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_runner.h"
+#include "machine_ceilings.h"
 #include "experiment_summary.h"
 #include "process_identity.h"
 #include "environment.h"
@@ -222,7 +223,15 @@ class Ledger {
                      const std::string& reviewer, const std::string& note);
   // Throws InputError with the database's reason when the schema refuses
   // the promotion (gate not green, a slower case, a category not approved).
-  std::int64_t record_promotion(std::int64_t experiment_id, const std::string& by);
+  // `accepted`: what the person promoting accepts, recorded first in the same
+  // transaction (bench_acceptances: "candidate_timing", "speedup_beyond_bound");
+  // the schema refuses a promotion whose benchmark needs one not given.
+  std::int64_t record_promotion(std::int64_t experiment_id, const std::string& by,
+                                const std::vector<std::string>& accepted = {});
+  // A machine's ceilings (`densefeed machine calibrate`); returns the row id.
+  std::int64_t record_ceilings(const MachineCeilings& m);
+  // The latest ceilings measured on `host` for `device` ("cpu" or a GPU UUID).
+  std::optional<MachineCeilings> latest_ceilings(const std::string& host, const std::string& device) const;
   // The acceptance stage as `started`, before the command runs: a promote
   // killed during acceptance leaves it, and the next promote records it
   // `interrupted` and runs acceptance again.

@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
   std::string& ledger_text = ctx.ledger_text;
   bool& json = ctx.json;
   std::vector<df::CliVerb> verbs;
-  for (auto&& family : {df::add_ledger_verbs(app, ctx), df::add_review_verbs(app, ctx), df::add_queue_verbs(app, ctx), df::add_report_verbs(app, ctx), df::add_mcp_verbs(app, ctx)}) {
+  for (auto&& family : {df::add_ledger_verbs(app, ctx), df::add_review_verbs(app, ctx), df::add_queue_verbs(app, ctx), df::add_report_verbs(app, ctx), df::add_machine_verbs(app, ctx), df::add_mcp_verbs(app, ctx)}) {
     verbs.insert(verbs.end(), family.begin(), family.end());
   }
 
@@ -327,9 +327,12 @@ int main(int argc, char** argv) {
         std::cerr << fmt::format("densefeed: warning: {} comparison(s) give a rough noise floor (its 95th percentile needs "
                                  "about 20 or more); it is recorded and used all the same\n", comparisons);
       }
-      const auto python = df::is_python_command(gate.candidate_command) ? df::harness_python(ctx.project()) : std::filesystem::path();
+      const bool python_driver = gate.bench.driver && df::is_python_command(gate.bench.driver->command);
+      const auto python = df::is_python_command(gate.candidate_command) || python_driver ? df::harness_python(ctx.project())
+                                                                                         : std::filesystem::path();
       const auto result = df::calibrate(gate, params, comparisons, work, static_cast<std::uint64_t>(started),
-                                        df::worktree_context(ctx.project(), store, python));
+                                        df::worktree_context(ctx.project(), store, python),
+                                        df::reference_context(ctx.project(), store, python));
       if (result.verdict != df::Verdict::green) throw df::InfraError(result.reason);
       df::Ledger ledger(ledger_path);
       const auto env = df::collect_environment();

@@ -43,6 +43,7 @@ FailureClass classify(const CaseFact& c) {
     case FailureKind::tolerance:
     case FailureKind::trend: return FailureClass::tolerance;
     case FailureKind::none:
+    case FailureKind::implausible_timing:  // a bench stage's, not a case's
     case FailureKind::lock:
     case FailureKind::infrastructure:
     case FailureKind::unknown: break;

@@ -57,6 +57,12 @@ std::string sandbox_line(const SandboxStatus& s) {
   return "?";
 }
 
+nlohmann::ordered_json timing_flags_json(const std::vector<TimingFlag>& flags) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  for (const auto& f : flags) out.push_back({{"kind", to_string(f.kind)}, {"arm", f.arm}, {"reason", f.reason}, {"figures", f.figures}});
+  return out;
+}
+
 // Every stage that ran untrusted commands, and how: "gate on, bench on,
 // trace on" (revision builds and acceptance go through the same launcher).
 std::string stage_sandboxes(const ExperimentOutcome& o) {
@@ -342,7 +348,10 @@ std::string render_text_report(const ExperimentOutcome& o) {
   if (!o.bench) {
     s += "not run (" + o.bench_skipped + ")\n";
   } else if (o.bench->verdict != Verdict::green) {
-    s += fmt::format("{} — {}\n", to_string(o.bench->verdict), o.bench->reason);
+    s += fmt::format("{} — {}\n", to_string(o.bench->verdict), printable(o.bench->reason));
+    for (const auto& c : o.bench->cases) {
+      for (const auto& f : c.flags) s += fmt::format("  {}: {}: {}\n", c.bench_case.label, to_string(f.kind), printable(f.reason));
+    }
   } else {
     s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)\n";
     for (const auto& c : o.bench->cases) {
@@ -358,6 +367,9 @@ std::string render_text_report(const ExperimentOutcome& o) {
                          d.speedup, 100 * c.prediction_error.value_or(NAN));
       }
       s += "    " + printable(d.reason) + "\n";
+      s += c.timing == "driver" ? "    timed by the gate's trusted driver\n"
+                                : "    timed by the candidate (the gate has no bench.driver): promotion needs --accept-candidate-timing\n";
+      for (const auto& f : c.flags) s += fmt::format("    {}: {}\n", to_string(f.kind), printable(f.reason));
     }
   }
   s += "\ntrace: ";
@@ -461,7 +473,10 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                                 {"candidate_median", number_or_null(d.candidate_median_ms)},
                                 {"candidate_relative_spread", number_or_null(d.candidate_relative_spread)},
                                 {"predicted_speedup", c.predicted_speedup ? J(*c.predicted_speedup) : J(nullptr)},
-                                {"prediction_error", c.prediction_error ? J(*c.prediction_error) : J(nullptr)}});
+                                {"prediction_error", c.prediction_error ? J(*c.prediction_error) : J(nullptr)},
+                                {"timing", c.timing},
+                                {"timing_flags", timing_flags_json(c.flags)},
+                                {"timing_checks", c.checks}});
     }
   }
   J trace = {{"status", !o.trace ? "skipped" : to_string(o.trace->verdict)},

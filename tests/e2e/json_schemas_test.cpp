@@ -63,7 +63,7 @@ const std::map<std::string, std::string> kSchemaOf = {
     {"bench calibrate", "bench-calibrate.schema.json"}, {"trace analyze", "trace-report.schema.json"},
     {"ledger head", "ledger-head.schema.json"}, {"ledger backup", "ledger-backup.schema.json"},
     {"ledger recover", "ledger-recover.schema.json"}, {"report", "report.schema.json"},
-    {"init", "init.schema.json"},
+    {"init", "init.schema.json"},             {"machine calibrate", "machine-calibrate.schema.json"},
 };
 // Verbs that do not report a result, and why.
 const std::map<std::string, std::string> kNotReporting = {
@@ -204,6 +204,7 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   check("gate show", {"gate", "show", "small", "--json"}, 0);
   check("gate verify", {"gate", "verify", "--json"}, 0);
   check("bench calibrate", {"bench", "calibrate", "small", "--comparisons", "2", "--ledger", L, "--json"}, 0);
+  check("machine calibrate", {"machine", "calibrate", "--cpu-only", "--ledger", L, "--json"}, 0);
 
   // A promotion that runs its pre-registered acceptance criteria.
   const auto accept = "risk: [production]\nacceptance:\n  command: [metrics_harness, \"prefill=10,10.2,9.9\", \"prefill_kv=10.1\"]\n"

@@ -177,7 +177,7 @@ TEST_F(ProjectE2E, InitLockRunRedAndGreenFromASubfolder) {
     script_hashed = script_hashed || path.find("harness/scan_reference.py") != std::string::npos;
   }
   EXPECT_TRUE(script_hashed) << prov.dump();
-  EXPECT_EQ(prov["frozen_sha256"].size(), 4u) << prov.dump();  // gate, lock, two frozen files
+  EXPECT_EQ(prov["frozen_sha256"].size(), 5u) << prov.dump();  // gate, lock, three frozen files (reference, inputs, bench driver)
 
   const J green = run_json({(repo_ / "experiments" / "scan-merge-float32.yaml").string()}, 0);
   ASSERT_TRUE(green.is_object());

@@ -1,0 +1,188 @@
+"""Trusted benchmark drivers in Python (README, 'Timings the candidate cannot forge', issue 16).
+
+A gate that declares
+
+    bench:
+      driver:
+        command: [python3, "{project}/harness/scan_driver.py", --T, "{case.T}"]
+        kernel: {module: scan, function: sharded_scan}
+
+has densefeed run that command, from the trusted ref's tree (its files are
+frozen), once per bench round and arm, inside the same sandbox as the arm's
+own harness. The driver builds the inputs, loads the arm's kernel with
+Driver.load_kernel() and times it with Driver.time(); the samples that decide
+a speedup are then taken by frozen code, not by the candidate:
+
+    from densefeed_driver import Driver        # first: before any arm code
+    d = Driver()
+    kernel = d.load_kernel()                    # the arm's scan.sharded_scan
+    a, b, h0 = inputs(d.harness, T, D)
+    d.time(lambda: kernel(a, b, h0, **d.params), outputs=lambda r: {"final_state": r})
+
+densefeed passes, besides the harness protocol's variables:
+
+    DENSEFEED_KERNEL        {"module": M, "function": F}: what to load (the gate's)
+    DENSEFEED_KERNEL_PATH   the arm's import path (os.pathsep-separated)
+    DENSEFEED_ARM_PROJECT   the arm's tree
+    DENSEFEED_TRUSTED_PROJECT  the trusted tree this driver runs from (a kernel is never loaded from it)
+    DENSEFEED_PARAMS        the arm's parameters (JSON object), for the kernel's arguments
+
+Driver.time() writes OUT/samples.json (per-iteration ms, steady clock, taken
+around the call only), OUT/timed.json ({"iterations": [{OUTPUT: sha256 of
+its .npy file}, ...]}, one entry per timed iteration), OUT/timed/K/NAME.npy
+for the first timed iteration K of every distinct set of outputs, and the last
+iteration's outputs as OUT/NAME.npy. densefeed gates every distinct set
+against the reference's outputs for the run's seed, fits the wall time of the
+process against the iteration count, and compares the timings with the
+machine's ceilings (orchestrator/timing_checks.h).
+
+What stays out of reach in one process: the arm's code runs in this
+interpreter and could patch it. The clock is bound before any arm code is
+imported, the driver's own modules are imported before the arm's path is put
+first (an arm cannot shadow numpy or this module), and densefeed's outside
+measurements are the backstop for anything a patch could still change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import io
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Callable, Mapping
+
+import numpy as np
+
+from densefeed_harness import Harness, HarnessError
+
+# Bound before any arm code runs: a kernel module that replaces
+# time.perf_counter_ns afterwards does not change this driver's clock.
+_clock_ns = time.perf_counter_ns
+_save = np.save
+_sha256 = hashlib.sha256
+
+
+def _npy_bytes(array: np.ndarray) -> bytes:
+    buf = io.BytesIO()
+    _save(buf, np.ascontiguousarray(array), allow_pickle=False)
+    return buf.getvalue()
+
+
+class Driver:
+    """One bench run of one arm, as the trusted side sees it.
+
+    Driver() reads os.environ; Driver(environ={...}) a mapping (tests).
+    Raises HarnessError for a missing or malformed variable.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        env = os.environ if environ is None else environ
+        self.harness = Harness(environ)
+        if self.harness.mode != "bench":
+            raise HarnessError(f"DENSEFEED_MODE={self.harness.mode!r}: a benchmark driver runs in bench mode only")
+        try:
+            kernel = json.loads(env.get("DENSEFEED_KERNEL", ""))
+        except json.JSONDecodeError:
+            raise HarnessError("DENSEFEED_KERNEL: expected {\"module\": ..., \"function\": ...} (densefeed sets it)") from None
+        if not isinstance(kernel, dict) or not isinstance(kernel.get("module"), str) or not isinstance(kernel.get("function"), str):
+            raise HarnessError("DENSEFEED_KERNEL: expected {\"module\": ..., \"function\": ...} (a Python kernel)")
+        self.module: str = kernel["module"]
+        self.function: str = kernel["function"]
+        self.kernel_path = [p for p in env.get("DENSEFEED_KERNEL_PATH", "").split(os.pathsep) if p]
+        arm = env.get("DENSEFEED_ARM_PROJECT", "")
+        if not arm:
+            raise HarnessError("DENSEFEED_ARM_PROJECT is not set: densefeed names the arm's tree")
+        self.arm_project = Path(arm)
+        self.trusted_project = Path(env.get("DENSEFEED_TRUSTED_PROJECT", "") or arm)
+        try:
+            params = json.loads(env.get("DENSEFEED_PARAMS", "{}"))
+        except json.JSONDecodeError:
+            raise HarnessError("DENSEFEED_PARAMS: not JSON") from None
+        if not isinstance(params, dict):
+            raise HarnessError("DENSEFEED_PARAMS: expected a JSON object")
+        self.params: dict = params
+
+    def load_kernel(self) -> Callable:
+        """Imports the gate's module from the arm's import path and returns its function.
+
+        The arm's path goes first on sys.path (so the arm's own helper modules
+        are the arm's), after this driver's modules are loaded. A module of the
+        same name imported before (the trusted tree's) is dropped first.
+        Raises HarnessError when the module is not in the arm's tree or has no
+        such function.
+        """
+        sys.path[:0] = [p for p in self.kernel_path if p not in sys.path[: len(self.kernel_path)]]
+        top = self.module.split(".")[0]
+        for name in [m for m in sys.modules if m == top or m.startswith(top + ".")]:
+            del sys.modules[name]
+        try:
+            mod = importlib.import_module(self.module)
+        except ImportError as e:
+            raise HarnessError(f"the arm's kernel module {self.module!r} cannot be imported: {e}") from None
+        where = Path(getattr(mod, "__file__", "") or "").resolve()
+        roots = [Path(p).resolve() for p in self.kernel_path]
+        trusted = self.trusted_project.resolve()
+        # The trusted tree may lie inside the arm's (a worktree holds the
+        # workspace's exports): a module found there is the trusted ref's code,
+        # not the arm's, and timing it would measure the wrong thing.
+        from_trusted = trusted != self.arm_project.resolve() and where.is_relative_to(trusted)
+        if from_trusted or not any(where.is_relative_to(r) for r in roots):
+            raise HarnessError(f"module {self.module!r} was loaded from {where}, not from the arm's tree {self.arm_project}")
+        fn = getattr(mod, self.function, None)
+        if not callable(fn):
+            raise HarnessError(f"module {self.module!r} of the arm has no function {self.function!r}")
+        return fn
+
+    def time(
+        self,
+        call: Callable[[], object],
+        outputs: Callable[[object], Mapping[str, np.ndarray]],
+        sync: Callable[[], None] | None = None,
+        flush: Callable[[], None] | None = None,
+    ) -> list[float]:
+        """Runs `call` DENSEFEED_WARMUP + DENSEFEED_ITERS times and records every timed one.
+
+        Each iteration: flush() (outside the timed region, e.g. a cache
+        flush), then the clock around call() and sync() (for asynchronous
+        devices: the device's synchronisation, so the work is inside the
+        timed region); then outputs(result) -> {NAME: array} is hashed and
+        kept (outside the timed region). Writes samples.json, timed.json,
+        timed/K/ and the last outputs. Returns the samples (ms).
+        """
+        h = self.harness
+        samples: list[float] = []
+        iterations: list[dict] = []
+        seen: set[str] = set()
+        last: Mapping[str, np.ndarray] = {}
+        for k in range(h.warmup + h.iters):
+            if flush is not None:
+                flush()
+            t0 = _clock_ns()
+            result = call()
+            if sync is not None:
+                sync()
+            t1 = _clock_ns()
+            if k < h.warmup:
+                continue
+            samples.append((t1 - t0) / 1e6)
+            arrays = {name: np.asarray(a) for name, a in outputs(result).items()}
+            blobs = {name: _npy_bytes(a) for name, a in arrays.items()}
+            entry = {name: _sha256(b).hexdigest() for name, b in blobs.items()}
+            key = json.dumps(entry, sort_keys=True)
+            if key not in seen:
+                seen.add(key)
+                d = h.out / "timed" / str(k - h.warmup)
+                d.mkdir(parents=True, exist_ok=True)
+                for name, b in blobs.items():
+                    (d / f"{name}.npy").write_bytes(b)
+            iterations.append(entry)
+            last = arrays
+        for name, a in last.items():
+            h.write_output(name, a)
+        (h.out / "timed.json").write_text(json.dumps({"iterations": iterations}) + "\n")
+        h.write_samples(samples)
+        return samples

@@ -1,0 +1,47 @@
+// A machine's measured ceilings (issue 16, "plausibility against the
+// machine"): how fast it can move bytes and do floating-point operations,
+// measured once per machine by `densefeed machine calibrate` and recorded in
+// the ledger (machine_ceilings table) with the host and device. The bench
+// stage compares each arm's achieved rate (a gate's bench.work over its
+// median time) with them (timing_checks.h check_ceilings).
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "timing_checks.h"
+
+namespace densefeed {
+
+struct MachineCeilings {
+  std::string host;
+  std::string device;       // "cpu", or the GPU's UUID (GPU-...)
+  std::string device_name;  // the CPU model or GPU name
+  double bytes_per_s = 0;   // copy bandwidth, read + write bytes per second
+  double flops_per_s = 0;   // the fastest matrix rate measured (0 = not measured)
+  nlohmann::ordered_json figures = nlohmann::ordered_json::object();  // what each figure rests on
+  std::string tool;         // what measured it
+  std::string measured_at;  // ISO 8601 UTC
+};
+
+// The CPU's copy bandwidth: std::memcpy of buffers from 32 KiB to 256 MiB
+// (x4 steps), 2 bytes counted per byte copied (read + write, as STREAM's Copy
+// counts them: McCalpin, "Memory Bandwidth and Machine Balance", 1995), best
+// of 7 timed copies per size after one untimed. bytes_per_s is the largest
+// over sizes: caches included, so it bounds any kernel's achieved rate, not
+// only a memory-bound one's. figures: per size, bytes/s. No FLOP rate (a
+// loop of ours would be below a tuned BLAS: no bound). About 1 s.
+MachineCeilings measure_cpu_ceilings();
+
+// Runs `probe` (densefeed-gpu-ceilings, next to the densefeed executable) on
+// the GPU CUDA_VISIBLE_DEVICES names. Returns nothing, with *why set, when the
+// probe is not installed, finds no GPU or fails.
+std::optional<MachineCeilings> measure_gpu_ceilings(const std::filesystem::path& probe, std::string* why);
+
+// What the bench stage compares with.
+Ceilings ceilings_of(const MachineCeilings& m);
+
+}  // namespace densefeed

@@ -1,0 +1,277 @@
+#include "timing_checks.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+namespace densefeed {
+namespace {
+
+struct LineFit {
+  bool ok = false;
+  double intercept = 0, slope = 0, slope_se = 0;
+};
+
+// Ordinary least squares y = a + b x with the slope's standard error
+// (residual variance over n - 2 degrees of freedom, divided by Sxx).
+LineFit least_squares(const std::vector<double>& x, const std::vector<double>& y) {
+  LineFit f;
+  const std::size_t n = x.size();
+  if (n < 3 || y.size() != n) return f;
+  const double mx = std::accumulate(x.begin(), x.end(), 0.0) / static_cast<double>(n);
+  const double my = std::accumulate(y.begin(), y.end(), 0.0) / static_cast<double>(n);
+  double sxx = 0, sxy = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sxx += (x[i] - mx) * (x[i] - mx);
+    sxy += (x[i] - mx) * (y[i] - my);
+  }
+  if (sxx <= 0) return f;
+  f.slope = sxy / sxx;
+  f.intercept = my - f.slope * mx;
+  double rss = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double r = y[i] - f.intercept - f.slope * x[i];
+    rss += r * r;
+  }
+  f.slope_se = std::sqrt(rss / static_cast<double>(n - 2) / sxx);
+  f.ok = true;
+  return f;
+}
+
+double mean(const std::vector<double>& v, std::size_t from, std::size_t to) {
+  double s = 0;
+  for (std::size_t i = from; i < to; ++i) s += v[i];
+  return s / static_cast<double>(to - from);
+}
+
+double variance(const std::vector<double>& v, std::size_t from, std::size_t to) {
+  const double m = mean(v, from, to);
+  double s = 0;
+  for (std::size_t i = from; i < to; ++i) s += (v[i] - m) * (v[i] - m);
+  return to - from > 1 ? s / static_cast<double>(to - from - 1) : 0;
+}
+
+std::string ms(double v) { return fmt::format("{:.4g} ms", v); }
+
+}  // namespace
+
+const char* to_string(TimingFlagKind k) {
+  switch (k) {
+    case TimingFlagKind::sum_exceeds_wall: return "sum_exceeds_wall";
+    case TimingFlagKind::unseen_time: return "unseen_time";
+    case TimingFlagKind::claims_unrepeated: return "claims_unrepeated";
+    case TimingFlagKind::flat_timer: return "flat_timer";
+    case TimingFlagKind::faster_than_machine: return "faster_than_machine";
+    case TimingFlagKind::drift: return "drift";
+    case TimingFlagKind::beyond_bound: return "beyond_bound";
+  }
+  return "unknown";
+}
+
+WallFit fit_wall(const std::vector<RoundWall>& rounds) {
+  WallFit w;
+  if (rounds.size() < 4) return w;
+  std::vector<double> x, y;
+  std::set<int> counts;
+  for (const auto& r : rounds) {
+    x.push_back(r.iterations);
+    y.push_back(r.wall_s);
+    counts.insert(r.iterations);
+  }
+  if (counts.size() < 2) return w;
+  const LineFit f = least_squares(x, y);
+  if (!f.ok) return w;
+  w.fitted = true;
+  w.fixed_s = f.intercept;
+  w.per_iteration_s = f.slope;
+  w.per_iteration_se_s = f.slope_se;
+  return w;
+}
+
+std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, const std::string& arm) {
+  std::vector<TimingFlag> flags;
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    const auto& r = rounds[i];
+    if (r.samples_sum_ms > r.wall_s * 1e3 + kWallSlackMs) {
+      TimingFlag f;
+      f.kind = TimingFlagKind::sum_exceeds_wall;
+      f.arm = arm;
+      f.reason = fmt::format("round {}: the {} arm's {} samples add up to {}, more than the {} its process ran for: "
+                             "these timings were not measured in that run",
+                             i, arm, r.timed, ms(r.samples_sum_ms), ms(r.wall_s * 1e3));
+      f.figures = {{"round", i}, {"samples_sum_ms", r.samples_sum_ms}, {"wall_ms", r.wall_s * 1e3}};
+      flags.push_back(std::move(f));
+      break;
+    }
+  }
+  return flags;
+}
+
+std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
+                                          double base_claimed_ms, double candidate_claimed_ms) {
+  std::vector<TimingFlag> flags;
+  const WallFit b = fit_wall(base), c = fit_wall(candidate);
+  if (!b.fitted || !c.fitted || !(base_claimed_ms > 0)) return flags;
+  const double b_slope = b.per_iteration_s * 1e3, c_slope = c.per_iteration_s * 1e3;
+  const double se = std::hypot(b.per_iteration_se_s, c.per_iteration_se_s) * 1e3;
+  const double b_untimed = b_slope - base_claimed_ms, c_untimed = c_slope - candidate_claimed_ms;
+  const double excess = c_untimed - b_untimed;  // > 0: the candidate's wall grows by more than it claims, beyond the base's overhead
+  const double bar = std::max(kUnseenFraction * base_claimed_ms, kSignificanceZ * se);
+  nlohmann::ordered_json figures = {{"base_wall_per_iteration_ms", b_slope},        {"base_claimed_ms", base_claimed_ms},
+                                    {"candidate_wall_per_iteration_ms", c_slope},   {"candidate_claimed_ms", candidate_claimed_ms},
+                                    {"slope_se_ms", se},                            {"excess_ms", excess},
+                                    {"bar_ms", bar}};
+  if (excess > bar) {
+    TimingFlag f;
+    f.kind = TimingFlagKind::unseen_time;
+    f.arm = "candidate";
+    f.reason = fmt::format(
+        "the timer does not see the work: each extra iteration makes the candidate's process run {} longer but its samples "
+        "say {} (the base: {} for {}); {} per iteration happen outside what was timed (bar {}), as with a missing device "
+        "synchronisation, a side stream or forged samples",
+        ms(c_slope), ms(candidate_claimed_ms), ms(b_slope), ms(base_claimed_ms), ms(excess), ms(bar));
+    f.figures = figures;
+    flags.push_back(std::move(f));
+  } else if (-excess > bar) {
+    TimingFlag f;
+    f.kind = TimingFlagKind::claims_unrepeated;
+    f.arm = "candidate";
+    f.reason = fmt::format(
+        "the candidate's samples say {} per iteration but each extra iteration makes its process run only {} longer (the "
+        "base: {} for {}): what was timed is not what each iteration does",
+        ms(candidate_claimed_ms), ms(c_slope), ms(b_slope), ms(base_claimed_ms));
+    f.figures = figures;
+    flags.push_back(std::move(f));
+  }
+  return flags;
+}
+
+std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, const std::vector<double>& candidate_medians,
+                                      double threshold, const std::vector<double>& clocks) {
+  const std::size_t n = base_medians.size();
+  if (n < 6 || candidate_medians.size() != n) return std::nullopt;
+  std::vector<double> x, common, lb, lc;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!(base_medians[i] > 0) || !(candidate_medians[i] > 0)) return std::nullopt;
+    x.push_back(static_cast<double>(i));
+    lb.push_back(std::log(base_medians[i]));
+    lc.push_back(std::log(candidate_medians[i]));
+    common.push_back((lb.back() + lc.back()) / 2);
+  }
+  const double bar = std::log1p(std::max(threshold, 0.0));
+  nlohmann::ordered_json figures = {{"rounds", n}, {"threshold", threshold}};
+  if (!clocks.empty()) figures["sm_clock_mhz"] = clocks;
+  // Trend: the common mode's least-squares slope, total change over the rounds.
+  const LineFit t = least_squares(x, common);
+  const LineFit tb = least_squares(x, lb), tc = least_squares(x, lc);
+  if (t.ok && tb.ok && tc.ok) {
+    const double total = t.slope * static_cast<double>(n - 1);
+    const double z = t.slope_se > 0 ? std::abs(t.slope) / t.slope_se : (t.slope != 0 ? INFINITY : 0);
+    if (std::abs(total) > bar && z > kDriftTrendZ && (tb.slope > 0) == (tc.slope > 0)) {
+      TimingFlag f;
+      f.kind = TimingFlagKind::drift;
+      f.arm = "both";
+      f.reason = fmt::format("the machine drifted: both arms' times {} by {:.1f}% over {} rounds in order (t = {:.1f}), more "
+                             "than the {:.1f}% noise threshold; a clock or thermal change moves both arms, so no verdict",
+                             total > 0 ? "rose" : "fell", std::expm1(std::abs(total)) * 100, n, z, threshold * 100);
+      figures["trend_total"] = std::expm1(total);
+      figures["trend_t"] = z;
+      f.figures = figures;
+      return f;
+    }
+  }
+  // Step: the best split with at least 3 rounds on each side.
+  double best_d = 0, best_z = 0;
+  std::size_t best_s = 0;
+  for (std::size_t s = 3; s + 3 <= n; ++s) {
+    const double d = mean(common, s, n) - mean(common, 0, s);
+    const double se = std::sqrt(variance(common, 0, s) / static_cast<double>(s) + variance(common, s, n) / static_cast<double>(n - s));
+    const double z = se > 0 ? std::abs(d) / se : (d != 0 ? INFINITY : 0);
+    if (std::abs(d) > std::abs(best_d) && z > kDriftStepZ) {
+      best_d = d;
+      best_z = z;
+      best_s = s;
+    }
+  }
+  if (best_s > 0 && std::abs(best_d) > bar) {
+    const double db = mean(lb, best_s, n) - mean(lb, 0, best_s), dc = mean(lc, best_s, n) - mean(lc, 0, best_s);
+    if ((db > 0) == (dc > 0)) {
+      TimingFlag f;
+      f.kind = TimingFlagKind::drift;
+      f.arm = "both";
+      f.reason = fmt::format("the machine drifted: both arms' times {} by {:.1f}% from round {} on (Welch t = {:.1f}), more than "
+                             "the {:.1f}% noise threshold; a clock or thermal change moves both arms, so no verdict",
+                             best_d > 0 ? "rose" : "fell", std::expm1(std::abs(best_d)) * 100, best_s, best_z, threshold * 100);
+      figures["step_at_round"] = best_s;
+      figures["step"] = std::expm1(best_d);
+      figures["step_t"] = best_z;
+      f.figures = figures;
+      return f;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<TimingFlag> check_flat_timer(const std::vector<CaseTiming>& cases) {
+  std::vector<TimingFlag> flags;
+  if (cases.size() < 2) return flags;
+  // The measure of work: declared bytes, else flops, else the base's time.
+  const bool by_bytes = std::all_of(cases.begin(), cases.end(), [](const CaseTiming& c) { return c.bytes.has_value(); });
+  const bool by_flops = !by_bytes && std::all_of(cases.begin(), cases.end(), [](const CaseTiming& c) { return c.flops.has_value(); });
+  const auto work = [&](const CaseTiming& c) { return by_bytes ? *c.bytes : by_flops ? *c.flops : c.base_median_ms; };
+  const auto [lo, hi] = std::minmax_element(cases.begin(), cases.end(), [&](const CaseTiming& a, const CaseTiming& b) {
+    return work(a) < work(b);
+  });
+  const double work_growth = work(*hi) / work(*lo);
+  if (!(work_growth >= kFlatWork)) return flags;
+  const std::string measure = by_bytes ? "declared bytes" : by_flops ? "declared FLOPs" : "the base's time";
+  for (const std::string arm : {"base", "candidate"}) {
+    if (arm == "base" && !by_bytes && !by_flops) continue;  // the base is the measure itself
+    const auto t = [&](const CaseTiming& c) { return arm == "base" ? c.base_median_ms : c.candidate_median_ms; };
+    const auto [tlo, thi] = std::minmax_element(cases.begin(), cases.end(), [&](const CaseTiming& a, const CaseTiming& b) {
+      return t(a) < t(b);
+    });
+    const double growth = t(*thi) / t(*tlo);
+    if (growth < kFlatGrowth) {
+      TimingFlag f;
+      f.kind = TimingFlagKind::flat_timer;
+      f.arm = arm;
+      f.reason = fmt::format("the timer does not see the work: from case {} to case {} the {} grow {:.1f}x but the {} arm's "
+                             "per-iteration time stays within {:.2f}x ({} to {}), as when only a launch is timed",
+                             lo->label, hi->label, measure, work_growth, arm, growth, ms(t(*tlo)), ms(t(*thi)));
+      f.figures = {{"work_growth", work_growth}, {"time_growth", growth}, {"measure", measure}};
+      flags.push_back(std::move(f));
+    }
+  }
+  return flags;
+}
+
+std::vector<TimingFlag> check_ceilings(const CaseTiming& c, const Ceilings& ceilings) {
+  std::vector<TimingFlag> flags;
+  for (const std::string arm : {"base", "candidate"}) {
+    const double t_s = (arm == "base" ? c.base_median_ms : c.candidate_median_ms) / 1e3;
+    if (!(t_s > 0)) continue;
+    for (const auto& [what, work, ceiling, unit, scale] :
+         {std::tuple{"bandwidth", c.bytes, ceilings.bytes_per_s, "GB/s", 1e9}, std::tuple{"FLOP rate", c.flops, ceilings.flops_per_s, "GFLOP/s", 1e9}}) {
+      if (!work || !(ceiling > 0)) continue;
+      const double achieved = *work / t_s;
+      if (achieved > ceiling * kCeilingMargin) {
+        TimingFlag f;
+        f.kind = TimingFlagKind::faster_than_machine;
+        f.arm = arm;
+        f.reason = fmt::format("faster than the machine: the {} arm's {} on case {} is {:.4g} {}, above the machine's measured "
+                               "ceiling of {:.4g} {} (x{} margin; {})",
+                               arm, what, c.label, achieved / scale, unit, ceiling / scale, unit, kCeilingMargin, ceilings.source);
+        f.figures = {{"what", what}, {"achieved", achieved}, {"ceiling", ceiling}, {"margin", kCeilingMargin}};
+        flags.push_back(std::move(f));
+      }
+    }
+  }
+  return flags;
+}
+
+}  // namespace densefeed

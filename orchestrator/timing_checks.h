@@ -1,0 +1,145 @@
+// Cross-checks densefeed applies to a benchmark's timings itself (issue 16):
+// whatever wrote samples.json (a trusted driver or the candidate's harness),
+// the samples must agree with what densefeed measured from outside — each
+// round's wall time, how that wall time grows with the iteration count, how
+// the time grows with a case's work, the machine's measured ceilings — and
+// the machine must not have drifted under the benchmark. Pure functions over
+// plain structs: no I/O, no clock.
+#pragma once
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_statistics.h"
+
+namespace densefeed {
+
+enum class TimingFlagKind {
+  sum_exceeds_wall,     // a round's samples add up to more than the round's wall time
+  unseen_time,          // per iteration, the arm spends far more wall time than its samples say (beyond the base's own overhead)
+  claims_unrepeated,    // its samples say more per iteration than its wall time grows by per iteration
+  flat_timer,           // per-iteration time flat across cases whose work (or base time) grows: the timer does not see the work
+  faster_than_machine,  // achieved bytes/s or FLOP/s above the machine's measured ceiling
+  drift,                // both arms' times moved together in round order (trend or step)
+  beyond_bound,         // a speedup above the gate's max_speedup: a person must accept it
+};
+
+const char* to_string(TimingFlagKind k);
+
+// One finding. `arm` is "base" or "candidate"; `reason` is for people (never
+// parsed); `figures` holds the numbers it rests on (JSON object).
+struct TimingFlag {
+  TimingFlagKind kind = TimingFlagKind::sum_exceeds_wall;
+  std::string arm;
+  std::string reason;
+  nlohmann::ordered_json figures = nlohmann::ordered_json::object();
+};
+
+// One arm's round as densefeed saw it from outside.
+struct RoundWall {
+  double wall_s = 0;        // the process's wall time (launcher), seconds
+  int iterations = 0;       // warmup + timed iterations it was asked to run
+  int timed = 0;            // timed iterations (the samples)
+  double samples_sum_ms = 0;
+};
+
+// Least-squares fit of wall_s = fixed_s + iterations * per_iteration_s over
+// rounds that ran different iteration counts (the bench alternates iters and
+// 2 x iters). fitted is false with fewer than 4 rounds or one distinct count.
+// per_iteration_se_s is the slope's standard error (residual variance over
+// n - 2 degrees of freedom, Sxx); seconds throughout.
+struct WallFit {
+  bool fitted = false;
+  double fixed_s = 0;
+  double per_iteration_s = 0;
+  double per_iteration_se_s = 0;
+};
+
+WallFit fit_wall(const std::vector<RoundWall>& rounds);
+
+// Constants of the checks, with their sources:
+// - kWallSlackMs: a round's samples may exceed its wall time by at most this
+//   (clock granularity of the launcher's steady clock and of the harness's).
+// - kUnseenFraction: an arm's untimed time per iteration may exceed the
+//   base's by at most this fraction of the base's per-iteration time before
+//   it is flagged; a figure of ours, well below the forgeries the issue
+//   records (3x and more) and above what a driver's cache flush or a sync
+//   adds to both arms alike, which cancels.
+// - kSignificanceZ: the excess must also be this many standard errors of the
+//   two fits' slopes (one-sided normal 3 sigma: 0.13 % false flags per case).
+// - kFlatGrowth / kFlatWork: a timer is "flat" when the work (or the base's
+//   time) grows by at least kFlatWork x across the cases while the arm's
+//   median grows by less than kFlatGrowth x (a figure of ours: time must grow
+//   at least 1/16 as fast as a 4x larger problem).
+// - kCeilingMargin: an achieved rate may exceed the measured ceiling by this
+//   factor: the ceiling is a best-of-N copy, below the memory's peak; on the
+//   H200 the copy reads 4.2-4.3 TB/s against the 4.8 TB/s HBM3e peak of
+//   NVIDIA's specification (1.12-1.14x).
+// - kDriftZ: a drift's t statistic must exceed this (trend: slope over its
+//   standard error; step: Welch's t at the best split, which is the largest of
+//   R - 3 tests, hence a higher bar than the trend's).
+inline constexpr double kWallSlackMs = 1.0;
+inline constexpr double kUnseenFraction = 0.25;
+inline constexpr double kSignificanceZ = 3.0;
+inline constexpr double kFlatGrowth = 1.25;
+inline constexpr double kFlatWork = 4.0;
+inline constexpr double kCeilingMargin = 1.15;
+inline constexpr double kDriftTrendZ = 4.0;
+inline constexpr double kDriftStepZ = 5.0;
+
+// Rounds whose samples add up to more than their wall time (+ kWallSlackMs),
+// one flag per arm naming the first such round. `arm` names it.
+std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, const std::string& arm);
+
+// Compares each arm's claimed per-iteration time (the mean of its samples, ms)
+// with its wall-time slope; flags the candidate when its untimed time per
+// iteration exceeds the base's by more than kUnseenFraction of the base's
+// claimed time and kSignificanceZ standard errors (unseen_time), or when its
+// claims exceed its slope by as much (claims_unrepeated). Nothing when either
+// fit is not fitted. figures: both arms' slopes, claims and standard errors (ms).
+std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
+                                          double base_claimed_ms, double candidate_claimed_ms);
+
+// Drift of both arms together in round order: series of per-round medians
+// (ms, one per round per arm, same length). A flag when the common mode
+// (mean of both arms' log medians) has a least-squares trend whose total
+// change over the rounds exceeds log(1 + threshold) with |t| > kDriftTrendZ,
+// or a step (best split, at least 3 rounds each side) larger than that with
+// Welch |t| > kDriftStepZ, and both arms moved in the same direction.
+// `clocks` (MHz per round, both arms, may be empty) is recorded in figures.
+std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, const std::vector<double>& candidate_medians,
+                                      double threshold, const std::vector<double>& clocks);
+
+// One case as the flat-timer and ceiling checks see it.
+struct CaseTiming {
+  std::string label;
+  double base_median_ms = 0;
+  double candidate_median_ms = 0;
+  std::optional<double> bytes;  // declared work (bench.work), when the gate declares it
+  std::optional<double> flops;
+};
+
+// Flags an arm whose per-iteration medians grow by less than kFlatGrowth x
+// across the cases while the work grows by at least kFlatWork x (declared
+// bytes, else flops, else the base's medians as the measure of work). One
+// flag per flat arm, naming the cases. Needs at least two cases.
+std::vector<TimingFlag> check_flat_timer(const std::vector<CaseTiming>& cases);
+
+// A machine's measured ceilings (machine_ceilings.h): bytes/s and FLOP/s;
+// 0 = not measured.
+struct Ceilings {
+  double bytes_per_s = 0;
+  double flops_per_s = 0;
+  std::string source;  // e.g. "densefeed machine calibrate on host x at 2026-12-01T10:00:00Z"
+};
+
+// Flags an arm of one case whose achieved bytes/s or FLOP/s (declared work
+// over its median time) exceeds the ceiling times kCeilingMargin, naming the
+// figure and the ceiling.
+std::vector<TimingFlag> check_ceilings(const CaseTiming& c, const Ceilings& ceilings);
+
+}  // namespace densefeed

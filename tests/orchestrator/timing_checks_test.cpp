@@ -1,0 +1,142 @@
+// The cross-checks of timing_checks.h on figures built to show each rule, and
+// on the honest figures next to them that must not be flagged (issue 16).
+#include "timing_checks.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "bench_work.h"
+
+namespace densefeed {
+namespace {
+
+// Rounds alternating n and 2n timed iterations (after 1 warm-up) of an arm
+// whose process costs fixed_ms plus true_ms per iteration, claiming claimed_ms,
+// with +-jitter_ms alternating noise on the wall time.
+std::vector<RoundWall> rounds(int n_rounds, int iters, double fixed_ms, double true_ms, double claimed_ms, double jitter_ms = 2) {
+  std::vector<RoundWall> out;
+  for (int r = 0; r < n_rounds; ++r) {
+    const int timed = iters * (r % 2 == 0 ? 1 : 2);
+    const double wall = fixed_ms + (timed + 1) * true_ms + ((r / 2) % 2 == 0 ? jitter_ms : -jitter_ms);
+    out.push_back({wall / 1e3, timed + 1, timed, timed * claimed_ms});
+  }
+  return out;
+}
+
+TEST(TimingChecks, WallFitRecoversPerIterationCostAndFixedCost) {
+  const WallFit f = fit_wall(rounds(9, 5, 120, 20, 20));
+  ASSERT_TRUE(f.fitted);
+  EXPECT_NEAR(f.per_iteration_s * 1e3, 20, 1);
+  EXPECT_NEAR(f.fixed_s * 1e3, 120, 8);
+  EXPECT_GT(f.per_iteration_se_s, 0);
+  // One iteration count, or too few rounds: no fit.
+  auto flat = rounds(9, 5, 120, 20, 20);
+  for (auto& r : flat) r.iterations = 6;
+  EXPECT_FALSE(fit_wall(flat).fitted);
+  EXPECT_FALSE(fit_wall(rounds(3, 5, 120, 20, 20)).fitted);
+}
+
+TEST(TimingChecks, SamplesAddingUpToMoreThanTheWallAreFlaggedHonestOnesNot) {
+  auto r = rounds(9, 5, 120, 20, 20);
+  EXPECT_TRUE(check_round_sums(r, "candidate").empty());
+  r[4].samples_sum_ms = r[4].wall_s * 1e3 + 5;
+  const auto f = check_round_sums(r, "candidate");
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, TimingFlagKind::sum_exceeds_wall);
+  EXPECT_EQ(f[0].figures["round"], 4);
+}
+
+TEST(TimingChecks, ForgedSamplesOfASlowCandidateAreUnseenTimeAnHonestTwoTimesNot) {
+  const auto base = rounds(9, 5, 120, 20, 20);
+  // Honestly 0.5x (40 ms) but claiming 10 ms: "faster 2x" by its samples.
+  const auto forged = check_wall_growth(base, rounds(9, 5, 120, 40, 10), 20, 10);
+  ASSERT_EQ(forged.size(), 1u);
+  EXPECT_EQ(forged[0].kind, TimingFlagKind::unseen_time);
+  EXPECT_NEAR(forged[0].figures["excess_ms"].get<double>(), 30, 2);
+  // A real 2x with the same harness overhead as the base.
+  EXPECT_TRUE(check_wall_growth(base, rounds(9, 5, 120, 10, 10), 20, 10).empty());
+  // A driver's per-iteration flush (3 ms, untimed) in both arms cancels.
+  EXPECT_TRUE(check_wall_growth(rounds(9, 5, 120, 23, 20), rounds(9, 5, 120, 13, 10), 20, 10).empty());
+  // Claims of more time than each iteration takes (what was timed is not repeated).
+  const auto unrepeated = check_wall_growth(base, rounds(9, 5, 120, 1, 30), 20, 30);
+  ASSERT_EQ(unrepeated.size(), 1u);
+  EXPECT_EQ(unrepeated[0].kind, TimingFlagKind::claims_unrepeated);
+}
+
+TEST(TimingChecks, NoisyWallTimesRaiseTheBarInsteadOfFlagging) {
+  // 60 ms of jitter per process against 1 ms iterations: a 25% excess cannot
+  // be told from noise, and is not flagged.
+  EXPECT_TRUE(check_wall_growth(rounds(9, 5, 120, 1, 1, 60), rounds(9, 5, 120, 1.3, 1, 60), 1, 1).empty());
+}
+
+TEST(TimingChecks, DriftOfBothArmsTogetherIsFlaggedOppositeOrSteadyArmsNot) {
+  std::vector<double> base, cand, steady_b, steady_c;
+  for (int r = 0; r < 15; ++r) {
+    const double slow = 1 + 0.01 * r;  // +14 % over 15 rounds, both arms
+    const double noise = (r % 3 - 1) * 0.001;
+    base.push_back(20 * slow * (1 + noise));
+    cand.push_back(10 * slow * (1 - noise));
+    steady_b.push_back(20 * (1 + noise));
+    steady_c.push_back(10 * (1 - noise));
+  }
+  const auto d = check_drift(base, cand, 0.01, {});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->kind, TimingFlagKind::drift);
+  EXPECT_NE(d->reason.find("the machine drifted"), std::string::npos) << d->reason;
+  EXPECT_FALSE(check_drift(steady_b, steady_c, 0.01, {}).has_value());
+  // A step of 8 % from round 7 on in both arms.
+  std::vector<double> sb = steady_b, sc = steady_c;
+  for (int r = 7; r < 15; ++r) sb[r] *= 1.08, sc[r] *= 1.08;
+  const auto step = check_drift(sb, sc, 0.01, {1980, 1980});
+  ASSERT_TRUE(step.has_value());
+  EXPECT_EQ(step->figures["sm_clock_mhz"].size(), 2u);
+  // One arm up, the other down: a real difference, not the machine.
+  std::vector<double> down = cand;
+  for (int r = 0; r < 15; ++r) down[r] = 10 / (1 + 0.01 * r);
+  EXPECT_FALSE(check_drift(base, down, 0.01, {}).has_value());
+}
+
+TEST(TimingChecks, AFlatTimerAcrossGrowingWorkIsFlaggedGrowingTimesNot) {
+  std::vector<CaseTiming> flat = {{"n=1", 0.68, 0.020, {}, {}}, {"n=4", 8.1, 0.020, {}, {}}, {"n=16", 64.8, 0.021, {}, {}}};
+  const auto f = check_flat_timer(flat);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, TimingFlagKind::flat_timer);
+  EXPECT_EQ(f[0].arm, "candidate");
+  std::vector<CaseTiming> growing = {{"n=1", 0.68, 0.5, {}, {}}, {"n=4", 8.1, 6.0, {}, {}}, {"n=16", 64.8, 40, {}, {}}};
+  EXPECT_TRUE(check_flat_timer(growing).empty());
+  // With declared work the base is judged too.
+  std::vector<CaseTiming> both = {{"a", 1, 1, 1e6, {}}, {"b", 1.1, 1.05, 16e6, {}}};
+  EXPECT_EQ(check_flat_timer(both).size(), 2u);
+}
+
+TEST(TimingChecks, AnArmFasterThanTheMachineIsFlaggedNamingFigureAndCeiling) {
+  Ceilings c{4.3e12, 0, "test ceilings"};
+  // 64 MiB in 0.001 ms: 67 PB/s.
+  const auto f = check_ceilings({"n=1", 20, 0.001, 64.0 * (1 << 20), {}}, c);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].kind, TimingFlagKind::faster_than_machine);
+  EXPECT_EQ(f[0].arm, "candidate");
+  EXPECT_NE(f[0].reason.find("4300 GB/s"), std::string::npos) << f[0].reason;
+  // 64 MiB in 20 ms: 3.4 GB/s, and up to the margin above the ceiling: fine.
+  EXPECT_TRUE(check_ceilings({"n=1", 20, 20, 64.0 * (1 << 20), {}}, c).empty());
+  EXPECT_TRUE(check_ceilings({"n=1", 1, 1, 4.3e9 * kCeilingMargin * 0.99, {}}, c).empty());
+  // No ceiling measured: nothing to compare with.
+  EXPECT_TRUE(check_ceilings({"n=1", 20, 0.001, 1e12, {}}, Ceilings{}).empty());
+}
+
+TEST(TimingChecks, WorkExpressionsAreEvaluatedOverCaseKeysAndBadOnesNamed) {
+  EXPECT_DOUBLE_EQ(evaluate_work("4 * (2 * T * D + 2 * D)", {{"T", 1024}, {"D", 64}, {"name", "x"}}), 4.0 * (2 * 1024 * 64 + 128));
+  EXPECT_DOUBLE_EQ(evaluate_work("2 * M^3", {{"M", 4}}), 128);
+  try {
+    evaluate_work("4 * Q", {{"T", 1}});
+    FAIL() << "an unknown name must be refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("Q"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(evaluate_work("T - T", {{"T", 3}}), std::invalid_argument);
+  EXPECT_THROW(evaluate_work("4 *", {{"T", 3}}), std::invalid_argument);
+}
+
+}  // namespace
+}  // namespace densefeed
