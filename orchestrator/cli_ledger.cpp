@@ -98,6 +98,11 @@ void print_ledger_show(const nlohmann::ordered_json& e) {
                              b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>(), b["p_value"].get<double>(),
                              b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(), b["unit"].get<std::string>(),
                              b["candidate_median"].get<double>(), b["unit"].get<std::string>());
+    std::cout << (b.value("timing", "candidate") == "driver" ? "    timed by the gate's trusted driver\n"
+                                                              : "    timed by the candidate (promotion needs --accept-candidate-timing)\n");
+    for (const auto& f : b.value("timing_flags", nlohmann::ordered_json::array())) {
+      std::cout << fmt::format("    {}: {}\n", f.value("kind", ""), f.value("reason", ""));
+    }
   }
   for (const auto& t : e["trace_findings"]) {
     std::cout << fmt::format("  trace {} check {} ({}): {} — value {}, bound {}\n", t["arm"].get<std::string>(),

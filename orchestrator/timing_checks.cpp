@@ -57,6 +57,18 @@ double variance(const std::vector<double>& v, std::size_t from, std::size_t to) 
 
 std::string ms(double v) { return fmt::format("{:.4g} ms", v); }
 
+// A drift flag: `how` says what moved ("over 9 rounds in order (t = 5.1)").
+TimingFlag drift_flag(double change, const std::string& how, double threshold, nlohmann::ordered_json figures) {
+  TimingFlag f;
+  f.kind = TimingFlagKind::drift;
+  f.arm = "both";
+  f.reason = fmt::format("the machine drifted: both arms' times {} by {:.1f}% {}, more than the {:.1f}% noise threshold; a "
+                         "clock or thermal change moves both arms, so no verdict",
+                         change > 0 ? "rose" : "fell", std::expm1(std::abs(change)) * 100, how, threshold * 100);
+  f.figures = std::move(figures);
+  return f;
+}
+
 }  // namespace
 
 const char* to_string(TimingFlagKind k) {
@@ -172,16 +184,9 @@ std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, c
     const double total = t.slope * static_cast<double>(n - 1);
     const double z = t.slope_se > 0 ? std::abs(t.slope) / t.slope_se : (t.slope != 0 ? INFINITY : 0);
     if (std::abs(total) > bar && z > kDriftTrendZ && (tb.slope > 0) == (tc.slope > 0)) {
-      TimingFlag f;
-      f.kind = TimingFlagKind::drift;
-      f.arm = "both";
-      f.reason = fmt::format("the machine drifted: both arms' times {} by {:.1f}% over {} rounds in order (t = {:.1f}), more "
-                             "than the {:.1f}% noise threshold; a clock or thermal change moves both arms, so no verdict",
-                             total > 0 ? "rose" : "fell", std::expm1(std::abs(total)) * 100, n, z, threshold * 100);
       figures["trend_total"] = std::expm1(total);
       figures["trend_t"] = z;
-      f.figures = figures;
-      return f;
+      return drift_flag(total, fmt::format("over {} rounds in order (t = {:.1f})", n, z), threshold, figures);
     }
   }
   // Step: the best split with at least 3 rounds on each side.
@@ -200,17 +205,10 @@ std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, c
   if (best_s > 0 && std::abs(best_d) > bar) {
     const double db = mean(lb, best_s, n) - mean(lb, 0, best_s), dc = mean(lc, best_s, n) - mean(lc, 0, best_s);
     if ((db > 0) == (dc > 0)) {
-      TimingFlag f;
-      f.kind = TimingFlagKind::drift;
-      f.arm = "both";
-      f.reason = fmt::format("the machine drifted: both arms' times {} by {:.1f}% from round {} on (Welch t = {:.1f}), more than "
-                             "the {:.1f}% noise threshold; a clock or thermal change moves both arms, so no verdict",
-                             best_d > 0 ? "rose" : "fell", std::expm1(std::abs(best_d)) * 100, best_s, best_z, threshold * 100);
       figures["step_at_round"] = best_s;
       figures["step"] = std::expm1(best_d);
       figures["step_t"] = best_z;
-      f.figures = figures;
-      return f;
+      return drift_flag(best_d, fmt::format("from round {} on (Welch t = {:.1f})", best_s, best_z), threshold, figures);
     }
   }
   return std::nullopt;

@@ -37,10 +37,19 @@ process against the iteration count, and compares the timings with the
 machine's ceilings (orchestrator/timing_checks.h).
 
 What stays out of reach in one process: the arm's code runs in this
-interpreter and could patch it. The clock is bound before any arm code is
-imported, the driver's own modules are imported before the arm's path is put
-first (an arm cannot shadow numpy or this module), and densefeed's outside
-measurements are the backstop for anything a patch could still change.
+interpreter and could patch it. So: the driver's own modules are imported
+before the arm's path is put first (an arm cannot shadow numpy or this
+module); the functions the timing and hashing rest on (this module's and
+Driver's attributes, time.perf_counter_ns, hashlib.sha256, numpy.save, the
+file writes) are snapshotted when this module is imported and checked after
+the kernel is loaded and again after the timed loop, and a difference is a
+HarnessError (the bench stage is red: the candidate's code patched the
+timer); and time() ends the process itself with os._exit once its files are
+written, so no atexit handler, finally block or thread of the arm's can
+rewrite them or pad the process's wall time afterwards. densefeed's outside
+measurements (timing_checks.h) are the backstop for what a patch could still
+change. Not covered: a kernel that caches its result across calls on the
+same inputs (the same arrays are passed every iteration).
 """
 
 from __future__ import annotations
@@ -64,6 +73,27 @@ from densefeed_harness import Harness, HarnessError
 _clock_ns = time.perf_counter_ns
 _save = np.save
 _sha256 = hashlib.sha256
+_exit = os._exit
+_flush = sys.stdout.flush
+
+
+def _watched() -> dict:
+    """What the timing and hashing rest on, by identity."""
+    me = sys.modules[__name__]
+    return {
+        "time.perf_counter_ns": time.perf_counter_ns,
+        "hashlib.sha256": hashlib.sha256,
+        "numpy.save": np.save,
+        "numpy.asarray": np.asarray,
+        "io.BytesIO": io.BytesIO,
+        "json.dumps": json.dumps,
+        "pathlib.Path.write_bytes": Path.write_bytes,
+        "pathlib.Path.write_text": Path.write_text,
+        "pathlib.Path.mkdir": Path.mkdir,
+        "os._exit": os._exit,
+        **{f"{__name__}.{k}": v for k, v in vars(me).items() if not k.startswith("__")},
+        **{f"Driver.{k}": v for k, v in vars(Driver).items() if not k.startswith("__")},
+    }
 
 
 def _npy_bytes(array: np.ndarray) -> bytes:
@@ -105,6 +135,14 @@ class Driver:
         if not isinstance(params, dict):
             raise HarnessError("DENSEFEED_PARAMS: expected a JSON object")
         self.params: dict = params
+        self._snapshot = _watched()
+
+    def _check_untouched(self, when: str) -> None:
+        now = _watched()
+        changed = sorted(k for k in set(self._snapshot) | set(now) if self._snapshot.get(k) is not now.get(k))
+        if changed:
+            raise HarnessError(f"{when}, the arm's code had replaced what the driver times and hashes with: "
+                               f"{', '.join(changed)}: its timings cannot be trusted")
 
     def load_kernel(self) -> Callable:
         """Imports the gate's module from the arm's import path and returns its function.
@@ -135,6 +173,7 @@ class Driver:
         fn = getattr(mod, self.function, None)
         if not callable(fn):
             raise HarnessError(f"module {self.module!r} of the arm has no function {self.function!r}")
+        self._check_untouched(f"after importing {self.module!r}")
         return fn
 
     def time(
@@ -143,15 +182,17 @@ class Driver:
         outputs: Callable[[object], Mapping[str, np.ndarray]],
         sync: Callable[[], None] | None = None,
         flush: Callable[[], None] | None = None,
-    ) -> list[float]:
-        """Runs `call` DENSEFEED_WARMUP + DENSEFEED_ITERS times and records every timed one.
+    ) -> None:
+        """Runs `call` DENSEFEED_WARMUP + DENSEFEED_ITERS times, records every timed one, and ends the process.
 
         Each iteration: flush() (outside the timed region, e.g. a cache
         flush), then the clock around call() and sync() (for asynchronous
         devices: the device's synchronisation, so the work is inside the
         timed region); then outputs(result) -> {NAME: array} is hashed and
         kept (outside the timed region). Writes samples.json, timed.json,
-        timed/K/ and the last outputs. Returns the samples (ms).
+        timed/K/ and the last outputs, then exits the process with status 0
+        (os._exit: nothing of the arm's runs after it). Raises HarnessError
+        (the process exits 1) when the arm's code patched the driver.
         """
         h = self.harness
         samples: list[float] = []
@@ -181,8 +222,11 @@ class Driver:
                     (d / f"{name}.npy").write_bytes(b)
             iterations.append(entry)
             last = arrays
+        self._check_untouched("after the timed calls")
         for name, a in last.items():
             h.write_output(name, a)
         (h.out / "timed.json").write_text(json.dumps({"iterations": iterations}) + "\n")
         h.write_samples(samples)
-        return samples
+        _flush()
+        sys.stderr.flush()
+        _exit(0)

@@ -73,6 +73,10 @@ if a.mode != 'viaref' or os.environ.get('DENSEFEED_MODE', 'gate') != 'bench':
 const char* kKernel = R"(import os, time
 import numpy as np
 CALLS = [0]
+REAL = [None]
+if os.environ.get('KERNEL_PATCH_AT_IMPORT') or os.path.exists(os.path.join(os.path.dirname(__file__), 'patch-at-import')):
+    import densefeed_driver
+    densefeed_driver._clock_ns = lambda: 0
 def spend(s, start=None):
     end = (time.perf_counter() if start is None else start) + s
     if s > 4e-4: time.sleep(max(0, end - time.perf_counter() - 4e-4))
@@ -90,13 +94,33 @@ def run(x, mode, ms):
             return np.zeros_like(x)
         spend(ms / 1e3, t)
     elif mode == 'patchclock':
-        # 0.5x, and slows the trusted driver's clock 4x to look 2x
+        # 0.5x, and slows the trusted driver's clock 4x to look 2x; puts the
+        # clock back on its last call, before the driver looks
         import densefeed_driver as d
-        if not getattr(d, '_patched', False):
-            real = d._clock_ns
-            d._clock_ns = lambda: real() // 4
-            d._patched = True
+        total = int(os.environ['DENSEFEED_WARMUP']) + int(os.environ['DENSEFEED_ITERS'])
+        if CALLS[0] == 1:
+            REAL[0] = d._clock_ns
+            d._clock_ns = lambda: REAL[0]() // 4
         spend(2 * ms / 1e3, t)
+        if CALLS[0] == total:
+            d._clock_ns = REAL[0]
+    elif mode == 'wrongexit':
+        # fast and wrong on every call; at exit it would put right outputs and
+        # hashes in place of what was timed
+        if CALLS[0] == 1:
+            import atexit, hashlib, io, json
+            def fix():
+                out = os.environ['DENSEFEED_OUT']
+                right = 2 * x
+                buf = io.BytesIO(); np.save(buf, right, allow_pickle=False)
+                sha = hashlib.sha256(buf.getvalue()).hexdigest()
+                os.makedirs(out + '/timed/0', exist_ok=True)
+                for f in (out + '/timed/0/y.npy', out + '/y.npy'):
+                    open(f, 'wb').write(buf.getvalue())
+                n = int(os.environ['DENSEFEED_ITERS'])
+                json.dump({'iterations': [{'y': sha}] * n}, open(out + '/timed.json', 'w'))
+            atexit.register(fix)
+        return np.zeros_like(x)
     else:
         spend(ms / 1e3, t)
     return 2 * x
@@ -120,11 +144,11 @@ std::string gate(const std::string& name, const std::string& cases, const std::s
          "--seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [python3, \"{project}/h.py\", --role, candidate, --mode, \"{param.mode}\", --n, \"{case.n}\", "
          "--ms, \"{case.ms}\", --t0, \"{param.t0}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, fast2x, forge, viaref, flat, drift, wrongbig, wrongpath, patchclock], "
+         "params:\n  mode: {type: string, enum: [honest, fast2x, forge, viaref, flat, drift, wrongbig, wrongpath, patchclock, wrongexit], "
          "default: honest}\n  t0: {type: number, default: 0}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - " + cases + "\n" + (extra.empty() ? "profiles: {quick: {}, full: {}}\n" : extra) +
-         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 3\n  max_seconds_per_case: 120\n" + bench +
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 120\n" + bench +
          "freezes: [h.py, drv.py]\n";
 }
 
@@ -326,7 +350,7 @@ TEST_F(TimingForge, AnHonestTwoTimesCandidateUnderTheTrustedDriverIsFaster) {
   const auto id = r["experiment_id"].get<std::int64_t>();
   const auto round0 = repo_ / ".densefeed" / "ledger-runs" / std::to_string(id) / "bench-00-round-00-candidate" / "out";
   const J timed = J::parse(testing::read_file(round0 / "timed.json"));
-  EXPECT_EQ(timed["iterations"].size(), 3u);
+  EXPECT_EQ(timed["iterations"].size(), 8u);
   EXPECT_TRUE(std::filesystem::exists(round0 / "timed" / "0" / "y.npy"));
   // Promotion needs no acceptance of candidate timing.
   const auto p = df({"promote", std::to_string(id), "--by", "carol"});
@@ -359,11 +383,32 @@ TEST_F(TimingForge, TimingAFastWrongPathIsRedUnderTheDriverWhichGatesEveryTimedI
   nothing_recorded_faster(r["experiment_id"].get<std::int64_t>());
 }
 
-TEST_F(TimingForge, AKernelThatSlowsTheDriversClockIsCaughtByTheWallTime) {
+TEST_F(TimingForge, AKernelThatSlowsTheDriversClockAndPutsItBackIsCaughtByTheWallTime) {
   const auto [code, r] = run("driven", "patchclock");
   EXPECT_EQ(code, 1) << r.dump(1);
   EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
   EXPECT_TRUE(has(flag_kinds(r), "unseen_time")) << r["stages"]["bench"].dump(1);
+  nothing_recorded_faster(r["experiment_id"].get<std::int64_t>());
+}
+
+TEST_F(TimingForge, AKernelModuleThatPatchesTheDriverAtImportIsRed) {
+  // The candidate's tree (WORKTREE) holds the marker; the trusted ref's does not.
+  testing::write_file(repo_ / "patch-at-import", "");
+  const auto [code, r] = run("driven", "honest", "", "fast2x");
+  EXPECT_EQ(code, 1) << r.dump(1);
+  EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
+  EXPECT_NE(r["stages"]["bench"]["reason"].get<std::string>().find("had replaced what the driver times and hashes with"),
+            std::string::npos)
+      << r["stages"]["bench"]["reason"];
+  EXPECT_NE(r["stages"]["bench"]["reason"].get<std::string>().find("densefeed_driver._clock_ns"), std::string::npos);
+}
+
+TEST_F(TimingForge, OutputsRewrittenAtExitNeverReachTheCheck) {
+  const auto [code, r] = run("driven", "wrongexit");
+  EXPECT_EQ(code, 1) << r.dump(1);
+  EXPECT_EQ(r["stages"]["bench"]["status"], "red");
+  const auto reason = r["stages"]["bench"]["reason"].get<std::string>();
+  EXPECT_NE(reason.find("what was timed is not what was gated: timed iteration 0"), std::string::npos) << reason;
   nothing_recorded_faster(r["experiment_id"].get<std::int64_t>());
 }
 
@@ -388,10 +433,13 @@ TEST_F(TimingForge, AMachineDriftingUnderTheBenchmarkIsInconclusiveNotSame) {
   EXPECT_EQ(c["verdict"], "inconclusive") << c.dump(1);
   EXPECT_NE(c["reason"].get<std::string>().find("the machine drifted"), std::string::npos) << c["reason"];
   EXPECT_TRUE(has(flag_kinds(r), "drift"));
-  // The same arms on a steady machine: same.
+  // The same arms without the slowdown: no false verdict either way (that a
+  // steady machine raises no drift flag is TimingChecks' unit test; a test
+  // machine shared with other tests is not steady enough to assert it here).
   const auto [code2, steady] = run("self", "honest", ", t0: 1", "honest", {}, ", t0: 2");
   ASSERT_EQ(code2, 0) << steady.dump(1);
-  EXPECT_EQ(steady["stages"]["bench"]["cases"][0]["verdict"], "same") << steady["stages"]["bench"].dump(1);
+  const auto v = steady["stages"]["bench"]["cases"][0]["verdict"];
+  EXPECT_TRUE(v == "same" || v == "inconclusive") << steady["stages"]["bench"].dump(1);
 }
 
 }  // namespace

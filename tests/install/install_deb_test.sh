@@ -23,10 +23,12 @@ deb=${debs[0]}
 dpkg-deb --contents "$deb" | awk '{print $NF}' >"$tmp/contents"
 for f in ./usr/bin/densefeed ./usr/share/densefeed/schemas/gate.schema.json ./usr/share/densefeed/schemas/experiment.schema.json \
          ./usr/share/densefeed/schemas/ledger.md ./usr/share/densefeed/skills/densefeed-optimization-loop/SKILL.md \
-         ./usr/share/densefeed/python/densefeed_harness.py ./usr/lib/python3/dist-packages/densefeed_harness.py; do
+         ./usr/share/densefeed/python/densefeed_harness.py ./usr/lib/python3/dist-packages/densefeed_harness.py \
+         ./usr/share/densefeed/python/densefeed_driver.py ./usr/lib/python3/dist-packages/densefeed_driver.py; do
   grep -qxF "$f" "$tmp/contents" || fail "the .deb does not contain $f"
 done
-[ "$(grep -c '^\./usr/bin/.' "$tmp/contents")" = 1 ] || fail "usr/bin holds more than densefeed: $(grep '^\./usr/bin/' "$tmp/contents" | tr '\n' ' ')"
+grep '^\./usr/bin/.' "$tmp/contents" | grep -vqxE '\./usr/bin/(densefeed|densefeed-gpu-ceilings)' &&
+  fail "usr/bin holds more than densefeed (and densefeed-gpu-ceilings): $(grep '^\./usr/bin/' "$tmp/contents" | tr '\n' ' ')"
 
 depends=$(dpkg-deb -f "$deb" Depends)
 tr ',' '\n' <<<"$depends" | awk '{print $1}' >"$tmp/depends"

@@ -16,7 +16,9 @@ cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" || { cat "$tmp/i
 
 # Exactly these top-level entries, and no harness binaries of the bundled examples.
 [ "$(cd "$prefix" && ls | tr '\n' ' ')" = "bin lib share " ] || fail "unexpected top level: $(ls "$prefix")"
-[ "$(ls "$prefix/bin")" = "densefeed" ] || fail "bin/ holds more than densefeed: $(ls "$prefix/bin" | tr '\n' ' ')"
+# densefeed, and densefeed-gpu-ceilings (what `machine calibrate` runs on a GPU) when built with CUDA.
+bins="$(ls "$prefix/bin" | tr '\n' ' ')"
+[ "$bins" = "densefeed " ] || [ "$bins" = "densefeed densefeed-gpu-ceilings " ] || fail "bin/ holds more than densefeed (and densefeed-gpu-ceilings): $bins"
 for f in bin/densefeed share/densefeed/schemas/gate.schema.json share/densefeed/schemas/experiment.schema.json \
          share/densefeed/schemas/ledger.md share/densefeed/skills/densefeed-optimization-loop/SKILL.md \
          share/densefeed/skills/densefeed-optimization-loop/reference/gate-cheats.md \

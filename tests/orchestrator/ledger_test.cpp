@@ -48,12 +48,13 @@ class LedgerInvariants : public ::testing::Test {
     gate_run_ = ledger.record_gate_run(experiment_, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 42, utc_now(), &red_});
   }
   std::filesystem::path db_path() const { return dir_ / "ledger.db"; }
-  std::string bench_insert(std::int64_t experiment, std::int64_t gate_run) const {
+  // A bench case row; `timing` is who took its samples (driver | candidate).
+  std::string bench_insert(std::int64_t experiment, std::int64_t gate_run, const std::string& timing = "driver") const {
     return "INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, verdict, reason, base_median, "
            "base_relative_spread, candidate_median, candidate_relative_spread, speedup, speedup_lo, speedup_hi, "
-           "ci_confidence, p_value, rounds, threshold, rounds_json) VALUES (" +
+           "ci_confidence, p_value, rounds, threshold, rounds_json, timing) VALUES (" +
            std::to_string(experiment) + ", " + std::to_string(gate_run) +
-           ", 'c', '{}', 'ms', 'faster', 'r', 2, 0, 1, 0, 2, 1.9, 2.1, 0.98, 0.001, 9, 0.01, '[]')";
+           ", 'c', '{}', 'ms', 'faster', 'r', 2, 0, 1, 0, 2, 1.9, 2.1, 0.98, 0.001, 9, 0.01, '[]', '" + timing + "')";
   }
   testing::TempDir dir_;
   Manifest manifest_;
@@ -220,6 +221,27 @@ TEST_F(LedgerInvariants, PromotionNeedsEveryDeclaredCategoryApprovedAndNoSlowerC
   EXPECT_EQ(plain_sql(db_path(), bench_insert(green_id, run).replace(bench_insert(green_id, run).find("'faster'"), 8, "'slower'")), "");
   EXPECT_EQ(plain_sql(db_path(), promote), "promotions: a bench case of the experiment is slower");
   EXPECT_THROW(ledger.record_promotion(green_id, "carol"), InputError);
+}
+
+TEST_F(LedgerInvariants, PromotionOfACandidateTimedBenchmarkNeedsAPersonsAcceptance) {
+  Ledger ledger(db_path());
+  const auto id = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "ieee"}}});
+  GateResult green;
+  const auto run = ledger.record_gate_run(id, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 1, utc_now(), &green});
+  ledger.record_finished(id, "run");
+  ledger.record_review(id, "numerics", "approve", "alice", "");
+  EXPECT_EQ(plain_sql(db_path(), bench_insert(id, run, "candidate")), "");
+  EXPECT_EQ(plain_sql(db_path(), bench_insert(id, run, "self")), "CHECK constraint failed: timing IN ('driver', 'candidate')");
+  const std::string promote = "INSERT INTO promotions(experiment_id, promoted_by, promoted_at) VALUES (" + std::to_string(id) + ", 'x', 'now')";
+  EXPECT_EQ(plain_sql(db_path(), promote),
+            "promotions: the benchmark was timed by the candidate and no one accepted that (promote --accept-candidate-timing)");
+  EXPECT_THROW(ledger.record_promotion(id, "carol"), InputError);
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO bench_acceptances(experiment_id, concern, accepted_by, accepted_at) VALUES (" +
+                                     std::to_string(id) + ", 'anything', 'carol', 'now')"),
+            "CHECK constraint failed: concern IN ('candidate_timing', 'speedup_beyond_bound')");
+  // Accepted in the same transaction as the promotion: recorded, linked, promoted.
+  EXPECT_GT(ledger.record_promotion(id, "carol", {"candidate_timing"}), 0);
+  EXPECT_EQ(plain_sql(db_path(), "DELETE FROM bench_acceptances"), "bench_acceptances is append-only");
 }
 
 TEST_F(LedgerInvariants, NewTablesAreAppendOnlyAndTheChainOnlyGrowsFromItsEnd) {

@@ -41,6 +41,7 @@ const std::map<std::string, std::string> kMayStartProcesses = {
     {"cli_queue.cpp", "densefeed worker-run (densefeed itself) and nvidia-smi"},
     {"mcp_tools.cpp", "densefeed itself, per tool call, and its detached worker"},
     {"gate_runner.cpp", "the reference, through launch_trusted"},
+    {"machine_ceilings.cpp", "densefeed-gpu-ceilings, densefeed's own program installed beside it"},
 };
 // Stages that run a manifest's or a revision's commands.
 const std::vector<std::string> kUntrustedStages = {"gate_runner.cpp", "bench_runner.cpp", "trace_stage.cpp", "acceptance_runner.cpp",
