@@ -21,18 +21,18 @@
 namespace densefeed {
 namespace {
 
-constexpr int kSchemaVersion = 4;
+constexpr int kSchemaVersion = 5;
 
 // The tables whose rows are linked into record_chain, in the order in which
 // rows recorded before the chain existed (version 1) are sealed; the first
 // kChainedTablesV2 existed at version 2, up to kChainedTablesV3 came with
-// version 3, the rest with version 4.
+// version 3, the rest with version 5.
 constexpr const char* kChainedTables[] = {
     "experiments", "experiment_events", "gate_runs", "gate_cases", "gate_metrics", "bench_cases", "environments",
     "calibrations", "trace_findings", "reviews", "promotions", "acceptance_runs", "acceptance_criteria",
     "stage_outcomes", "experiment_outcomes", "chain_keys", "machine_ceilings", "bench_acceptances"};
 constexpr std::size_t kChainedTablesV2 = 13;
-constexpr std::size_t kChainedTablesV3 = 16;  // machine_ceilings and bench_acceptances came with version 4
+constexpr std::size_t kChainedTablesV3 = 16;  // machine_ceilings and bench_acceptances came with version 5
 
 class Statement {
  public:
@@ -275,7 +275,7 @@ const Inventory& compiled_inventory() {
       exec(db, kLedgerSchemaSql);
       exec(db, kLedgerMigration2Sql);
       exec(db, kLedgerMigration3Sql);
-      exec(db, kLedgerMigration4Sql);
+      exec(db, kLedgerMigration5Sql);
       Inventory i = inventory_of(db);
       sqlite3_close(db);
       return i;
@@ -500,12 +500,12 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       Statement(db_, "INSERT INTO schema_info(version) VALUES (3)").run();
       v = 3;
     }
-    if (v < 4) {
+    if (v < 5) {
       // New tables only, empty; the bench_cases columns are covered by the
       // links already made (a link's columns are recorded with it).
-      exec(db_, kLedgerMigration4Sql);
-      Statement(db_, "INSERT INTO schema_info(version) VALUES (4)").run();
-      v = 4;
+      exec(db_, kLedgerMigration5Sql);
+      Statement(db_, "INSERT INTO schema_info(version) VALUES (5)").run();
+      v = 5;
     }
     {
       Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");

@@ -1,4 +1,4 @@
--- densefeed ledger, migration 3 -> 4 (schemas/ledger.md documents every table
+-- densefeed ledger, migration 4 -> 5 (schemas/ledger.md documents every table
 -- and column). Applied by Ledger on open, inside the same BEGIN IMMEDIATE
 -- transaction as the earlier steps, for new files as for old ones.
 --
@@ -8,13 +8,13 @@
 -- settle, which promotion then needs.
 
 -- 'driver': the gate's frozen benchmark driver timed the arms; 'candidate':
--- each arm's harness timed itself (rows recorded before version 4 too).
+-- each arm's harness timed itself (rows recorded before version 5 too).
 ALTER TABLE bench_cases ADD COLUMN timing TEXT NOT NULL DEFAULT 'candidate' CHECK (timing IN ('driver', 'candidate'));
 -- JSON array of {kind, arm, reason, figures} (orchestrator/timing_checks.h):
 -- the cross-checks the case's timings failed; '[]' when none.
 ALTER TABLE bench_cases ADD COLUMN timing_flags TEXT NOT NULL DEFAULT '[]';
 -- JSON object: what the checks measured (each arm's wall-time fit, declared
--- work, the ceilings compared with); '{}' before version 4.
+-- work, the ceilings compared with); '{}' before version 5.
 ALTER TABLE bench_cases ADD COLUMN timing_checks TEXT NOT NULL DEFAULT '{}';
 
 -- A machine's ceilings, measured by `densefeed machine calibrate`.
