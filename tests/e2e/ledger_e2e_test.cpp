@@ -10,6 +10,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -682,6 +683,37 @@ TEST_F(LedgerEndToEnd, AVersion2LedgerIsMigratedThroughToTheCurrentVersionIntact
   EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
   const auto after = densefeed({"audit", "--ledger", L()});
   EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+}
+
+TEST_F(LedgerEndToEnd, TextTablesLeaveOutMetricsTheGateDoesNotBound) {
+  // The gate bounds y by rel_l2 only: no max_abs (or other) column, and no
+  // "nan" standing in for a metric nobody bounds, green or red.
+  const auto nan_word = [](const std::string& text) {
+    static const std::regex word("(^|[^A-Za-z])nan([^A-Za-z]|$)", std::regex::icase);  // not "provenance"
+    return std::regex_search(text, word);
+  };
+  const auto green = densefeed({"run", manifest("a", "honest").string(), "--ledger", L(), "--no-bench"});
+  ASSERT_EQ(green.exit_code, 0) << green.out << green.err;
+  const auto red = densefeed({"run", manifest("b", "zeros").string(), "--ledger", L(), "--no-bench"});
+  ASSERT_EQ(red.exit_code, 1) << red.out << red.err;
+  for (const auto* r : {&green, &red}) {
+    const auto header = r->out.find("  case");
+    ASSERT_NE(header, std::string::npos) << r->out;
+    const auto line = r->out.substr(header, r->out.find('\n', header) - header);
+    EXPECT_NE(line.find("rel_l2"), std::string::npos) << line;
+    EXPECT_EQ(line.find("max_abs"), std::string::npos) << line;
+    EXPECT_FALSE(nan_word(r->out)) << r->out;
+  }
+  // The red case's row: its value and bound, nothing else.
+  EXPECT_NE(red.out.find("red     y               1.00e+00  1.00e-05\n"), std::string::npos) << red.out;
+  for (const char* id : {"1", "2"}) {
+    for (const std::vector<std::string>& verb : {std::vector<std::string>{"ledger", "show", id}, std::vector<std::string>{"status", id}}) {
+      std::vector<std::string> args = verb;
+      args.insert(args.end(), {"--ledger", L()});
+      const auto out = densefeed(args);
+      EXPECT_FALSE(nan_word(out.out)) << verb[0] << " " << id << "\n" << out.out;
+    }
+  }
 }
 
 TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvAndJson) {
