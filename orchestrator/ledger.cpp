@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <tuple>
 
 #include <fmt/chrono.h>
@@ -788,14 +789,24 @@ std::optional<ClaimedExperiment> Ledger::claim_next(const std::string& owner) {
 
 std::vector<RecoveredExperiment> Ledger::recover_dead_owners(HeartbeatWatch* watch) {
   std::vector<RecoveredExperiment> out;
+  // A long wait for the lock kept the owners from beating as well: what
+  // this watch saw before it proves nothing, so its clocks start again.
+  const auto restart_clocks = [watch](std::chrono::steady_clock::time_point now) {
+    if (watch) {
+      for (auto& [id, seen] : watch->seen) seen.since = now;
+    }
+  };
   const auto asked = std::chrono::steady_clock::now();
-  Transaction t(db_);
-  const auto now = std::chrono::steady_clock::now();
-  // A long wait for the lock kept the owners from beating as well.
-  const bool judge_beats = watch && now - asked <= std::chrono::seconds(1);
-  if (watch && !judge_beats) {
-    for (auto& [id, seen] : watch->seen) seen.since = now;
+  std::unique_ptr<Transaction> t;
+  try {
+    t = std::make_unique<Transaction>(db_);
+  } catch (const LedgerBusy&) {
+    restart_clocks(std::chrono::steady_clock::now());
+    throw;
   }
+  const auto now = std::chrono::steady_clock::now();
+  const bool judge_beats = watch && now - asked <= std::chrono::seconds(1);
+  if (!judge_beats) restart_clocks(now);
   // The latest event of every experiment that is started or being cancelled.
   // The owner is the process that took it (the latest `started`), also
   // while a cancel is requested (the canceller is not its owner); its
@@ -852,7 +863,7 @@ std::vector<RecoveredExperiment> Ledger::recover_dead_owners(HeartbeatWatch* wat
     ev.run();
     link("experiment_events", sqlite3_last_insert_rowid(db_));
   }
-  t.commit();
+  t->commit();
   return out;
 }
 

@@ -238,9 +238,9 @@ class Ledger {
   // recorded before version 4 with no heartbeat, other hosts' are left
   // alone). A worker's are requeued once, then interrupted; a run's are
   // interrupted; a cancel_requested one is cancelled. When this call waited
-  // longer than 1 s for the write lock, the owners may have been kept from
-  // beating too: no heartbeat is judged this time and `watch` starts its
-  // clocks again. Returns what was recorded.
+  // longer than 1 s for the write lock (or gave up: LedgerBusy), the owners
+  // may have been kept from beating too: no heartbeat is judged this time
+  // and `watch` starts its clocks again. Returns what was recorded.
   std::vector<RecoveredExperiment> recover_dead_owners(HeartbeatWatch* watch = nullptr);
   // The heartbeat row of the experiment's latest `started` event (0: none, as
   // for a start recorded before version 4).
