@@ -475,6 +475,17 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                        }
                        checks.push_back({"no promotion or acceptance run without a green gate and green bench and trace stages",
                                          ledger.promotion_violations()});
+                       {
+                         // A promote killed during its acceptance run left it `started`.
+                         Check interrupted{"no acceptance run left started by a promote that no longer runs (interrupted)", {}};
+                         for (const auto& r : ledger.running_acceptances()) {
+                           if (r.alive) continue;
+                           interrupted.failures.push_back(
+                               fmt::format("experiment {}: its acceptance run started at {} was interrupted: {}; 'densefeed promote {}' "
+                                           "runs it again", r.experiment_id, r.started_at, r.owner, r.experiment_id));
+                         }
+                         checks.push_back(interrupted);
+                       }
                        const ChainCheck c = ledger.verify();
                        Check chain{"hash chain intact", {}};
                        if (!c.ok) {

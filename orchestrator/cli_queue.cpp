@@ -20,6 +20,7 @@
 #include "experiment_runner.h"
 #include "gate_spec.h"
 #include "gate_lock.h"
+#include "heartbeat.h"
 #include "ledger.h"
 #include "process_runner.h"
 #include "report.h"
@@ -133,20 +134,26 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      }
                      const auto child_args = context_args(ctx);
                      const auto ledger_path = ctx.ledger_path();
+                     const auto print_recovered = [](const RecoveredExperiment& r) {
+                       std::cout << fmt::format("experiment {}: its owner died; {} ({})\n", r.id, to_string(r.event), r.detail) << std::flush;
+                     };
+                     // What this worker has seen of other hosts' heartbeats: the start-up
+                     // look begins the watch, the reaper goes on with it.
+                     HeartbeatWatch watch;
                      {
                        Ledger ledger(ledger_path);
-                       for (const auto& [id, event] : ledger.recover_dead_owners()) {
-                         std::cout << fmt::format("experiment {}: its owner died; {}\n", id, to_string(event)) << std::flush;
-                       }
+                       for (const auto& r : ledger.recover_dead_owners(&watch)) print_recovered(r);
                      }
                      if (gpus.empty()) std::cout << fmt::format("worker: {} CPU slot(s)\n", wa->slots) << std::flush;
                      else std::cout << fmt::format("worker: {} slot(s) over GPU(s) {}\n", wa->slots, fmt::join(gpus, ",")) << std::flush;
                      std::signal(SIGTERM, [](int) { g_stop = true; });
                      std::signal(SIGINT, [](int) { g_stop = true; });
                      std::mutex print;
-                     // Any live worker requeues a dead one's experiment within
-                     // kReapEvery (2 s) of its death, also while every slot is busy
-                     // (a dead owner: a process of this host that no longer exists).
+                     // Any live worker requeues a dead one's experiment, also while every
+                     // slot is busy or idle: one of this host within kReapEvery (2 s) of
+                     // its death (its pid is gone); one of another host within
+                     // kStaleHeartbeats heartbeat intervals plus two rounds of its last
+                     // beat (Ledger::recover_dead_owners).
                      std::atomic<bool> reaper_done{false};
                      std::thread reaper([&] {
                        constexpr auto kReapEvery = std::chrono::seconds(2);
@@ -157,9 +164,9 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                          if (std::chrono::steady_clock::now() < next) continue;
                          next = std::chrono::steady_clock::now() + kReapEvery;
                          try {
-                           for (const auto& [id, event] : ledger.recover_dead_owners()) {
+                           for (const auto& r : ledger.recover_dead_owners(&watch)) {
                              const std::lock_guard lock(print);
-                             std::cout << fmt::format("experiment {}: its owner died; {}\n", id, to_string(event)) << std::flush;
+                             print_recovered(r);
                            }
                          } catch (const LedgerBusy&) {
                            // Another writer holds the lock: the next round tries again.
@@ -208,20 +215,31 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                            spec.stderr_path = dir / "worker-run.stderr.log";
                            spec.timeout = std::chrono::hours(24 * 7);
                            std::atomic<bool> cancel{false}, done{false};
-                           std::thread watcher([&] {
-                             const Ledger reader(ledger_path, Ledger::Mode::read_only);
-                             while (!done) {
-                               if (g_stop || reader.state(claimed->id) == "cancel_requested") cancel = true;
-                               std::this_thread::sleep_for(std::chrono::milliseconds(250));
-                             }
-                           });
-                           spec.cancel = &cancel;
-                           const ProcessResult p = run_process(spec);
-                           done = true;
-                           watcher.join();
+                           bool lost = false;
+                           ProcessResult p;
+                           {
+                             // Beaten while it runs; a worker that finds its experiment
+                             // taken over (judged dead by a worker of another host) stops it.
+                             const Heartbeat heartbeat(ledger_path, claimed->heartbeat_id, ledger.heartbeat_interval_s());
+                             std::thread watcher([&] {
+                               const Ledger reader(ledger_path, Ledger::Mode::read_only);
+                               while (!done) {
+                                 if (g_stop || heartbeat.lost() || reader.state(claimed->id) == "cancel_requested") cancel = true;
+                                 std::this_thread::sleep_for(std::chrono::milliseconds(250));
+                               }
+                             });
+                             spec.cancel = &cancel;
+                             p = run_process(spec);
+                             done = true;
+                             watcher.join();
+                             lost = heartbeat.lost();
+                           }
                            const auto state = ledger.state(claimed->id);
                            std::string line;
-                           if (p.cancelled && !g_stop) {
+                           if (lost) {
+                             // Another worker recorded what happens to it; nothing more here.
+                             line = fmt::format("taken over: another worker judged this one dead and recorded it {}", state);
+                           } else if (p.cancelled && !g_stop) {
                              ledger.record_event(claimed->id, ExperimentEvent::cancelled, "worker", "cancelled while running");
                              line = "cancelled";
                            } else if (g_stop && state == "started") {

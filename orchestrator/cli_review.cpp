@@ -11,6 +11,7 @@
 #include "error.h"
 #include "gate_lock.h"
 #include "gate_spec.h"
+#include "heartbeat.h"
 #include "ledger.h"
 #include "revision_build.h"
 #include "untrusted_launch.h"
@@ -175,9 +176,17 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      if (pa->accept_beyond_bound) accepted.push_back("speedup_beyond_bound");
                      const auto promotion = e["promotion"].is_null() ? ledger.record_promotion(id, pa->by, accepted)
                                                                      : e["promotion"]["id"].get<std::int64_t>();
-                     // Recorded before it runs: a killed acceptance is seen as such.
-                     ledger.record_acceptance_start(id);
-                     const auto record = run_acceptance(e["acceptance"], e["candidate_params"], options);
+                     // Recorded before it runs, and beaten while it runs: a killed
+                     // acceptance is seen as such (audit, the next promote).
+                     AcceptanceRecord record;
+                     {
+                       const Heartbeat heartbeat(ctx.ledger_path(), ledger.record_acceptance_start(id), ledger.heartbeat_interval_s());
+                       record = run_acceptance(e["acceptance"], e["candidate_params"], options);
+                       if (heartbeat.lost()) {
+                         throw InfraError(fmt::format("experiment {}: another promote took this acceptance run for dead and recorded it "
+                                                      "interrupted; its result ({}) is not recorded", id, record.verdict));
+                       }
+                     }
                      ledger.record_acceptance(id, promotion, record);
                      if (ctx.json) {
                        nlohmann::ordered_json doc = {{"experiment_id", id}, {"promoted", true}, {"acceptance", record.verdict},

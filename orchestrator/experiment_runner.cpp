@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "gate_lock.h"
+#include "heartbeat.h"
 #include "ledger.h"
 #include "revision.h"
 #include "revision_build.h"
@@ -143,7 +144,11 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   Ledger ledger(options.workspace.ledger);
   ledger.recover_dead_owners();
   out.experiment_id = record_prepared(ledger, out, ExperimentEvent::started, "run");
-  execute_experiment(out, ledger, options);
+  {
+    // Beaten while it runs, so that a worker of another host can tell when this run died.
+    const Heartbeat heartbeat(options.workspace.ledger, ledger.heartbeat_of(out.experiment_id), ledger.heartbeat_interval_s());
+    execute_experiment(out, ledger, options);
+  }
   ledger.record_finished(out.experiment_id, "run");
   out.record = ledger.summary(out.experiment_id);
   return out;

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <chrono>
 #include <cmath>
+#include <memory>
 #include <tuple>
 
 #include <fmt/chrono.h>
@@ -26,7 +27,9 @@ constexpr int kSchemaVersion = 5;
 // The tables whose rows are linked into record_chain, in the order in which
 // rows recorded before the chain existed (version 1) are sealed; the first
 // kChainedTablesV2 existed at version 2, up to kChainedTablesV3 came with
-// version 3, the rest with version 5.
+// version 3, the rest with version 5. heartbeats (version 4) is not chained:
+// a beat updates its row in place (liveness, not a result); the requeued or
+// interrupted event it leads to is.
 constexpr const char* kChainedTables[] = {
     "experiments", "experiment_events", "gate_runs", "gate_cases", "gate_metrics", "bench_cases", "environments",
     "calibrations", "trace_findings", "reviews", "promotions", "acceptance_runs", "acceptance_criteria",
@@ -198,6 +201,12 @@ std::string utc_now() {
   return fmt::format("{:%Y-%m-%dT%H:%M:%SZ}", fmt::gmtime(std::chrono::system_clock::to_time_t(std::chrono::system_clock::now())));
 }
 
+std::string utc_now_ms() {
+  const auto now = std::chrono::system_clock::now();
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  return fmt::format("{:%Y-%m-%dT%H:%M:%S}.{:03d}Z", fmt::gmtime(std::chrono::system_clock::to_time_t(now)), ms);
+}
+
 namespace {
 
 std::vector<std::string> columns_of(sqlite3* db, const std::string& table) {
@@ -275,6 +284,7 @@ const Inventory& compiled_inventory() {
       exec(db, kLedgerSchemaSql);
       exec(db, kLedgerMigration2Sql);
       exec(db, kLedgerMigration3Sql);
+      exec(db, kLedgerMigration4Sql);
       exec(db, kLedgerMigration5Sql);
       Inventory i = inventory_of(db);
       sqlite3_close(db);
@@ -318,7 +328,7 @@ std::int64_t schema_version(sqlite3* db) {
 
 }  // namespace
 
-Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
+Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path), heartbeat_s_(default_heartbeat_s()) {
   const bool read_only = mode == Mode::read_only;
   std::error_code ec;
   if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec)) {
@@ -500,6 +510,14 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path) {
       Statement(db_, "INSERT INTO schema_info(version) VALUES (3)").run();
       v = 3;
     }
+    if (v < 4) {
+      // Heartbeats: nothing to seal (the table is not chained) and nothing
+      // to fill (starts recorded before have none; the pid check still
+      // covers this host's).
+      exec(db_, kLedgerMigration4Sql);
+      Statement(db_, "INSERT INTO schema_info(version) VALUES (4)").run();
+      v = 4;
+    }
     if (v < 5) {
       // New tables only, empty; the bench_cases columns are covered by the
       // links already made (a link's columns are recorded with it).
@@ -646,9 +664,76 @@ std::int64_t Ledger::record_experiment(const ExperimentRecord& record, Experimen
   ev.bind(1, id).bind(2, to_string(first)).bind(3, owner).bind(4, me.host).bind(5, static_cast<std::int64_t>(me.pid));
   ev.bind(6, me.start_ticks).bind(7, utc_now());
   ev.run();
-  link("experiment_events", sqlite3_last_insert_rowid(db_));
+  const std::int64_t event_id = sqlite3_last_insert_rowid(db_);
+  link("experiment_events", event_id);
+  if (first == ExperimentEvent::started) insert_heartbeat(id, owner, event_id, 0);
   t.commit();
   return id;
+}
+
+std::int64_t Ledger::insert_heartbeat(std::int64_t experiment_id, const std::string& owner, std::int64_t started_event_id,
+                                      std::int64_t acceptance_stage_id) {
+  const auto me = current_process();
+  const std::string now = utc_now_ms();
+  Statement s(db_,
+              "INSERT INTO heartbeats(experiment_id, owner, started_event_id, acceptance_stage_id, host, pid, pid_start, interval_s, "
+              "beats, first_beat_at, last_beat_at) VALUES (?,?,?,?,?,?,?,?,1,?,?)");
+  s.bind(1, experiment_id).bind(2, owner == "worker" || owner == "promote" ? owner : std::string("run"));
+  if (started_event_id) s.bind(3, started_event_id);
+  else s.bind_null(3);
+  if (acceptance_stage_id) s.bind(4, acceptance_stage_id);
+  else s.bind_null(4);
+  s.bind(5, me.host).bind(6, static_cast<std::int64_t>(me.pid)).bind(7, me.start_ticks).bind(8, heartbeat_s_);
+  s.bind(9, now).bind(10, now);
+  s.run();
+  return sqlite3_last_insert_rowid(db_);
+}
+
+std::int64_t Ledger::heartbeat_of(std::int64_t experiment_id) const {
+  Statement s(db_,
+              "SELECT h.id FROM heartbeats h WHERE h.started_event_id = (SELECT MAX(x.id) FROM experiment_events x "
+              "WHERE x.experiment_id = ? AND x.event = 'started')");
+  s.bind(1, experiment_id);
+  return s.step() ? s.column(0).get<std::int64_t>() : 0;
+}
+
+bool Ledger::beat(std::int64_t heartbeat_id) {
+  Transaction t(db_);
+  Statement h(db_, "SELECT experiment_id, started_event_id, acceptance_stage_id FROM heartbeats WHERE id = ?");
+  h.bind(1, heartbeat_id);
+  if (!h.step()) throw InfraError(fmt::format("{}: no heartbeat row {}", path_.string(), heartbeat_id));
+  const auto experiment = h.column(0).get<std::int64_t>();
+  bool ours = false, running = false;
+  if (h.column(1).is_number_integer()) {
+    // Ours until someone else started it, requeued it or took it for dead.
+    const auto started = h.column(1).get<std::int64_t>();
+    Statement q(db_,
+                "SELECT NOT EXISTS (SELECT 1 FROM experiment_events x WHERE x.experiment_id = ?1 AND x.id > ?2 "
+                "AND x.event IN ('started', 'requeued', 'interrupted')), "
+                "(SELECT x.event FROM experiment_events x WHERE x.experiment_id = ?1 ORDER BY x.id DESC LIMIT 1)");
+    q.bind(1, experiment).bind(2, started);
+    q.step();
+    ours = q.column(0).get<std::int64_t>() != 0;
+    const auto latest = q.column(1).get<std::string>();
+    running = ours && (latest == "started" || latest == "cancel_requested");
+  } else {
+    const auto stage = h.column(2).get<std::int64_t>();
+    Statement q(db_,
+                "SELECT NOT EXISTS (SELECT 1 FROM stage_outcomes s WHERE s.experiment_id = ?1 AND s.stage = 'acceptance' AND s.id > ?2 "
+                "AND s.verdict IN ('started', 'interrupted')), "
+                "(SELECT MAX(s.id) FROM stage_outcomes s WHERE s.experiment_id = ?1 AND s.stage = 'acceptance')");
+    q.bind(1, experiment).bind(2, stage);
+    q.step();
+    ours = q.column(0).get<std::int64_t>() != 0;
+    running = ours && q.column(1).get<std::int64_t>() == stage;
+  }
+  if (running) {
+    Statement u(db_, "UPDATE heartbeats SET beats = beats + 1, last_beat_at = ? WHERE id = ?");
+    u.bind(1, utc_now_ms()).bind(2, heartbeat_id);
+    u.run();
+  }
+  t.commit();
+  return ours;
 }
 
 void Ledger::record_event(std::int64_t experiment_id, ExperimentEvent event, const std::string& owner,
@@ -705,50 +790,90 @@ std::optional<ClaimedExperiment> Ledger::claim_next(const std::string& owner) {
   ev.bind(1, c.id).bind(2, owner).bind(3, me.host).bind(4, static_cast<std::int64_t>(me.pid)).bind(5, me.start_ticks);
   ev.bind(6, utc_now());
   ev.run();
-  link("experiment_events", sqlite3_last_insert_rowid(db_));
+  const std::int64_t event_id = sqlite3_last_insert_rowid(db_);
+  link("experiment_events", event_id);
+  c.heartbeat_id = insert_heartbeat(c.id, owner, event_id, 0);
   t.commit();
   return c;
 }
 
-std::vector<std::pair<std::int64_t, ExperimentEvent>> Ledger::recover_dead_owners() {
-  std::vector<std::pair<std::int64_t, ExperimentEvent>> out;
-  Transaction t(db_);
+std::vector<RecoveredExperiment> Ledger::recover_dead_owners(HeartbeatWatch* watch) {
+  std::vector<RecoveredExperiment> out;
+  // A long wait for the lock kept the owners from beating as well: what
+  // this watch saw before it proves nothing, so its clocks start again.
+  const auto restart_clocks = [watch](std::chrono::steady_clock::time_point now) {
+    if (watch) {
+      for (auto& [id, seen] : watch->seen) seen.since = now;
+    }
+  };
+  const auto asked = std::chrono::steady_clock::now();
+  std::unique_ptr<Transaction> t;
+  try {
+    t = std::make_unique<Transaction>(db_);
+  } catch (const LedgerBusy&) {
+    restart_clocks(std::chrono::steady_clock::now());
+    throw;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const bool judge_beats = watch && now - asked <= std::chrono::seconds(1);
+  if (!judge_beats) restart_clocks(now);
   // The latest event of every experiment that is started or being cancelled.
   // The owner is the process that took it (the latest `started`), also
-  // while a cancel is requested (the canceller is not its owner).
+  // while a cancel is requested (the canceller is not its owner); its
+  // heartbeat is the one made with that `started`.
   Statement q(db_,
               "SELECT x.experiment_id, x.event, o.owner, o.owner_host, o.owner_pid, o.owner_start, "
-              "(SELECT COUNT(*) FROM experiment_events r WHERE r.experiment_id = x.experiment_id AND r.event = 'requeued') "
+              "(SELECT COUNT(*) FROM experiment_events r WHERE r.experiment_id = x.experiment_id AND r.event = 'requeued'), "
+              "h.id, h.beats, h.interval_s, h.last_beat_at "
               "FROM experiment_events x JOIN experiment_events o ON o.id = (SELECT MAX(z.id) FROM experiment_events z "
               "WHERE z.experiment_id = x.experiment_id AND z.event = 'started') "
+              "LEFT JOIN heartbeats h ON h.started_event_id = o.id "
               "WHERE x.id = (SELECT MAX(y.id) FROM experiment_events y WHERE y.experiment_id = x.experiment_id) "
               "AND x.event IN ('started', 'cancel_requested')");
-  struct Dead {
-    std::int64_t id;
-    ExperimentEvent next;
-    std::string owner;
-  };
-  std::vector<Dead> dead;
+  const std::string here = current_process().host;
+  std::map<std::int64_t, HeartbeatWatch::Seen> still_running;
   while (q.step()) {
     const ProcessIdentity p{q.column(3).get<std::string>(), static_cast<long>(q.column(4).get<std::int64_t>()),
                             q.column(5).get<std::string>()};
-    if (process_alive(p)) continue;
     const auto event = q.column(1).get<std::string>();
     const auto owner = q.column(2).get<std::string>();
+    const std::string who = owner.empty() ? "owner" : owner;
+    std::string detail;
+    if (p.host == here) {
+      // This host: the pid says it at once.
+      if (process_alive(p)) continue;
+      detail = fmt::format("its {} process died before it finished", who);
+    } else {
+      if (!watch || !q.column(7).is_number_integer()) continue;  // no heartbeat to judge by
+      const auto id = q.column(7).get<std::int64_t>();
+      const auto beats = q.column(8).get<std::int64_t>();
+      const double interval = q.column(9).get<double>();
+      const auto it = watch->seen.find(id);
+      HeartbeatWatch::Seen seen = it == watch->seen.end() || it->second.beats != beats ? HeartbeatWatch::Seen{beats, now} : it->second;
+      still_running[id] = seen;
+      const double still_s = std::chrono::duration<double>(now - seen.since).count();
+      if (!judge_beats || still_s < kStaleHeartbeats * interval) continue;
+      still_running.erase(id);
+      detail = fmt::format("its {} on {} (pid {}) has not beaten for {:.1f} s, {} of its {} s heartbeat intervals (last beat at {})",
+                           who, p.host, p.pid, still_s, kStaleHeartbeats, interval, q.column(10).get<std::string>());
+    }
     ExperimentEvent next = ExperimentEvent::interrupted;
     if (event == "cancel_requested") next = ExperimentEvent::cancelled;
     else if (owner == "worker" && q.column(6).get<std::int64_t>() == 0) next = ExperimentEvent::requeued;
-    dead.push_back({q.column(0).get<std::int64_t>(), next, owner});
+    out.push_back({q.column(0).get<std::int64_t>(), next, detail});
   }
-  for (const auto& d : dead) {
+  if (watch) watch->seen = std::move(still_running);  // what ended is forgotten
+  for (const auto& d : out) {
     Statement ev(db_, "INSERT INTO experiment_events(experiment_id, event, owner, detail, at) VALUES (?,?,?,?,?)");
-    ev.bind(1, d.id).bind(2, to_string(d.next)).bind(3, d.owner);
-    ev.bind(4, std::string("its ") + (d.owner.empty() ? "owner" : d.owner) + " process died before it finished").bind(5, utc_now());
+    // The event's owner stays the dead process's role (worker, run).
+    Statement o(db_, "SELECT owner FROM experiment_events WHERE experiment_id = ? AND event = 'started' ORDER BY id DESC LIMIT 1");
+    o.bind(1, d.id);
+    o.step();
+    ev.bind(1, d.id).bind(2, to_string(d.event)).bind(3, o.column(0).get<std::string>()).bind(4, d.detail).bind(5, utc_now());
     ev.run();
     link("experiment_events", sqlite3_last_insert_rowid(db_));
-    out.emplace_back(d.id, d.next);
   }
-  t.commit();
+  t->commit();
   return out;
 }
 
@@ -954,7 +1079,7 @@ void Ledger::record_trace_findings(std::int64_t experiment_id, std::int64_t gate
   t.commit();
 }
 
-void Ledger::insert_stage(std::int64_t experiment_id, const StageOutcome& o, std::optional<std::int64_t> acceptance_run) {
+std::int64_t Ledger::insert_stage(std::int64_t experiment_id, const StageOutcome& o, std::optional<std::int64_t> acceptance_run) {
   Statement s(db_,
               "INSERT INTO stage_outcomes(experiment_id, stage, verdict, failure_kind, failure_who, failure_signal, "
               "failure_exit_code, failure_output, failure_metric, reason, wall_s, acceptance_run_id, recorded_at) "
@@ -967,7 +1092,9 @@ void Ledger::insert_stage(std::int64_t experiment_id, const StageOutcome& o, std
   if (acceptance_run) s.bind(12, *acceptance_run);
   s.bind(13, utc_now());
   s.run();
-  link("stage_outcomes", sqlite3_last_insert_rowid(db_));
+  const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  link("stage_outcomes", id);
+  return id;
 }
 
 namespace {
@@ -1031,28 +1158,73 @@ std::string Ledger::record_finished(std::int64_t experiment_id, const std::strin
   return verdict;
 }
 
-void Ledger::record_acceptance_start(std::int64_t experiment_id) {
+std::int64_t Ledger::record_acceptance_start(std::int64_t experiment_id) {
   Transaction t(db_);
-  if (const auto now = acceptance_stage(experiment_id); now == "started") {
+  if (const auto running = running_acceptances(experiment_id); !running.empty()) {
+    const auto& r = running.front();
+    if (r.alive) {
+      throw InputError(path_.string(), {}, fmt::format("experiment {}", experiment_id),
+                       fmt::format("its acceptance run started at {} is still running ({}); it is not started twice", r.started_at,
+                                   r.owner));
+    }
     // A promote that was killed during its acceptance run.
     StageOutcome i;
     i.stage = "acceptance";
     i.verdict = StageVerdict::interrupted;
     i.failure.kind = FailureKind::infrastructure;
     i.failure.who = FailureWho::densefeed;
-    i.reason = "the promote that started this acceptance run ended before recording it";
+    i.reason = fmt::format("the promote that started this acceptance run ended before recording it ({})", r.owner);
     insert_stage(experiment_id, i);
   }
   StageOutcome s;
   s.stage = "acceptance";
   s.verdict = StageVerdict::started;
   s.reason = "running";
+  std::int64_t stage_id = 0;
   try {
-    insert_stage(experiment_id, s);
+    stage_id = insert_stage(experiment_id, s);
   } catch (const InfraError& e) {
     refused(path_, experiment_id, e);
   }
+  const auto heartbeat = insert_heartbeat(experiment_id, "promote", 0, stage_id);
   t.commit();
+  return heartbeat;
+}
+
+std::vector<RunningAcceptance> Ledger::running_acceptances(std::int64_t experiment_id) const {
+  std::vector<RunningAcceptance> out;
+  Statement q(db_,
+              "SELECT a.experiment_id, a.recorded_at, h.host, h.pid, h.pid_start, h.interval_s, h.last_beat_at, "
+              "(julianday('now') - julianday(h.last_beat_at)) * 86400.0 "
+              "FROM stage_outcomes a LEFT JOIN heartbeats h ON h.acceptance_stage_id = a.id "
+              "WHERE a.stage = 'acceptance' AND a.verdict = 'started' AND (?1 = 0 OR a.experiment_id = ?1) "
+              "AND a.id = (SELECT MAX(x.id) FROM stage_outcomes x WHERE x.experiment_id = a.experiment_id AND x.stage = 'acceptance') "
+              "ORDER BY a.id");
+  q.bind(1, experiment_id);
+  const std::string here = current_process().host;
+  while (q.step()) {
+    RunningAcceptance r;
+    r.experiment_id = q.column(0).get<std::int64_t>();
+    r.started_at = q.column(1).get<std::string>();
+    if (!q.column(2).is_string()) {
+      r.owner = "no heartbeat: it was started before ledger version 4";
+      out.push_back(r);
+      continue;
+    }
+    const ProcessIdentity p{q.column(2).get<std::string>(), static_cast<long>(q.column(3).get<std::int64_t>()),
+                            q.column(4).get<std::string>()};
+    const double interval = q.column(5).get<double>();
+    const double age = q.column(7).is_number() ? q.column(7).get<double>() : 0;
+    // This host: by the pid. Another: by the beat's age on this host's clock
+    // (a one-time look cannot watch the count; the hosts' clocks must agree
+    // within kStaleHeartbeats intervals).
+    r.alive = p.host == here ? process_alive(p) : age <= kStaleHeartbeats * interval;
+    r.owner = fmt::format("its promote on {} (pid {}), last beat at {}{}", p.host, p.pid, q.column(6).get<std::string>(),
+                          p.host == here ? (r.alive ? ", still running" : ", no longer running")
+                                         : fmt::format(", {:.0f} s ago", age));
+    out.push_back(r);
+  }
+  return out;
 }
 
 std::string Ledger::acceptance_stage(std::int64_t experiment_id) const {
@@ -1259,6 +1431,16 @@ std::string Ledger::extends(const ChainHead& expected) const {
                        expected.hash.substr(0, 16), s.column(0).get<std::string>().substr(0, 16));
   }
   return "";
+}
+
+double default_heartbeat_s() {
+  if (const char* v = std::getenv("DENSEFEED_HEARTBEAT_S"); v && *v) {
+    char* end = nullptr;
+    const double s = std::strtod(v, &end);
+    if (end && *end == '\0' && s > 0 && std::isfinite(s)) return s;
+    throw InputError("environment", {}, "DENSEFEED_HEARTBEAT_S", fmt::format("'{}' is not a number of seconds above 0", v));
+  }
+  return 10;
 }
 
 double default_lock_wait_s() {

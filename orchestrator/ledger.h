@@ -26,8 +26,15 @@
 // readers never block writers. Migrations run on open inside such a
 // transaction, so several processes opening an old file at once migrate it
 // exactly once.
+//
+// Liveness: what a process runs (a worker's or a run's started experiment, a
+// promote's acceptance run) has a heartbeat row that the process beats every
+// DENSEFEED_HEARTBEAT_S seconds (default 10; heartbeat.h). A dead owner of
+// this host is seen by its pid; one of another host by a heartbeat that has
+// not moved for kStaleHeartbeats intervals (recover_dead_owners).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -115,6 +122,43 @@ struct ClaimedExperiment {
   std::string manifest_path;  // as submitted (for messages only)
   std::string manifest_text;  // the text whose sha256 was recorded: what runs
   std::string manifest_sha256;
+  std::int64_t heartbeat_id = 0;  // the heartbeat row the worker beats while it runs it
+};
+
+// A heartbeat is stale once it has not moved for this many of its own
+// intervals: a beat late by one interval (a busy host, a lock wait) is not death.
+inline constexpr int kStaleHeartbeats = 3;
+
+// DENSEFEED_HEARTBEAT_S (seconds, > 0) when set, else 10: how often a process
+// beats what it runs. Throws InputError naming the variable when it is set to
+// something else than a positive number.
+double default_heartbeat_s();
+
+// What one reaper (a worker) has seen of heartbeats of other hosts: per
+// heartbeat row, its beat count and when, by this process's steady clock, it
+// first saw that count. A count that stands still for kStaleHeartbeats
+// intervals by this clock is death, so the hosts' clocks need not agree.
+struct HeartbeatWatch {
+  struct Seen {
+    std::int64_t beats = 0;
+    std::chrono::steady_clock::time_point since;
+  };
+  std::map<std::int64_t, Seen> seen;  // heartbeat id ->
+};
+
+// An experiment whose owner died, and what was recorded for it.
+struct RecoveredExperiment {
+  std::int64_t id = 0;
+  ExperimentEvent event = ExperimentEvent::interrupted;  // requeued, interrupted or cancelled
+  std::string detail;                                     // why: whose death, seen how
+};
+
+// Who runs an acceptance run that is recorded `started` and has not ended.
+struct RunningAcceptance {
+  std::int64_t experiment_id = 0;
+  std::string started_at;       // ISO 8601 UTC
+  bool alive = false;           // its promote runs (this host: by pid; another: beat within kStaleHeartbeats intervals)
+  std::string owner;            // "promote on HOST (pid P), last beat at T" or why it is not known
 };
 
 // What verify() found: ok, or the first broken link of the hash chain.
@@ -185,12 +229,32 @@ class Ledger {
   // none). Throws InputError when there is no such experiment.
   std::string state(std::int64_t experiment_id) const;
   // Takes the oldest queued (or requeued) experiment for a worker, recording
-  // `started` in the same transaction, so two workers never take the same one.
+  // `started` and its first heartbeat (interval: heartbeat_interval_s()) in
+  // the same transaction, so two workers never take the same one.
   std::optional<ClaimedExperiment> claim_next(const std::string& owner);
-  // Experiments whose latest event is `started` by a process of this host
-  // that no longer exists: a worker's are requeued once, then interrupted;
-  // a run's are interrupted. Returns the ids and what was recorded.
-  std::vector<std::pair<std::int64_t, ExperimentEvent>> recover_dead_owners();
+  // Experiments whose latest event is `started` (or cancel_requested) by a
+  // process that died: of this host, one whose pid and start time no longer
+  // exist; of another host, one whose heartbeat `watch` has seen stand still
+  // for kStaleHeartbeats of its intervals (without a watch, or for a start
+  // recorded before version 4 with no heartbeat, other hosts' are left
+  // alone). A worker's are requeued once, then interrupted; a run's are
+  // interrupted; a cancel_requested one is cancelled. When this call waited
+  // longer than 1 s for the write lock (or gave up: LedgerBusy), the owners
+  // may have been kept from beating too: no heartbeat is judged this time
+  // and `watch` starts its clocks again. Returns what was recorded.
+  std::vector<RecoveredExperiment> recover_dead_owners(HeartbeatWatch* watch = nullptr);
+  // The heartbeat row of the experiment's latest `started` event (0: none, as
+  // for a start recorded before version 4).
+  std::int64_t heartbeat_of(std::int64_t experiment_id) const;
+  // One beat of heartbeat row `id` (by its owner): counts it and sets
+  // last_beat_at, while what it keeps alive is still its owner's. Returns
+  // false when it is not: another process requeued or interrupted the
+  // experiment, or took its acceptance run over (nothing is written then).
+  // Throws LedgerBusy like every write.
+  bool beat(std::int64_t heartbeat_id);
+  // The interval this connection's heartbeats are made with, s
+  // (default_heartbeat_s() when it was opened).
+  double heartbeat_interval_s() const { return heartbeat_s_; }
   // `densefeed cancel`: a queued experiment is cancelled at once; a started
   // one gets cancel_requested (its worker stops it). Returns the new state;
   // throws InputError when the experiment has already ended.
@@ -232,10 +296,16 @@ class Ledger {
   std::int64_t record_ceilings(const MachineCeilings& m);
   // The latest ceilings measured on `host` for `device` ("cpu" or a GPU UUID).
   std::optional<MachineCeilings> latest_ceilings(const std::string& host, const std::string& device) const;
-  // The acceptance stage as `started`, before the command runs: a promote
-  // killed during acceptance leaves it, and the next promote records it
-  // `interrupted` and runs acceptance again.
-  void record_acceptance_start(std::int64_t experiment_id);
+  // The acceptance stage as `started`, with its promote's first heartbeat,
+  // before the command runs: a promote killed during acceptance leaves it,
+  // and the next promote records it `interrupted` and runs acceptance again.
+  // Returns the heartbeat row's id. Throws InputError when an earlier
+  // acceptance run of the experiment is still running (its promote alive).
+  std::int64_t record_acceptance_start(std::int64_t experiment_id);
+  // Acceptance runs recorded `started` whose latest stage row has not ended,
+  // with whether their promote still runs: the experiment's, or every one
+  // (experiment_id 0), oldest first.
+  std::vector<RunningAcceptance> running_acceptances(std::int64_t experiment_id = 0) const;
   // The latest acceptance stage's verdict ("" when none was recorded).
   std::string acceptance_stage(std::int64_t experiment_id) const;
   // The run, its criteria and the acceptance stage's outcome in one transaction.
@@ -322,17 +392,25 @@ class Ledger {
  private:
   // Appends the row to record_chain; call inside the transaction that inserted it.
   void link(const std::string& table, std::int64_t row_id);
-  void insert_stage(std::int64_t experiment_id, const StageOutcome& outcome, std::optional<std::int64_t> acceptance_run = {});
+  // Returns the stage row's id.
+  std::int64_t insert_stage(std::int64_t experiment_id, const StageOutcome& outcome, std::optional<std::int64_t> acceptance_run = {});
+  // This process's heartbeat for a started event or an acceptance stage row
+  // (exactly one of them non-zero); call inside the transaction that made it.
+  std::int64_t insert_heartbeat(std::int64_t experiment_id, const std::string& owner, std::int64_t started_event_id,
+                                std::int64_t acceptance_stage_id);
   // HMAC-SHA256 under the key of prev_hash "\n" table "\n" row_id "\n" content_sha256.
   std::string link_hash(const std::string& prev, const std::string& table, std::int64_t row_id, const std::string& content) const;
   void load_key(bool create);
   std::vector<ExperimentSummary> summaries_where(const ListFilter& filter, std::int64_t only_id) const;
   std::filesystem::path path_;
   LedgerKey key_;
+  double heartbeat_s_ = 10;
   sqlite3* db_ = nullptr;
 };
 
 // Current time as ISO 8601 UTC ("2026-11-29T19:05:57Z").
 std::string utc_now();
+// The same with milliseconds ("2026-11-29T19:05:57.123Z"), as heartbeats keep it.
+std::string utc_now_ms();
 
 }  // namespace densefeed

@@ -407,8 +407,26 @@ int main(int argc, char** argv) {
           throw df::InputError("command line", {}, flag, fmt::format("expected a finite bound >= 0, got {}", *bound));
         }
       }
-      const auto ref = open(compare_ref, ref_tensor, std::nullopt);
       const auto cand = open(compare_cand, cand_tensor, declared);
+      // The reference's defects are errors, as in the gate (compare_output in
+      // gate_runner.cpp): a reference file that is there but cannot be read as
+      // a tensor is verdict error (exit 3) naming it; one that is not there at
+      // all is a mistake on the command line (bad input, exit 2).
+      std::optional<df::TensorFile> ref;
+      std::string ref_problem;
+      {
+        std::error_code ec;
+        if (!std::filesystem::exists(compare_ref, ec)) {
+          throw df::InputError(compare_ref, {}, "", "no such file (the reference to compare against)");
+        }
+        try {
+          ref = df::TensorFile::open(compare_ref, ref_tensor, std::nullopt);
+        } catch (const df::TensorFileError& e) {
+          ref_problem = e.message();
+        } catch (const std::runtime_error& e) {
+          ref_problem = e.what();
+        }
+      }
       df::CompareOptions options;
       options.candidate_dtype = cand.dtype();
       if (axis_opt->count() > 0) {
@@ -424,7 +442,21 @@ int main(int argc, char** argv) {
       if (tol.max_ulp && !df::ulp_dtype(cand.dtype())) {
         throw df::InputError(compare_cand, {}, "", "--ulp applies to float32, float16 and bfloat16 candidates, not " + cand.dtype());
       }
-      const auto result = df::compare_tensor_files(ref, cand, tol, options);
+      df::Comparison result;
+      if (ref) {
+        try {
+          result = df::compare_tensor_files(*ref, cand, tol, options);
+        } catch (const df::TensorFileError& e) {
+          // Read while comparing: the reference's is an error, the candidate's bad input.
+          if (e.path() != ref->path()) throw df::InputError(compare_cand, {}, "", e.message());
+          ref_problem = e.message();
+        }
+      }
+      if (!ref_problem.empty()) {
+        result = df::Comparison{};
+        result.verdict = df::Verdict::error;
+        result.reason = fmt::format("the reference {} cannot be read as a tensor: {}", compare_ref, ref_problem);
+      }
       if (json) {
         auto doc = df::comparison_json(result);
         doc["reference"] = compare_ref;

@@ -291,21 +291,37 @@ std::string render_text_report(const ExperimentOutcome& o) {
   std::size_t width = 4;
   for (const auto& c : g.cases) width = std::max(width, c.gate_case.label.size());
   if (!g.cases.empty()) {
-    s += fmt::format("  {:<{}} {:<7} {:<12} {:>9} {:>9} {:>9} {:>9}\n", "case", width, "verdict", "output", "rel_l2", "bound",
-                     "max_abs", "bound");
+    // A column pair (value, bound) per metric some output's tolerance bounds,
+    // in the tolerance's order; a metric no output bounds is left out, and
+    // an output that does not bound a shown metric has '-' there.
+    std::vector<std::string> metrics;
+    for (const char* m : {"rel_l2", "max_abs", "elementwise", "max_ulp"}) {
+      bool bounded = false;
+      for (const auto& c : g.cases) {
+        for (const auto& out : c.outputs) {
+          for (const auto& chk : out.comparison.checks) bounded = bounded || chk.metric == m;
+        }
+      }
+      if (bounded) metrics.emplace_back(m);
+    }
+    s += fmt::format("  {:<{}} {:<7} {:<12}", "case", width, "verdict", "output");
+    for (const auto& m : metrics) s += fmt::format(" {:>11} {:>9}", m, "bound");
+    s += "\n";
     for (const auto& c : g.cases) {
       if (c.outputs.empty()) {
         s += fmt::format("  {:<{}} {:<7} {}\n", c.gate_case.label, width, to_string(c.verdict), c.reason);
         continue;
       }
       for (const auto& out : c.outputs) {
-        double rel = NAN, rel_bound = NAN, abs = NAN, abs_bound = NAN;
-        for (const auto& chk : out.comparison.checks) {
-          if (chk.metric == "rel_l2") rel = chk.value, rel_bound = chk.bound;
-          if (chk.metric == "max_abs") abs = chk.value, abs_bound = chk.bound;
+        s += fmt::format("  {:<{}} {:<7} {:<12}", c.gate_case.label, width, to_string(out.comparison.verdict), out.output);
+        for (const auto& m : metrics) {
+          std::string value = "-", bound = "-";
+          for (const auto& chk : out.comparison.checks) {
+            if (chk.metric == m) value = sci(chk.value), bound = fmt::format("{:.2e}", chk.bound);
+          }
+          s += fmt::format(" {:>11} {:>9}", value, bound);
         }
-        s += fmt::format("  {:<{}} {:<7} {:<12} {:>9} {:>9} {:>9} {:>9}\n", c.gate_case.label, width,
-                         to_string(out.comparison.verdict), out.output, sci(rel), sci(rel_bound), sci(abs), sci(abs_bound));
+        s += "\n";
       }
     }
     bool any_failed = false;

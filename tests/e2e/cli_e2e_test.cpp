@@ -443,7 +443,7 @@ TEST_F(CliEndToEnd, CompareTwoTensorFiles) {
   EXPECT_EQ(text.exit_code, 1);
   EXPECT_NE(text.out.find("violated by 1 of 1000 element(s)"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("first failing slice along axis 0: 1 (positions 1..1)"), std::string::npos) << text.out;
-  // Unreadable or mismatched input is bad input (exit 2), naming the file.
+  // An unreadable candidate or a mismatched bound is bad input (exit 2), naming the file.
   testing::write_file(dir_ / "junk.npy", "junk");
   const auto junk = densefeed({"compare", (dir_ / "ref.npy").string(), (dir_ / "junk.npy").string()});
   EXPECT_EQ(junk.exit_code, 2);
@@ -458,6 +458,45 @@ TEST_F(CliEndToEnd, CompareTwoTensorFiles) {
   const auto ulp = densefeed({"compare", (dir_ / "good.npy").string(), (dir_ / "ref.npy").string(), "--ulp", "1"});
   EXPECT_EQ(ulp.exit_code, 2);
   EXPECT_NE(ulp.err.find("--ulp applies to float32, float16 and bfloat16 candidates, not float64"), std::string::npos) << ulp.err;
+}
+
+TEST_F(CliEndToEnd, CompareCallsABrokenReferenceAnErrorAsTheGateDoes) {
+  std::vector<double> ref(100), with_nan(100);
+  for (std::size_t i = 0; i < ref.size(); ++i) ref[i] = with_nan[i] = std::cos(0.3 * static_cast<double>(i));
+  with_nan[17] = std::nan("");
+  const std::vector<std::size_t> shape = {100};
+  write_npy(dir_ / "cand.npy", std::span<const double>(ref), shape);
+  write_npy(dir_ / "nan.npy", std::span<const double>(with_nan), shape);
+  testing::write_file(dir_ / "junk.npy", "junk");
+  // Header intact, data cut short.
+  const auto whole = testing::read_file(dir_ / "cand.npy");
+  testing::write_file(dir_ / "cut.npy", whole.substr(0, whole.size() - 80));
+  // The gate's rule: the reference's defects are errors (verdict error, exit
+  // 3 as the README's table says), with a message naming the reference.
+  for (const auto& [name, why] : {std::pair{"junk.npy", "cannot be read as a tensor: bad magic"},
+                                  std::pair{"cut.npy", "cannot be read as a tensor: data truncated"}}) {
+    const auto reference = (dir_ / name).string();
+    const auto json = densefeed({"compare", reference, (dir_ / "cand.npy").string(), "--json"});
+    EXPECT_EQ(json.exit_code, 3) << name << "\n" << json.out << json.err;
+    const auto doc = nlohmann::json::parse(json.out);
+    EXPECT_EQ(doc["verdict"], "error") << json.out;
+    EXPECT_EQ(doc["reference"], reference);
+    EXPECT_EQ(doc["reason"].get<std::string>().rfind("the reference " + reference + " " + why, 0), 0u) << json.out;
+    EXPECT_EQ(doc["metrics"], nlohmann::json::array());
+    const auto text = densefeed({"compare", reference, (dir_ / "cand.npy").string()});
+    EXPECT_EQ(text.exit_code, 3) << text.out << text.err;
+    EXPECT_EQ(text.out.rfind((dir_ / "cand.npy").string() + " against " + reference + ": error — the reference " + reference + " " + why, 0),
+              0u)
+        << text.out;
+  }
+  // NaN in the reference: error too, never red.
+  const auto nan = densefeed({"compare", (dir_ / "nan.npy").string(), (dir_ / "cand.npy").string(), "--json"});
+  EXPECT_EQ(nan.exit_code, 3) << nan.out << nan.err;
+  EXPECT_EQ(nlohmann::json::parse(nan.out)["reason"], "the reference has 1 NaN/Inf element(s)") << nan.out;
+  // A reference that is not there at all is a mistake on the command line.
+  const auto missing = densefeed({"compare", (dir_ / "nowhere.npy").string(), (dir_ / "cand.npy").string()});
+  EXPECT_EQ(missing.exit_code, 2) << missing.out << missing.err;
+  EXPECT_NE(missing.err.find("nowhere.npy: no such file (the reference to compare against)"), std::string::npos) << missing.err;
 }
 
 TEST_F(CliEndToEnd, GateVerifyRefusesAProjectWithoutGates) {

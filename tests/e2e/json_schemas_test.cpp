@@ -226,6 +226,12 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   check("compare", {"compare", (green_runs / "reference-000" / "out" / "y.npy").string(), (green_runs / "candidate-000" / "out" / "y.npy").string(),
                     "--rel-l2", "1e-5", "--json"},
         0);
+  // A reference that cannot be read: verdict error (exit 3), the same document.
+  testing::write_file(*dir_ / "broken-reference.npy", "junk");
+  const auto broken = check("compare", {"compare", (*dir_ / "broken-reference.npy").string(),
+                                        (green_runs / "candidate-000" / "out" / "y.npy").string(), "--json"},
+                            3);
+  EXPECT_EQ(broken["verdict"], "error") << broken.dump();
 
   // init makes a project of a git repository.
   const auto fresh = *dir_ / "fresh";

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 
 #include <chrono>
+#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -501,8 +502,8 @@ TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAt
     readers.push_back(std::make_unique<Background>(argv({"ledger", "list", "--ledger", L()}), dir_ / fmt::format("open-{}.log", p)));
   }
   for (int p = 0; p < 6; ++p) EXPECT_EQ(readers[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("open-{}.log", p));
-  // Migrated 1 -> 2 -> 3 in one open, by exactly one of the six.
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3");
+  // Migrated 1 -> 2 -> 3 -> 4 -> 5 in one open, by exactly one of the six.
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5");
   EXPECT_EQ(sql_one(ledger(), "SELECT state FROM experiment_states WHERE experiment_id = 1"), "recorded");
   // The old row, sealed with the key, then the key's own row.
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(table_name || ':' || row_id) FROM (SELECT * FROM record_chain ORDER BY seq)"),
@@ -510,6 +511,209 @@ TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAt
   EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
   ASSERT_EQ(densefeed({"run", manifest("new", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
   EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+}
+
+// Links row `id` of `table` into record_chain as densefeed 2 did
+// (Ledger::link before version 3): content_sha256 over every column the
+// table has now, each value typed as Statement::typed_bytes encodes it, and
+// hash = sha256(prev_hash "\n" table "\n" id "\n" content_sha256), unkeyed.
+void link_as_version_2(sqlite3* db, const std::string& table, std::int64_t id, std::int64_t experiment) {
+  std::vector<std::string> columns;
+  for (const auto& c : [&] {
+         std::vector<std::string> out;
+         sqlite3_stmt* s = nullptr;
+         sqlite3_prepare_v2(db, ("SELECT name FROM pragma_table_info('" + table + "') ORDER BY cid").c_str(), -1, &s, nullptr);
+         while (sqlite3_step(s) == SQLITE_ROW) out.emplace_back(reinterpret_cast<const char*>(sqlite3_column_text(s, 0)));
+         sqlite3_finalize(s);
+         return out;
+       }()) {
+    columns.push_back(c);
+  }
+  std::string select;
+  for (const auto& c : columns) select += (select.empty() ? "\"" : ", \"") + c + "\"";
+  sqlite3_stmt* s = nullptr;
+  sqlite3_prepare_v2(db, fmt::format("SELECT {} FROM \"{}\" WHERE id = {}", select, table, id).c_str(), -1, &s, nullptr);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_ROW) << table << " " << id;
+  std::string bytes;
+  for (int i = 0; i < sqlite3_column_count(s); ++i) {
+    switch (sqlite3_column_type(s, i)) {
+      case SQLITE_INTEGER: bytes += fmt::format("i{};", sqlite3_column_int64(s, i)); break;
+      case SQLITE_FLOAT: bytes += fmt::format("r{};", sqlite3_column_double(s, i)); break;
+      case SQLITE_NULL: bytes += "n;"; break;
+      default: {
+        const auto n = static_cast<std::size_t>(sqlite3_column_bytes(s, i));
+        const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s, i));
+        bytes += fmt::format("t{}:", n) + std::string(p ? p : "", n) + ";";
+      }
+    }
+  }
+  sqlite3_finalize(s);
+  const std::string content = sha256_hex(bytes);
+  std::string prev;
+  sqlite3_prepare_v2(db, "SELECT hash FROM record_chain ORDER BY seq DESC LIMIT 1", -1, &s, nullptr);
+  if (sqlite3_step(s) == SQLITE_ROW) prev = reinterpret_cast<const char*>(sqlite3_column_text(s, 0));
+  sqlite3_finalize(s);
+  const std::string hash = sha256_hex(fmt::format("{}\n{}\n{}\n{}", prev, table, id, content));
+  const std::string columns_json = nlohmann::json(columns).dump();
+  sqlite3_prepare_v2(db, "INSERT INTO record_chain(experiment_id, table_name, row_id, columns, content_sha256, prev_hash, hash) "
+                         "VALUES (?,?,?,?,?,?,?)", -1, &s, nullptr);
+  sqlite3_bind_int64(s, 1, experiment);
+  sqlite3_bind_text(s, 2, table.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_int64(s, 3, id);
+  sqlite3_bind_text(s, 4, columns_json.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 5, content.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 6, prev.c_str(), -1, SQLITE_TRANSIENT);
+  sqlite3_bind_text(s, 7, hash.c_str(), -1, SQLITE_TRANSIENT);
+  ASSERT_EQ(sqlite3_step(s), SQLITE_DONE) << sqlite3_errmsg(db);
+  sqlite3_finalize(s);
+}
+
+// A version-2 ledger as densefeed 2 recorded it: the version-1 schema and
+// migration 2, then two experiments run by a worker (one green with a bench
+// case, one red), every row linked as it was inserted.
+void write_version_2_ledger(const std::filesystem::path& path, const std::filesystem::path& root) {
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  const auto exec = [&](const std::string& sql) {
+    char* message = nullptr;
+    const int rc = sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message);
+    const std::string text = message ? message : "";
+    sqlite3_free(message);
+    EXPECT_EQ(rc, SQLITE_OK) << text << "\n" << sql.substr(0, 200);
+    return sqlite3_last_insert_rowid(db);
+  };
+  exec(testing::read_file(root / "orchestrator" / "ledger_schema.sql"));
+  exec("INSERT INTO schema_info(version) VALUES (1)");
+  exec(testing::read_file(root / "orchestrator" / "ledger_migration_2.sql"));
+  exec("INSERT INTO schema_info(version) VALUES (2)");
+  for (const auto& [name, verdict] : {std::pair{"old-green", "green"}, std::pair{"old-red", "red"}}) {
+    const bool green = std::string(verdict) == "green";
+    const auto e = exec(fmt::format("INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, hypothesis, predicted_effect, "
+                                    "gate, candidate_revision, candidate_params, base_revision, base_params, submitted_at) VALUES ('{}', "
+                                    "'{}.yaml', 'experiment: {}', '{}', 'h', 'p', 'quick', 'WORKTREE', '{{\"mode\":\"{}\"}}', 'WORKTREE', "
+                                    "'{{\"mode\":\"honest\"}}', '2026-02-01T10:00:00Z')",
+                                    name, name, name, std::string(64, green ? 'a' : 'b'), green ? "honest" : "zeros"));
+    link_as_version_2(db, "experiments", e, e);
+    for (const auto& [event, owner] : {std::pair{"queued", "submit"}, std::pair{"started", "worker"}}) {
+      link_as_version_2(db, "experiment_events",
+                        exec(fmt::format("INSERT INTO experiment_events(experiment_id, event, owner, owner_host, owner_pid, owner_start, at) "
+                                         "VALUES ({}, '{}', '{}', 'old-host', 77, '123', '2026-02-01T10:00:01Z')", e, event, owner)),
+                        e);
+    }
+    const auto g = exec(fmt::format("INSERT INTO gate_runs(experiment_id, gate, gate_sha256, profile, seed, verdict, reason, wall_s, "
+                                    "harness_wall_s, started_at, finished_at, sandbox) VALUES ({}, 'quick', '{}', 'quick', '7', '{}', '{}', "
+                                    "1.25, 0.5, '2026-02-01T10:00:02Z', '2026-02-01T10:00:03Z', 'on')",
+                                    e, std::string(64, 'c'), verdict, green ? "" : "1 of 1 case(s) not green"));
+    link_as_version_2(db, "gate_runs", g, e);
+    const auto c = exec(fmt::format("INSERT INTO gate_cases(gate_run_id, case_index, case_label, case_json, verdict, reason, reference_wall_s, "
+                                    "candidate_wall_s) VALUES ({}, 0, 'n=64', '{{\"n\":64}}', '{}', '{}', 0.25, 0.125)",
+                                    g, verdict, green ? "" : "rel_l2 1.000e+00 > bound 1.0e-05"));
+    link_as_version_2(db, "gate_cases", c, e);
+    link_as_version_2(db, "gate_metrics",
+                      exec(fmt::format("INSERT INTO gate_metrics(gate_case_id, output, metric, value, bound, passed) VALUES ({}, 'y', 'rel_l2', "
+                                       "{}, 1e-05, {})", c, green ? "3.1e-08" : "1.0", green ? 1 : 0)),
+                      e);
+    if (green) {
+      link_as_version_2(db, "bench_cases",
+                        exec(fmt::format("INSERT INTO bench_cases(experiment_id, gate_run_id, case_label, case_json, unit, verdict, reason, "
+                                         "base_median, base_relative_spread, candidate_median, candidate_relative_spread, speedup, speedup_lo, "
+                                         "speedup_hi, ci_confidence, p_value, rounds, threshold, rounds_json) VALUES ({}, {}, 'n=64', "
+                                         "'{{\"n\":64}}', 'ms', 'faster', 'r', 2.0, 0.01, 1.0, 0.01, 2.0, 1.9, 2.1, 0.95, 0.001, 9, 0.01, "
+                                         "'[]')", e, g)),
+                        e);
+      link_as_version_2(db, "environments",
+                        exec(fmt::format("INSERT INTO environments(experiment_id, host, cpu_model, gpus, cuda_version, compiler, flags, "
+                                         "candidate_sha, base_sha, worktree_dirty) VALUES ({}, 'old-host', 'cpu', '[]', '', 'g++', '-O2', '', "
+                                         "'', 0)", e)),
+                        e);
+    }
+    link_as_version_2(db, "experiment_events",
+                      exec(fmt::format("INSERT INTO experiment_events(experiment_id, event, owner, owner_host, owner_pid, owner_start, at) "
+                                       "VALUES ({}, 'finished', 'worker', 'old-host', 77, '123', '2026-02-01T10:00:04Z')", e)),
+                      e);
+  }
+  sqlite3_close(db);
+}
+
+TEST_F(LedgerEndToEnd, AVersion2LedgerIsMigratedThroughToTheCurrentVersionIntactAndKeepsRecording) {
+  write_version_2_ledger(ledger(), kRoot);
+  if (HasFatalFailure()) return;
+  const auto v2_links = sql_one(ledger(), "SELECT COUNT(*) FROM record_chain");
+  ASSERT_EQ(v2_links, "16");
+  // The same file edited while its chain was plain sha256 (a row changed,
+  // its guard dropped): the migration checks the version-2 chain and refuses
+  // to re-seal it with the key.
+  const auto edited = dir_ / "edited.db";
+  std::filesystem::copy_file(ledger(), edited);
+  std::string error;
+  sql_rows(edited, "DROP TRIGGER gate_runs_no_update; UPDATE gate_runs SET verdict = 'green', reason = '' WHERE experiment_id = 2", &error);
+  ASSERT_EQ(error, "");
+  const auto refused = densefeed({"ledger", "list", "--ledger", edited.string()});
+  EXPECT_EQ(refused.exit_code, 2) << refused.out << refused.err;
+  EXPECT_NE(refused.err.find("its version-2 hash chain is broken at link 13 (gate_runs row 2)"), std::string::npos) << refused.err;
+  EXPECT_EQ(sql_one(edited, "SELECT MAX(version) FROM schema_info"), "2");
+
+  // The current densefeed opens it: migrated 2 -> 3 -> 4 once, the old links re-sealed with the key.
+  const auto list = densefeed({"ledger", "list", "--ledger", L(), "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.out << list.err;
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5");
+  const auto items = nlohmann::json::parse(list.out);
+  ASSERT_EQ(items.size(), 2u) << list.out;
+  // Its red gate stays red; the green one's bench outcome was not kept by
+  // version 2, so it is unknown, never green.
+  EXPECT_EQ(items[0]["name"], "old-green");
+  EXPECT_EQ(items[0]["verdict"], "unknown") << items[0].dump();
+  EXPECT_EQ(items[0]["stages"]["gate"]["verdict"], "green") << items[0].dump();
+  EXPECT_EQ(items[0]["stages"]["bench"]["verdict"], "unknown") << items[0].dump();
+  EXPECT_EQ(items[1]["name"], "old-red");
+  EXPECT_EQ(items[1]["verdict"], "red") << items[1].dump();
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(table_name, ',') FROM (SELECT table_name FROM record_chain WHERE seq > 16 ORDER BY seq)"),
+            "stage_outcomes,stage_outcomes,stage_outcomes,stage_outcomes,experiment_outcomes,experiment_outcomes,chain_keys");
+  EXPECT_EQ(sql_one(ledger(), "SELECT COUNT(*) FROM heartbeats"), "0");  // nothing ran since
+  const auto verify = densefeed({"ledger", "verify", "--ledger", L(), "--json"});
+  EXPECT_EQ(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_EQ(nlohmann::json::parse(verify.out)["links"], 23) << verify.out;
+  const auto audit = densefeed({"audit", "--ledger", L()});
+  EXPECT_EQ(audit.exit_code, 0) << audit.out << audit.err;
+
+  // A new run records into it, with its heartbeat, and the ledger stays intact.
+  ASSERT_EQ(densefeed({"run", manifest("new", "honest").string(), "--ledger", L(), "--no-bench"}).exit_code, 0);
+  EXPECT_EQ(sql_one(ledger(), "SELECT verdict FROM experiment_outcomes WHERE experiment_id = 3"), "green");
+  EXPECT_EQ(sql_one(ledger(), "SELECT owner || ':' || (beats >= 1) FROM heartbeats WHERE experiment_id = 3"), "run:1");
+  EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
+  const auto after = densefeed({"audit", "--ledger", L()});
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+}
+
+TEST_F(LedgerEndToEnd, TextTablesLeaveOutMetricsTheGateDoesNotBound) {
+  // The gate bounds y by rel_l2 only: no max_abs (or other) column, and no
+  // "nan" standing in for a metric nobody bounds, green or red.
+  const auto nan_word = [](const std::string& text) {
+    static const std::regex word("(^|[^A-Za-z])nan([^A-Za-z]|$)", std::regex::icase);  // not "provenance"
+    return std::regex_search(text, word);
+  };
+  const auto green = densefeed({"run", manifest("a", "honest").string(), "--ledger", L(), "--no-bench"});
+  ASSERT_EQ(green.exit_code, 0) << green.out << green.err;
+  const auto red = densefeed({"run", manifest("b", "zeros").string(), "--ledger", L(), "--no-bench"});
+  ASSERT_EQ(red.exit_code, 1) << red.out << red.err;
+  for (const auto* r : {&green, &red}) {
+    const auto header = r->out.find("  case");
+    ASSERT_NE(header, std::string::npos) << r->out;
+    const auto line = r->out.substr(header, r->out.find('\n', header) - header);
+    EXPECT_NE(line.find("rel_l2"), std::string::npos) << line;
+    EXPECT_EQ(line.find("max_abs"), std::string::npos) << line;
+    EXPECT_FALSE(nan_word(r->out)) << r->out;
+  }
+  // The red case's row: its value and bound, nothing else.
+  EXPECT_NE(red.out.find("red     y               1.00e+00  1.00e-05\n"), std::string::npos) << red.out;
+  for (const char* id : {"1", "2"}) {
+    for (const std::vector<std::string>& verb : {std::vector<std::string>{"ledger", "show", id}, std::vector<std::string>{"status", id}}) {
+      std::vector<std::string> args = verb;
+      args.insert(args.end(), {"--ledger", L()});
+      const auto out = densefeed(args);
+      EXPECT_FALSE(nan_word(out.out)) << verb[0] << " " << id << "\n" << out.out;
+    }
+  }
 }
 
 TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvAndJson) {
@@ -552,7 +756,7 @@ TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvA
   EXPECT_EQ(densefeed({"ledger", "export", "--format", "csv", "--table", "nope", "--ledger", L()}).exit_code, 2);
   const auto json = nlohmann::json::parse(densefeed({"ledger", "export", "--ledger", L()}).out);
   EXPECT_EQ(json["experiments"].size(), 2u);
-  EXPECT_EQ(json["schema_info"].size(), 3u);  // versions 1, 2 and 3
+  EXPECT_EQ(json["schema_info"].size(), 5u);  // versions 1 to 5
 }
 
 }  // namespace

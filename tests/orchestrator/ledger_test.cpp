@@ -27,6 +27,22 @@ std::string plain_sql(const std::filesystem::path& db_path, const std::string& s
   return error;
 }
 
+// The first column of the first row of `sql` ("" when none).
+std::string sql_one_value(const std::filesystem::path& db_path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open(db_path.c_str(), &db);
+  std::string out;
+  sqlite3_exec(
+      db, sql.c_str(),
+      [](void* o, int, char** values, char**) {
+        if (static_cast<std::string*>(o)->empty() && values[0]) *static_cast<std::string*>(o) = values[0];
+        return 0;
+      },
+      &out, nullptr);
+  sqlite3_close(db);
+  return out;
+}
+
 class LedgerInvariants : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -290,6 +306,32 @@ TEST_F(LedgerInvariants, AnEventFromADeadOwnerIsRecoveredAccordingToWhoOwnedIt) 
   EXPECT_EQ(ledger.state(w), "requeued");
   EXPECT_EQ(ledger.state(r), "interrupted");
   EXPECT_EQ(ledger.state(experiment_), "started");
+}
+
+TEST_F(LedgerInvariants, AHeartbeatBeatsOnlyWhileItsOwnerStillHoldsTheExperiment) {
+  Ledger ledger(db_path());
+  // experiment_ was recorded `started` by this process: its heartbeat came with it.
+  const auto id = ledger.heartbeat_of(experiment_);
+  ASSERT_NE(id, 0);
+  const auto beats = [&] { return sql_one_value(db_path(), "SELECT beats FROM heartbeats WHERE id = " + std::to_string(id)); };
+  EXPECT_EQ(beats(), "1");
+  EXPECT_TRUE(ledger.beat(id));
+  EXPECT_TRUE(ledger.beat(id));
+  EXPECT_EQ(beats(), "3");
+  // A beat moves its count and time, nothing else, and no row goes away.
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE heartbeats SET host = 'elsewhere' WHERE id = " + std::to_string(id)),
+            "heartbeats: a beat only counts up and moves last_beat_at");
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE heartbeats SET beats = 1 WHERE id = " + std::to_string(id)),
+            "heartbeats: a beat only counts up and moves last_beat_at");
+  EXPECT_EQ(plain_sql(db_path(), "DELETE FROM heartbeats"), "heartbeats: rows are kept");
+  EXPECT_EQ(plain_sql(db_path(), "INSERT INTO heartbeats(experiment_id, owner, started_event_id, host, pid, interval_s, first_beat_at, "
+                                 "last_beat_at) VALUES (999, 'worker', 1, 'h', 1, 1, 'a', 'b')"),
+            "heartbeats: no such started experiment or acceptance run");
+  // Someone else took it for dead: the next beat says so and writes nothing.
+  ledger.record_event(experiment_, ExperimentEvent::requeued, "worker", "judged dead elsewhere");
+  EXPECT_FALSE(ledger.beat(id));
+  EXPECT_EQ(beats(), "3");
+  EXPECT_TRUE(ledger.verify().ok);  // heartbeats are not chained: beats do not break the chain
 }
 
 }  // namespace
