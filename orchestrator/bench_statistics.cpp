@@ -258,12 +258,16 @@ Decision evaluate(const DecisionInput& in, std::size_t rounds, double alpha_at_l
   const bool above = ci.lo > bound;
   const bool below = ci.hi < -bound;
   const bool inside = ci.lo > -bound && ci.hi < bound;
-  if (!guards.empty()) {
+  if (significant && below) {
+    // A significant slowdown stands whatever the guards: noise, clocks or
+    // throttling (which the harness reports) must never make a candidate
+    // look better than slower, and the test's level alpha holds however
+    // spread the samples are.
+    d.verdict = BenchVerdict::slower;
+  } else if (!guards.empty()) {
     d.verdict = BenchVerdict::inconclusive;
   } else if (significant && above) {
     d.verdict = BenchVerdict::faster;
-  } else if (significant && below) {
-    d.verdict = BenchVerdict::slower;
   } else if (inside) {
     d.verdict = BenchVerdict::same;  // steady: the spread guard did not hold
   } else {

@@ -100,13 +100,16 @@ struct Decision {
 // tightly but rest on a normal joint law of the statistic across looks, which
 // an exact small-n rank test does not have.
 // Verdict at a look, with b = log(1 + threshold):
-// - any guard holds -> inconclusive (spread: IQR / median of an arm's samples
+// - p < alpha_at_look and CI.hi < -b -> slower, whatever the guards (a
+//   candidate that makes itself noisy must not escape `slower`; the test's
+//   level holds for any spread);
+// - else any guard holds -> inconclusive (spread: IQR / median of an arm's samples
 //   >= 10%, issue 4; clock: both arms report clocks and the median candidate
 //   clock differs from the median base clock by more than 1% of the latter,
 //   a figure of ours (a 1% clock gap alone moves a compute-bound time by
 //   about the 1% minimum threshold); throttle: more than 10% of all samples
 //   of both arms throttled, issue 4);
-// - p < alpha_at_look and CI.lo > +b -> faster; p < alpha_at_look and CI.hi < -b -> slower;
+// - p < alpha_at_look and CI.lo > +b -> faster;
 // - -b < CI.lo and CI.hi < +b (both arms steady: no spread guard) -> same;
 // - else inconclusive.
 // The returned decision is that of the first look that is faster, slower or

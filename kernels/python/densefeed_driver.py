@@ -60,6 +60,7 @@ import io
 import json
 import os
 import sys
+import threading
 import time
 from pathlib import Path
 from typing import Callable, Mapping
@@ -91,6 +92,7 @@ def _watched() -> dict:
         "pathlib.Path.write_text": Path.write_text,
         "pathlib.Path.mkdir": Path.mkdir,
         "os._exit": os._exit,
+        "threading.enumerate": threading.enumerate,
         **{f"{__name__}.{k}": v for k, v in vars(me).items() if not k.startswith("__")},
         **{f"Driver.{k}": v for k, v in vars(Driver).items() if not k.startswith("__")},
     }
@@ -182,6 +184,7 @@ class Driver:
         outputs: Callable[[object], Mapping[str, np.ndarray]],
         sync: Callable[[], None] | None = None,
         flush: Callable[[], None] | None = None,
+        allow_threads: bool = False,
     ) -> None:
         """Runs `call` DENSEFEED_WARMUP + DENSEFEED_ITERS times, records every timed one, and ends the process.
 
@@ -192,7 +195,10 @@ class Driver:
         kept (outside the timed region). Writes samples.json, timed.json,
         timed/K/ and the last outputs, then exits the process with status 0
         (os._exit: nothing of the arm's runs after it). Raises HarnessError
-        (the process exits 1) when the arm's code patched the driver.
+        (the process exits 1) when the arm's code patched the driver, or left
+        Python threads running after its calls (a thread could rewrite these
+        files while they are written); a gate whose kernel library keeps
+        threads of its own passes allow_threads=True in its frozen driver.
         """
         h = self.harness
         samples: list[float] = []
@@ -223,6 +229,10 @@ class Driver:
             iterations.append(entry)
             last = arrays
         self._check_untouched("after the timed calls")
+        others = [t.name for t in threading.enumerate() if t is not threading.main_thread()]
+        if others and not allow_threads:
+            raise HarnessError(f"the arm's code left {len(others)} thread(s) running after its calls ({', '.join(others[:3])}): "
+                               "a thread could rewrite what the driver records, so its timings cannot be trusted")
         for name, a in last.items():
             h.write_output(name, a)
         (h.out / "timed.json").write_text(json.dumps({"iterations": iterations}) + "\n")

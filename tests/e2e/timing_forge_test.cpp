@@ -30,7 +30,7 @@ const std::string kExe = DENSEFEED_EXE;
 //   forge    sleeps 2 ms (0.5x) but reports a quarter of it ("2x")
 //   viaref   runs the reference for its outputs and reports 0.001 ms
 //   flat     sleeps ms, reports 0.020 ms whatever the size (a launch-only timer)
-//   drift    sleeps ms * (1 + 0.03 s^-1 * (now - t0)): the machine slows down
+//   drift    sleeps ms * (1 + 0.01 s^-1 * (now - t0)): the machine slows down
 //   wrongbig honest, but its outputs are wrong on the case ms = 20
 const char* kHarness = R"(import argparse, json, os, subprocess, sys, time
 import numpy as np
@@ -52,14 +52,14 @@ if os.environ.get('DENSEFEED_MODE', 'gate') == 'bench':
     samples = []
     if a.mode == 'viaref':
         subprocess.run([sys.executable, __file__, '--role', 'reference', '--n', str(a.n), '--ms', str(a.ms),
-                        '--seed', str(a.seed), '--out', a.out], check=True)
+                        '--seed', str(a.seed), '--out', a.out], check=True, env={**os.environ, 'DENSEFEED_MODE': 'gate'})
         samples = [0.001] * iters
     else:
         for k in range(warm + iters):
             cost = a.ms / 1e3
             if a.mode == 'fast2x': cost /= 2
             if a.mode == 'forge': cost *= 2
-            if a.mode == 'drift': cost *= 1 + 0.03 * (time.time() - a.t0)
+            if a.mode == 'drift': cost *= 1 + 0.01 * (time.time() - a.t0)
             t = time.perf_counter(); spend(cost); dt = (time.perf_counter() - t) * 1e3
             if a.mode == 'forge': dt /= 4
             if a.mode == 'flat': dt = 0.020
@@ -74,7 +74,7 @@ const char* kKernel = R"(import os, time
 import numpy as np
 CALLS = [0]
 REAL = [None]
-if os.environ.get('KERNEL_PATCH_AT_IMPORT') or os.path.exists(os.path.join(os.path.dirname(__file__), 'patch-at-import')):
+if '"patchimport"' in os.environ.get('DENSEFEED_PARAMS', ''):
     import densefeed_driver
     densefeed_driver._clock_ns = lambda: 0
 def spend(s, start=None):
@@ -95,15 +95,23 @@ def run(x, mode, ms):
         spend(ms / 1e3, t)
     elif mode == 'patchclock':
         # 0.5x, and slows the trusted driver's clock 4x to look 2x; puts the
-        # clock back on its last call, before the driver looks
+        # real clock back on its last call, before the driver looks, at the
+        # moment the slowed clock meets it again (so no sample jumps)
         import densefeed_driver as d
         total = int(os.environ['DENSEFEED_WARMUP']) + int(os.environ['DENSEFEED_ITERS'])
         if CALLS[0] == 1:
-            REAL[0] = d._clock_ns
-            d._clock_ns = lambda: REAL[0]() // 4
+            real = REAL[0] = d._clock_ns
+            meet = real() + int(total * 2 * ms * 1e6)
+            d._clock_ns = lambda: meet + (real() - meet) // 4
         spend(2 * ms / 1e3, t)
         if CALLS[0] == total:
             d._clock_ns = REAL[0]
+    elif mode == 'thread':
+        # a thread left behind, which could rewrite the driver's files
+        if CALLS[0] == 1:
+            import threading
+            threading.Thread(target=time.sleep, args=(30,), daemon=True, name='rewriter').start()
+        spend(ms / 1e3, t)
     elif mode == 'wrongexit':
         # fast and wrong on every call; at exit it would put right outputs and
         # hashes in place of what was timed
@@ -144,7 +152,7 @@ std::string gate(const std::string& name, const std::string& cases, const std::s
          "--seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [python3, \"{project}/h.py\", --role, candidate, --mode, \"{param.mode}\", --n, \"{case.n}\", "
          "--ms, \"{case.ms}\", --t0, \"{param.t0}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, fast2x, forge, viaref, flat, drift, wrongbig, wrongpath, patchclock, wrongexit], "
+         "params:\n  mode: {type: string, enum: [honest, fast2x, forge, viaref, flat, drift, wrongbig, wrongpath, patchclock, wrongexit, thread, patchimport], "
          "default: honest}\n  t0: {type: number, default: 0}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - " + cases + "\n" + (extra.empty() ? "profiles: {quick: {}, full: {}}\n" : extra) +
@@ -392,15 +400,22 @@ TEST_F(TimingForge, AKernelThatSlowsTheDriversClockAndPutsItBackIsCaughtByTheWal
 }
 
 TEST_F(TimingForge, AKernelModuleThatPatchesTheDriverAtImportIsRed) {
-  // The candidate's tree (WORKTREE) holds the marker; the trusted ref's does not.
-  testing::write_file(repo_ / "patch-at-import", "");
-  const auto [code, r] = run("driven", "honest", "", "fast2x");
+  const auto [code, r] = run("driven", "patchimport");
   EXPECT_EQ(code, 1) << r.dump(1);
   EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
   EXPECT_NE(r["stages"]["bench"]["reason"].get<std::string>().find("had replaced what the driver times and hashes with"),
             std::string::npos)
       << r["stages"]["bench"]["reason"];
   EXPECT_NE(r["stages"]["bench"]["reason"].get<std::string>().find("densefeed_driver._clock_ns"), std::string::npos);
+}
+
+TEST_F(TimingForge, AKernelThatLeavesAThreadRunningIsRed) {
+  const auto [code, r] = run("driven", "thread");
+  EXPECT_EQ(code, 1) << r.dump(1);
+  EXPECT_EQ(r["stages"]["bench"]["status"], "red");
+  EXPECT_NE(r["stages"]["bench"]["reason"].get<std::string>().find("left 1 thread(s) running after its calls (rewriter)"),
+            std::string::npos)
+      << r["stages"]["bench"]["reason"];
 }
 
 TEST_F(TimingForge, OutputsRewrittenAtExitNeverReachTheCheck) {
@@ -425,7 +440,7 @@ TEST_F(TimingForge, AKernelModuleTheArmDoesNotHaveIsNotLoadedFromTheTrustedTree)
 }
 
 TEST_F(TimingForge, AMachineDriftingUnderTheBenchmarkIsInconclusiveNotSame) {
-  // Both arms the same code on a machine that slows down 3 % per second.
+  // Both arms the same code on a machine that slows down 1 % per second.
   const double t0 = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
   const auto [code, r] = run("self", "drift", ", t0: " + std::to_string(t0), "drift", {}, ", t0: " + std::to_string(t0 + 1e-3));
   ASSERT_EQ(code, 0) << r.dump(1);

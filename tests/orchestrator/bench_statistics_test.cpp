@@ -335,13 +335,30 @@ TEST(BenchStatisticsDecide, SpreadGuard) {
   Decision d = decide(in);
   EXPECT_TRUE(d.guard_spread);
   EXPECT_NEAR(d.base_relative_spread, 0.102, 1e-12);
-  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  // A significant slowdown stands whatever the guards (issue 16: noise must
+  // never make a candidate look better than slower).
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
   EXPECT_NE(d.reason.find("relative spread"), std::string::npos) << d.reason;
-  EXPECT_FALSE(should_stop(in));
   // (1.049 - 0.951) / 1 = 9.8%: steady enough.
   for (auto& r : in.base) r.samples_ms = {0.9, 0.951, 1.0, 1.049, 1.1};
   d = decide(in);
   EXPECT_FALSE(d.guard_spread);
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
+}
+
+TEST(BenchStatisticsDecide, SpreadGuardBlocksFasterButNotSlower) {
+  DecisionInput in = with_speedups(std::vector<double>(9, 1.10));
+  ASSERT_EQ(decide(in).verdict, BenchVerdict::faster);
+  for (auto& r : in.candidate) r.samples_ms = {0.8 / 1.1, 0.9 / 1.1, 1.0 / 1.1, 1.1 / 1.1, 1.2 / 1.1};
+  Decision d = decide(in);
+  EXPECT_TRUE(d.guard_spread);
+  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  // A candidate 1.6x slower that makes its own samples noisy (55% spread)
+  // to escape `slower`: still slower.
+  in = with_speedups(std::vector<double>(9, 1 / 1.6));
+  for (auto& r : in.candidate) r.samples_ms = {1.0, 1.3, 1.6, 2.0, 2.4};
+  d = decide(in);
+  EXPECT_TRUE(d.guard_spread);
   EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;
 }
 
@@ -368,7 +385,7 @@ TEST(BenchStatisticsDecide, ClockGuard) {
   for (auto& r : in.candidate) r.sm_clock_mhz = 1516;
   d = decide(in);
   EXPECT_TRUE(d.guard_clock);
-  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;  // a significant slowdown stands whatever the guards
   EXPECT_NE(d.reason.find("SM clocks base 1500 MHz, candidate 1516 MHz"), std::string::npos) << d.reason;
   // The median clock counts: two outlying rounds do not trip the guard.
   for (auto& r : in.candidate) r.sm_clock_mhz = 1500;
@@ -389,7 +406,7 @@ TEST(BenchStatisticsDecide, ThrottleGuard) {
   in.candidate[8].throttled = 1;  // 10 of 90 = 11.1%
   d = decide(in);
   EXPECT_TRUE(d.guard_throttle);
-  EXPECT_EQ(d.verdict, BenchVerdict::inconclusive) << d.reason;
+  EXPECT_EQ(d.verdict, BenchVerdict::slower) << d.reason;  // a significant slowdown stands whatever the guards
   EXPECT_NE(d.reason.find("10 of 90 samples throttled"), std::string::npos) << d.reason;
 }
 
@@ -409,9 +426,9 @@ TEST(BenchStatisticsDecide, NeedsMoreRoundsBeforeTheFirstLook) {
 }
 
 TEST(BenchStatisticsDecide, NeedsMoreRoundsBetweenLooks) {
-  // 12 rounds, look 9 inconclusive (spread guard): the figures of look 9 and
-  // 15 - 12 = 3 more rounds to go.
-  DecisionInput in = with_speedups(std::vector<double>(12, 1 / 1.1));
+  // 12 rounds, look 9 inconclusive (a speedup the spread guard blocks): the
+  // figures of look 9 and 15 - 12 = 3 more rounds to go.
+  DecisionInput in = with_speedups(std::vector<double>(12, 1.1));
   for (auto& r : in.base) r.samples_ms = {0.8, 0.9, 1.0, 1.1, 1.2};
   const Decision d = decide(in);
   EXPECT_EQ(d.verdict, BenchVerdict::inconclusive);
