@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "statistics.h"
+
 namespace densefeed {
 namespace {
 
@@ -87,20 +89,40 @@ const char* to_string(TimingFlagKind k) {
 WallFit fit_wall(const std::vector<RoundWall>& rounds) {
   WallFit w;
   if (rounds.size() < 4) return w;
-  std::vector<double> x, y;
   std::set<int> counts;
-  for (const auto& r : rounds) {
-    x.push_back(r.iterations);
-    y.push_back(r.wall_s);
-    counts.insert(r.iterations);
-  }
+  for (const auto& r : rounds) counts.insert(r.iterations);
   if (counts.size() < 2) return w;
-  const LineFit f = least_squares(x, y);
-  if (!f.ok) return w;
+  // Theil-Sen: the median of the slopes between every two rounds of
+  // different iteration counts (Sen 1968, "Estimates of the regression
+  // coefficient based on Kendall's tau", JASA 63), so that a round a loaded
+  // machine delayed moves the fit no more than any other single round.
+  std::vector<double> slopes;
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    for (std::size_t j = i + 1; j < rounds.size(); ++j) {
+      if (rounds[i].iterations == rounds[j].iterations) continue;
+      slopes.push_back((rounds[j].wall_s - rounds[i].wall_s) / (rounds[j].iterations - rounds[i].iterations));
+    }
+  }
+  w.per_iteration_s = median(slopes);
+  std::vector<double> offsets;
+  for (const auto& r : rounds) offsets.push_back(r.wall_s - w.per_iteration_s * r.iterations);
+  w.fixed_s = median(offsets);
+  // Standard error: a robust residual scale (1.4826 x the median absolute
+  // deviation, which is the standard deviation for normal residuals) over
+  // the square root of Sxx, as for least squares.
+  std::vector<double> residuals, deviations;
+  double mean_k = 0;
+  for (const auto& r : rounds) mean_k += r.iterations;
+  mean_k /= static_cast<double>(rounds.size());
+  double sxx = 0;
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    residuals.push_back(offsets[i] - w.fixed_s);
+    sxx += (rounds[i].iterations - mean_k) * (rounds[i].iterations - mean_k);
+  }
+  const double mid = median(residuals);
+  for (double r : residuals) deviations.push_back(std::abs(r - mid));
+  w.per_iteration_se_s = 1.4826 * median(deviations) / std::sqrt(sxx);
   w.fitted = true;
-  w.fixed_s = f.intercept;
-  w.per_iteration_s = f.slope;
-  w.per_iteration_se_s = f.slope_se;
   return w;
 }
 

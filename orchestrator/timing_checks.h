@@ -47,11 +47,13 @@ struct RoundWall {
   double samples_sum_ms = 0;
 };
 
-// Least-squares fit of wall_s = fixed_s + iterations * per_iteration_s over
-// rounds that ran different iteration counts (the bench alternates iters and
-// 2 x iters). fitted is false with fewer than 4 rounds or one distinct count.
-// per_iteration_se_s is the slope's standard error (residual variance over
-// n - 2 degrees of freedom, Sxx); seconds throughout.
+// Robust (Theil-Sen) fit of wall_s = fixed_s + iterations * per_iteration_s
+// over rounds that ran different iteration counts (the bench alternates
+// iters and 2 x iters): the slope is the median of the pairwise slopes, the
+// intercept the median offset, so a round a loaded machine delayed does not
+// move it. fitted is false with fewer than 4 rounds or one distinct count.
+// per_iteration_se_s is 1.4826 x the residuals' median absolute deviation
+// over sqrt(Sxx); seconds throughout.
 struct WallFit {
   bool fitted = false;
   double fixed_s = 0;
@@ -70,7 +72,8 @@ WallFit fit_wall(const std::vector<RoundWall>& rounds);
 //   records (3x and more) and above what a driver's cache flush or a sync
 //   adds to both arms alike, which cancels.
 // - kSignificanceZ: the excess must also be this many standard errors of the
-//   two fits' slopes (one-sided normal 3 sigma: 0.13 % false flags per case).
+//   two fits' slopes (one-sided normal 4 sigma: 3e-5 false flags per case;
+//   a false red costs a person's time, so the bar is high).
 // - kFlatGrowth / kFlatWork: a timer is "flat" when the work (or the base's
 //   time) grows by at least kFlatWork x across the cases while the arm's
 //   median grows by less than kFlatGrowth x (a figure of ours: time must grow
@@ -84,7 +87,7 @@ WallFit fit_wall(const std::vector<RoundWall>& rounds);
 //   R - 3 tests, hence a higher bar than the trend's).
 inline constexpr double kWallSlackMs = 1.0;
 inline constexpr double kUnseenFraction = 0.25;
-inline constexpr double kSignificanceZ = 3.0;
+inline constexpr double kSignificanceZ = 4.0;
 inline constexpr double kFlatGrowth = 1.25;
 inline constexpr double kFlatWork = 4.0;
 inline constexpr double kCeilingMargin = 1.15;

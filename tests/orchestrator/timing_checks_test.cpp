@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
 
 #include "bench_work.h"
 
@@ -13,12 +14,16 @@ namespace {
 
 // Rounds alternating n and 2n timed iterations (after 1 warm-up) of an arm
 // whose process costs fixed_ms plus true_ms per iteration, claiming claimed_ms,
-// with +-jitter_ms alternating noise on the wall time.
+// with noise uniform in +-jitter_ms on the wall time (a fixed sequence, the
+// same in every run).
 std::vector<RoundWall> rounds(int n_rounds, int iters, double fixed_ms, double true_ms, double claimed_ms, double jitter_ms = 2) {
   std::vector<RoundWall> out;
+  std::uint64_t state = 12345;
   for (int r = 0; r < n_rounds; ++r) {
     const int timed = iters * (r % 2 == 0 ? 1 : 2);
-    const double wall = fixed_ms + (timed + 1) * true_ms + ((r / 2) % 2 == 0 ? jitter_ms : -jitter_ms);
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // Knuth's MMIX LCG
+    const double u = static_cast<double>(state >> 11) / static_cast<double>(1ULL << 53) * 2 - 1;
+    const double wall = fixed_ms + (timed + 1) * true_ms + u * jitter_ms;
     out.push_back({wall / 1e3, timed + 1, timed, timed * claimed_ms});
   }
   return out;
@@ -68,6 +73,24 @@ TEST(TimingChecks, NoisyWallTimesRaiseTheBarInsteadOfFlagging) {
   // 60 ms of jitter per process against 1 ms iterations: a 25% excess cannot
   // be told from noise, and is not flagged.
   EXPECT_TRUE(check_wall_growth(rounds(9, 5, 120, 1, 1, 60), rounds(9, 5, 120, 1.3, 1, 60), 1, 1).empty());
+}
+
+TEST(TimingChecks, ARoundALoadedMachineDelayedDoesNotFlagAnHonestCandidate) {
+  // As seen on CI under load: one base round 300 ms late, another 200 ms
+  // early (a least-squares fit then gave the base a negative slope and the
+  // candidate a false unseen_time). The robust fit shrugs both off.
+  auto base = rounds(9, 5, 120, 16.5, 16.5, 3);
+  base[3].wall_s += 0.300;
+  base[6].wall_s -= 0.200;
+  auto cand = rounds(9, 5, 120, 13.8, 13.8, 3);
+  cand[1].wall_s += 0.250;
+  EXPECT_TRUE(check_wall_growth(base, cand, 16.5, 13.8).empty());
+  const WallFit f = fit_wall(base);
+  EXPECT_NEAR(f.per_iteration_s * 1e3, 16.5, 2);
+  // And a forgery is still seen through the same outliers.
+  auto forged = rounds(9, 5, 120, 40, 10, 3);
+  forged[1].wall_s += 0.250;
+  EXPECT_EQ(check_wall_growth(base, forged, 16.5, 10).size(), 1u);
 }
 
 TEST(TimingChecks, DriftOfBothArmsTogetherIsFlaggedOppositeOrSteadyArmsNot) {
