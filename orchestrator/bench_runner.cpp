@@ -364,7 +364,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     // What the flags mean for the case and the stage.
     for (const auto& f : bc.flags) {
       if (f.kind == TimingFlagKind::beyond_bound) continue;
-      if (bc.decision.verdict != BenchVerdict::inconclusive || bc.decision.reason.find(f.reason) == std::string::npos) {
+      // A flag takes a case's faster or same away, never a slower (as with
+      // the guards: nothing may make a candidate look better than slower).
+      if (bc.decision.verdict == BenchVerdict::slower) {
+        if (bc.decision.reason.find(f.reason) == std::string::npos) bc.decision.reason += "; also: " + f.reason;
+      } else if (bc.decision.verdict != BenchVerdict::inconclusive || bc.decision.reason.find(f.reason) == std::string::npos) {
         bc.decision.verdict = BenchVerdict::inconclusive;
         bc.decision.reason = fmt::format("inconclusive: {} ({})", f.reason, bc.decision.reason);
       }

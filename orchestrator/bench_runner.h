@@ -97,7 +97,8 @@ struct BenchOptions {
 // timed.json, and every timed iteration's outputs are gated. Then the
 // cross-checks of timing_checks.h: a candidate flagged by one makes the stage
 // red (FailureKind::implausible_timing) and its case inconclusive; the base
-// flagged makes it error; drift makes a case inconclusive; a speedup above
+// flagged makes it error; drift makes a case inconclusive (a slower case
+// stays slower: no flag makes a candidate look better); a speedup above
 // the gate's max_speedup is flagged beyond_bound (promotion then needs a
 // person's acceptance). Throws InfraError only for densefeed's own failures.
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
