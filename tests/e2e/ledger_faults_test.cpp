@@ -85,7 +85,7 @@ class LedgerFaults : public ::testing::Test {
                                    "  criteria: ['x <= 1']\n");
   }
   std::map<std::string, std::string> env() const {
-    return {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", (dir_ / "home").string()}};
+    return testing::project_env(dir_ / "home");
   }
   testing::CliResult df(std::vector<std::string> args) const { return testing::run_cli(kExe, args, repo_, env()); }
   std::string sh(const std::string& command) const {

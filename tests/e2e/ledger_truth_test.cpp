@@ -57,7 +57,7 @@ class LedgerTruth : public ::testing::Test {
     ASSERT_EQ(testing::locked_project(repo_, {{"gates/cheat.yaml", gate_yaml()}}, kExe, env()), "");
   }
   std::map<std::string, std::string> env() const {
-    return {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", (dir_ / "home").string()}};
+    return testing::project_env(dir_ / "home");
   }
   testing::CliResult df(std::vector<std::string> args) const { return testing::run_cli(kExe, args, repo_, env()); }
   // A shell command in the project (git, sqlite3): its stdout; fails the test on a non-zero exit.

@@ -127,6 +127,13 @@ inline std::map<std::string, std::string> with_on_path(const std::filesystem::pa
   return env;
 }
 
+// The environment a team's project runs densefeed in for these tests: the
+// system's PATH only (densefeed finds its harnesses through the project,
+// never through the build folder) and HOME in a folder of the test's own.
+inline std::map<std::string, std::string> project_env(const std::filesystem::path& home) {
+  return {{"PATH", "/usr/local/bin:/usr/bin:/bin"}, {"HOME", home.string()}};
+}
+
 // Runs git in `dir` with a fixed identity (and no signing, hooks or global
 // configuration of the person running the tests).
 inline CliResult git(const std::filesystem::path& dir, std::vector<std::string> args) {
