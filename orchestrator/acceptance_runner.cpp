@@ -9,6 +9,7 @@
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
+#include "executor.h"
 #include "untrusted_launch.h"
 
 namespace densefeed {
@@ -43,13 +44,25 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
   spec.timeout = std::chrono::milliseconds(static_cast<long long>(acceptance.value("timeout_s", 600.0) * 1000));
   spec.limits = options.limits;
   spec.sandbox = options.sandbox;
-  const UntrustedResult launched = launch_untrusted(spec);
+  Launch launch;
+  launch.untrusted = spec;
+  AllocationRequest request;
+  request.name = "acceptance";
+  request.dir = options.work_dir / "slurm";
+  request.gpus = options.gpus;
+  request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
+  const LaunchResult ran = run_launch(launch, request);
+  const UntrustedResult& launched = ran.result;
   const auto finish = [&](std::string verdict, std::string reason) {
     r.verdict = std::move(verdict);
     r.reason = std::move(reason);
     r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
   };
+  if (!ran.infrastructure.empty()) {
+    return finish("error", fmt::format("the acceptance command did not run to an end of its own: {} (an infrastructure failure: "
+                                       "error, neither pass nor fail)", ran.infrastructure));
+  }
   if (!launched.ok()) {
     return finish("fail", fmt::format("the acceptance command {}; stderr: {}", launched.describe(), file_tail(spec.stderr_path, 6)));
   }

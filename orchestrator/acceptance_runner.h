@@ -20,6 +20,7 @@ struct AcceptanceOptions {
   std::uint64_t seed = 0;
   bool sandbox = true;    // false: --no-sandbox (promote never passes it: acceptance always runs sandboxed)
   CommandLimits limits;   // the gate's (process_limits.h)
+  int gpus = 0;           // the gate's: GPUs the acceptance command holds (executor.h)
 };
 
 // `acceptance` is the manifest's section as recorded ({command, statistic,

@@ -16,6 +16,7 @@
 #include "process_runner.h"
 #include "sha256.h"
 #include "statistics.h"
+#include "executor.h"
 #include "untrusted_launch.h"
 
 namespace densefeed {
@@ -167,6 +168,16 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     result.failure = Failure{FailureKind::implausible_timing, who, {}, {}, "samples.json", "", detail};
     result.reason = reason;
   };
+  // The whole benchmark holds one allocation (a Slurm job: one node, its
+  // GPUs alone) for all its rounds of both arms: both arms are timed on the
+  // same machine, interleaved.
+  AllocationRequest request;
+  request.name = "bench";
+  request.dir = options.work_dir / "slurm-bench";
+  request.gpus = gate.gpus;
+  request.time_limit = std::chrono::seconds(static_cast<long long>(
+      std::ceil(static_cast<double>(gate.bench.cases.size()) * (gate.bench.max_seconds_per_case + 2 * gate.timeout_s))));
+  const std::unique_ptr<Allocation> allocation = executor().allocate(request);
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     const Case& c = gate.bench.cases[ci];
     BenchCaseResult bc;
@@ -239,7 +250,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.env["DENSEFEED_OUT"] = (dir / "out").string();
         spec.env["DENSEFEED_WARMUP"] = std::to_string(gate.bench.warmup);
         spec.env["DENSEFEED_ITERS"] = std::to_string(iters);
-        if (!options.gpu.empty()) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
+        if (!options.gpu.empty() && executor().assigns_gpus()) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
         spec.cwd = dir;
         spec.writable = {dir / "out"};
         spec.readable = options.sandbox_readable;
@@ -248,12 +259,26 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
         spec.limits = gate.limits;
         spec.sandbox = options.sandbox;
-        const UntrustedResult launched = launch_untrusted(spec);
+        Launch launch;
+        launch.untrusted = spec;
+        const LaunchResult ran = allocation->run(launch);
+        const UntrustedResult& launched = ran.result;
         const ProcessResult& pr = launched.process;
+        if (result.placement.find(ran.placement) == std::string::npos) {
+          result.placement += (result.placement.empty() ? "" : "; ") + ran.placement;
+        }
         result.harness_wall_s += pr.wall_s;
         const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;
         Failure failure{FailureKind::malformed_output, who, {}, {}, "samples.json", "", ""};
         try {
+          if (!ran.infrastructure.empty()) {
+            failure = Failure{FailureKind::infrastructure, FailureWho::densefeed, {}, {}, "", "", ran.infrastructure};
+            result.verdict = Verdict::error;
+            result.failure = failure;
+            result.reason = fmt::format("case {}: the {} arm's round {} did not run to an end of its own: {} (an infrastructure "
+                                        "failure: error)", c.label, is_base ? "base" : "candidate", round, ran.infrastructure);
+            return result;
+          }
           if (!launched.ok()) {
             failure = failure_value(who, launched);
             const LogTail tail = log_tail(spec.stdout_path, spec.stderr_path, 4);

@@ -59,6 +59,9 @@ struct BenchResult {
   std::vector<BenchCaseResult> cases;
   double harness_wall_s = 0;
   SandboxStatus sandbox;  // whether both arms' commands ran sandboxed, and if not why
+  // Where its rounds ran (executor.h): "local", or the Slurm job(s) that held
+  // the benchmark, "slurm job 42 on node1" (two, "; "-joined, after a retry).
+  std::string placement;
 };
 
 struct BenchOptions {

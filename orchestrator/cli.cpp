@@ -1,5 +1,11 @@
 #include "cli.h"
 
+#include <cstdlib>
+
+#include "executor.h"
+#include "process_runner.h"
+#include "slurm_executor.h"
+
 #include <charconv>
 
 #include <fmt/format.h>
@@ -54,6 +60,25 @@ const GateStore& CliContext::store() {
     }
   }
   return *store_;
+}
+
+void add_executor_option(CLI::App* verb, std::string& name) {
+  verb->add_option("--executor", name,
+                   "where harness jobs run: local (this machine's cores and GPUs) or slurm (each job an sbatch job; "
+                   "SBATCH_PARTITION and the other SBATCH_* variables choose where)")
+      ->check(CLI::IsMember({"local", "slurm"}))
+      ->capture_default_str();
+}
+
+void use_executor(const std::string& name) {
+  if (name == "slurm") {
+    SlurmOptions o;
+    o.densefeed = self_dir() / "densefeed";
+    if (const char* poll = std::getenv("DENSEFEED_SLURM_POLL_S")) o.poll_s = std::max(0.02, std::atof(poll));
+    set_executor(make_slurm_executor(o));
+  } else {
+    set_executor(make_local_executor());
+  }
 }
 
 RunOptions run_options(CliContext& ctx) {

@@ -10,6 +10,7 @@
 #include <csignal>
 #include <iostream>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -23,6 +24,8 @@
 #include "heartbeat.h"
 #include "ledger.h"
 #include "process_runner.h"
+#include "slurm_executor.h"
+#include "slurm_serve.h"
 #include "report.h"
 #include "verdict_document.h"
 
@@ -106,8 +109,10 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
     bool no_sandbox = false;
     std::string profile = "quick";
     int jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    std::string executor = "local";
   };
   auto wa = std::make_shared<WorkerArgs>();
+  add_executor_option(worker, wa->executor);
   worker->add_option("--slots", wa->slots, "experiments at once")->check(CLI::Range(1, 64))->capture_default_str();
   worker->add_option("--gpus", wa->gpus, "auto (nvidia-smi), none, or a list such as 0,1")->capture_default_str();
   worker->add_flag("--once", wa->once, "exit when the queue is empty instead of waiting for more");
@@ -116,7 +121,8 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   worker->add_option("--jobs", wa->jobs, "harness processes at once per experiment (CPU slots)")->check(CLI::Range(1, 256))->capture_default_str();
   worker->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's)");
   verbs.push_back({worker, [&ctx, wa] {
-                     const auto gpus = find_gpus(wa->gpus);
+                     // Under Slurm the scheduler assigns GPUs, not this host's list.
+                     const auto gpus = wa->executor == "slurm" ? std::vector<std::string>{} : find_gpus(wa->gpus);
                      // An operator's typo must not reject every queued experiment: a
                      // profile no gate knows is refused before anything is taken.
                      bool known = false;
@@ -134,8 +140,24 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      }
                      const auto child_args = context_args(ctx);
                      const auto ledger_path = ctx.ledger_path();
-                     const auto print_recovered = [](const RecoveredExperiment& r) {
+                     const bool slurm = wa->executor == "slurm";
+                     if (slurm) use_executor("slurm");  // fails now when Slurm's commands are missing
+                     // The Slurm jobs of an experiment no live process owns any more are
+                     // cancelled (found by name: slurm_executor.h).
+                     const auto cancel_jobs = [&](std::int64_t id, const char* why) {
+                       if (!slurm) return;
+                       try {
+                         for (const auto& j : slurm_cancel_prefix(slurm_experiment_prefix(ledger_path, id))) {
+                           std::cout << fmt::format("experiment {}: cancelled its Slurm job {} ({}, {}): {}\n", id, j.id, j.name, j.state, why)
+                                     << std::flush;
+                         }
+                       } catch (const InfraError& e) {
+                         std::cout << fmt::format("experiment {}: its Slurm jobs could not be cancelled: {}\n", id, e.what()) << std::flush;
+                       }
+                     };
+                     const auto print_recovered = [&](const RecoveredExperiment& r) {
                        std::cout << fmt::format("experiment {}: its owner died; {} ({})\n", r.id, to_string(r.event), r.detail) << std::flush;
+                       cancel_jobs(r.id, "its owner died");
                      };
                      // What this worker has seen of other hosts' heartbeats: the start-up
                      // look begins the watch, the reaper goes on with it.
@@ -143,6 +165,18 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      {
                        Ledger ledger(ledger_path);
                        for (const auto& r : ledger.recover_dead_owners(&watch)) print_recovered(r);
+                       // Jobs of this ledger whose experiment is not running under a live
+                       // owner (a worker killed before it could cancel them) end now.
+                       if (slurm) {
+                         std::set<std::int64_t> ids;
+                         for (const auto& j : slurm_jobs_with_prefix(slurm_ledger_prefix(ledger_path))) {
+                           const auto rest = j.name.substr(slurm_ledger_prefix(ledger_path).size());
+                           if (rest.size() > 1 && rest[0] == 'e') ids.insert(std::atoll(rest.c_str() + 1));
+                         }
+                         for (const auto id : ids) {
+                           if (ledger.state(id) != "started" && ledger.state(id) != "cancel_requested") cancel_jobs(id, "no process runs its experiment");
+                         }
+                       }
                      }
                      if (gpus.empty()) std::cout << fmt::format("worker: {} CPU slot(s)\n", wa->slots) << std::flush;
                      else std::cout << fmt::format("worker: {} slot(s) over GPU(s) {}\n", wa->slots, fmt::join(gpus, ",")) << std::flush;
@@ -206,6 +240,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                                "--jobs", std::to_string(mine.empty() ? wa->jobs : static_cast<int>(mine.size()))};
                            spec.argv.insert(spec.argv.end(), run_args.begin(), run_args.end());
                            if (wa->no_sandbox) spec.argv.push_back("--no-sandbox");
+                           if (slurm) spec.argv.insert(spec.argv.end(), {"--executor", "slurm"});
                            if (!mine.empty()) {
                              spec.argv.push_back("--gpus");
                              spec.argv.push_back(fmt::format("{}", fmt::join(mine, ",")));
@@ -234,6 +269,8 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                              watcher.join();
                              lost = heartbeat.lost();
                            }
+                           // Whatever ended it, none of its jobs runs on.
+                           if (!lost) cancel_jobs(claimed->id, "its run ended");
                            const auto state = ledger.state(claimed->id);
                            std::string line;
                            if (lost) {
@@ -272,8 +309,10 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
     std::string id, profile = "quick", gpus;
     int jobs = 1;
     bool no_sandbox = false;
+    std::string executor = "local";
   };
   auto wr = std::make_shared<WorkerRunArgs>();
+  add_executor_option(worker_run, wr->executor);
   worker_run->add_option("ID", wr->id)->required();
   worker_run->add_option("--profile", wr->profile);
   worker_run->add_option("--jobs", wr->jobs)->check(CLI::Range(1, 256));
@@ -288,6 +327,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      options.profile = wr->profile;
                      options.jobs = wr->jobs;
                      options.sandbox = !wr->no_sandbox;
+                     use_executor(wr->executor);
                      if (!wr->gpus.empty()) {
                        std::istringstream in(wr->gpus);
                        for (std::string g; std::getline(in, g, ',');) options.gpus.push_back(g);
@@ -379,10 +419,22 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      const auto id = parse_experiment_id(*cancel_id);
                      Ledger ledger(ctx.ledger_path());
                      const auto state = ledger.cancel(id);
-                     if (ctx.json) std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"state", state}}.dump(2) << "\n";
+                     // Its Slurm jobs, where there is a Slurm (the worker running it
+                     // ends them too, as it stops the run).
+                     nlohmann::ordered_json cancelled_jobs = nlohmann::ordered_json::array();
+                     if (state == "cancel_requested" && slurm_available()) {
+                       for (const auto& j : slurm_cancel_prefix(slurm_experiment_prefix(ctx.ledger_path(), id))) cancelled_jobs.push_back(j.id);
+                     }
+                     if (ctx.json) std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"state", state}, {"slurm_jobs_cancelled", cancelled_jobs}}.dump(2) << "\n";
                      else std::cout << fmt::format("experiment {}: {}\n", id, state);
                      return 0;
                    }});
+  // What a Slurm job runs (hidden: slurm_executor.h writes its script).
+  auto* serve = app.add_subcommand("slurm-serve", "");
+  serve->group("");
+  auto serve_dir = std::make_shared<std::string>();
+  serve->add_option("DIR", *serve_dir)->required();
+  verbs.push_back({serve, [serve_dir] { return slurm_serve(*serve_dir); }});
   return verbs;
 }
 

@@ -162,6 +162,7 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                        if (!problems.empty()) throw InputError(problems.front(), {}, "", "the gate does not match its lock; not promoting");
                        const auto gate = load_gate(store, gate_name);
                        options.limits = gate.limits;
+                       options.gpus = gate.gpus;
                        const auto b = build_revision(gate, project, e["candidate_sha"].get<std::string>(), ctx.workspace().builds());
                        if (!b.ok) throw InfraError("the candidate's build failed: " + b.failure);
                        options.candidate = revision_context(project, store, b, python);

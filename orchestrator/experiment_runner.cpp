@@ -17,6 +17,8 @@
 #include "revision.h"
 #include "revision_build.h"
 #include "trace_report.h"
+#include "executor.h"
+#include "slurm_executor.h"
 #include "untrusted_launch.h"
 #include "sha256.h"
 #include "command_template.h"
@@ -156,6 +158,8 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
 
 void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
+  // Its jobs are found by name (densefeed cancel, a starting worker).
+  executor().set_job_prefix(slurm_experiment_prefix(options.workspace.ledger, out.experiment_id));
   // A write waits for another writer at least as long as a harness may run.
   if (out.gate) ledger.set_lock_wait(std::max(60.0, out.gate->timeout_s));
   const Manifest& m = out.manifest;
@@ -267,6 +271,13 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
                       {"strays_killed", p->strays_killed}};
     }
     if (!c.candidate_gpu.empty() && capture.contains("candidate")) capture["candidate"]["gpu"] = c.candidate_gpu;
+    // Where each ran when not on this machine (a Slurm job and its node).
+    if (capture.contains("candidate") && !c.candidate_placement.empty() && c.candidate_placement != "local") {
+      capture["candidate"]["placement"] = c.candidate_placement;
+    }
+    if (capture.contains("reference") && !c.reference_placement.empty() && c.reference_placement != "local") {
+      capture["reference"]["placement"] = c.reference_placement;
+    }
     record.output_capture.push_back(capture);
   }
   // Kept in the run folder first: a held write lock or a crash while
@@ -358,6 +369,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     TraceStageOptions trace_options{out.work_dir, out.seed, out.candidate_arm, out.base_arm};
     trace_options.sandbox = options.sandbox;
     trace_options.limits = out.gate->limits;
+    trace_options.gpus = out.gate->gpus;
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
       revision_dirs.push_back(b.src.parent_path());

@@ -2,6 +2,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <map>
 #include <thread>
@@ -12,9 +13,9 @@
 #include "arm_context.h"
 #include "command_template.h"
 #include "error.h"
+#include "executor.h"
 #include "process_runner.h"
 #include "sha256.h"
-#include "untrusted_launch.h"
 #include "tensor_file.h"
 #include "trend_bound.h"
 #include "wrong_candidates.h"
@@ -31,6 +32,8 @@ struct Job {
   std::string limit;       // the limit it exceeded (untrusted_launch.h), '' when none
   std::map<std::string, std::string> out_hashes;  // a reference's outputs as it exited
   std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
+  std::string placement;   // where the executor ran it ("local", "slurm job 42 on node1")
+  std::string infrastructure;  // the executor's failure after its retry (executor.h); '' when none
   ProcessResult result;
 };
 
@@ -61,11 +64,17 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   env["DENSEFEED_SEED"] = std::to_string(seed);
   env["DENSEFEED_OUT"] = (job.dir / "out").string();
   if (!gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = gpu;
-  job.gpu = gpu;
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+  AllocationRequest request;
+  request.name = "gate-" + job.dir.filename().string();
+  request.dir = job.dir / "slurm";
+  request.gpus = gate.gpus;
+  request.time_limit = std::chrono::seconds(static_cast<long long>(std::ceil(gate.timeout_s)));
+  Launch launch;
   if (!job.untrusted) {
     // The reference: trusted, from the gate store, with densefeed's environment.
-    ProcessSpec spec;
+    launch.trusted = true;
+    ProcessSpec& spec = launch.trusted_spec;
     spec.argv = job.argv;
     spec.exe_dirs = job.arm->exe_dirs;
     spec.env = job.arm->env;
@@ -74,27 +83,30 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
     spec.stdout_path = job.dir / "stdout.log";
     spec.stderr_path = job.dir / "stderr.log";
     spec.timeout = timeout;
-    job.result = launch_trusted(spec);
-    // Hashed the moment it exits: whatever writes them later (a candidate
-    // run without the sandbox) is found before they are compared.
-    job.out_hashes = hash_outputs(job.dir / "out");
-    return;
+  } else {
+    UntrustedCommand& c = launch.untrusted;
+    c.argv = job.argv;
+    c.arm = job.arm;
+    c.env = env;
+    c.cwd = job.dir;
+    c.writable = {job.dir / "out"};
+    c.readable = options.sandbox_readable;
+    c.stdout_path = job.dir / "stdout.log";
+    c.stderr_path = job.dir / "stderr.log";
+    c.timeout = timeout;
+    c.limits = gate.limits;
+    c.sandbox = options.sandbox;
   }
-  UntrustedCommand c;
-  c.argv = job.argv;
-  c.arm = job.arm;
-  c.env = env;
-  c.cwd = job.dir;
-  c.writable = {job.dir / "out"};
-  c.readable = options.sandbox_readable;
-  c.stdout_path = job.dir / "stdout.log";
-  c.stderr_path = job.dir / "stderr.log";
-  c.timeout = timeout;
-  c.limits = gate.limits;
-  c.sandbox = options.sandbox;
-  const UntrustedResult r = launch_untrusted(c);
-  job.result = r.process;
-  job.limit = r.limit;
+  const LaunchResult r = run_launch(launch, request);
+  job.result = r.result.process;
+  job.limit = r.result.limit;
+  job.gpu = r.gpu;
+  job.placement = r.placement;
+  job.infrastructure = r.infrastructure;
+  // A reference's outputs are hashed the moment its result is in: whatever
+  // writes them later (a candidate run without the sandbox) is found before
+  // they are compared.
+  if (!job.untrusted) job.out_hashes = hash_outputs(job.dir / "out");
 }
 
 // Runs `jobs` on `n` threads (one per GPU when there are GPUs); each job is
@@ -104,9 +116,12 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
   std::vector<std::thread> threads;
   std::exception_ptr failure;
   std::mutex failure_mutex;
-  const int threads_wanted = options.gpus.empty() ? std::max(1, n) : static_cast<int>(options.gpus.size());
+  // Locally one thread per GPU (each job sees only its thread's GPU) or `n`;
+  // under a scheduler as many as there are jobs: it places them.
+  const bool slots = executor().assigns_gpus() && !options.gpus.empty();
+  const int threads_wanted = slots ? static_cast<int>(options.gpus.size()) : executor().concurrency(std::max(1, n), jobs.size());
   for (int t = 0; t < threads_wanted; ++t) {
-    const std::string gpu = options.gpus.empty() ? "" : options.gpus[static_cast<std::size_t>(t)];
+    const std::string gpu = slots ? options.gpus[static_cast<std::size_t>(t)] : "";
     threads.emplace_back([&, gpu] {
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         try {
@@ -347,6 +362,8 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.reference_process = ref.result;
     cr.candidate_process = cand.result;
     cr.candidate_gpu = cand.gpu;
+    cr.candidate_placement = cand.placement;
+    cr.reference_placement = ref.placement;
     gate_result.harness_wall_s += cand.result.wall_s;
 
     const auto fail = [&](Verdict v, const char* who, const Job& job) {
@@ -360,8 +377,18 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       cr.log_tail = tail.text;
       cr.log_tail_stream = tail.stream;
     };
-    if (!ref.result.ok()) {
+    const auto infrastructure = [&](const char* who, const Job& job) {
+      cr.verdict = Verdict::error;
+      cr.failure = Failure{FailureKind::infrastructure, FailureWho::densefeed, {}, {}, "", "", job.infrastructure};
+      cr.reason = fmt::format("{} did not run to an end of its own: {} (an infrastructure failure: error, neither red nor green)", who,
+                              job.infrastructure);
+    };
+    if (!ref.infrastructure.empty()) {
+      infrastructure("the reference", ref);
+    } else if (!ref.result.ok()) {
       fail(Verdict::error, "the reference", ref);
+    } else if (!cand.infrastructure.empty()) {
+      infrastructure("the candidate", cand);
     } else if (!cand.result.ok() || !cand.limit.empty()) {
       fail(Verdict::red, "the candidate", cand);
     } else if (const auto changed = hash_outputs(ref.dir / "out"); changed != ref.out_hashes) {

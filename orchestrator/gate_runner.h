@@ -64,6 +64,10 @@ struct CaseResult {
   ProcessResult reference_process;
   ProcessResult candidate_process;
   std::string candidate_gpu;  // CUDA_VISIBLE_DEVICES the candidate ran with ('' = unchanged: no GPU assignment)
+  // Where the executor ran each (executor.h LaunchResult::placement):
+  // "local", "slurm job 42 on node1".
+  std::string candidate_placement;
+  std::string reference_placement;
 };
 
 struct GateRunOptions {

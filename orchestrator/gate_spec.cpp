@@ -110,6 +110,7 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
   gate.reference_command = v["reference"]["command"].get<std::vector<std::string>>();
   gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
   gate.timeout_s = v.value("timeout_s", kDefaultHarnessTimeoutS);
+  gate.gpus = v.value("gpus", 0);
   if (v.contains("limits")) {
     const auto& l = v["limits"];
     const auto mib = [&](const char* key, std::uint64_t fallback) {

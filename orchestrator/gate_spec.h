@@ -113,6 +113,7 @@ struct GateSpec {
   std::vector<Case> cases;
   std::map<std::string, ProfileFilter> profiles;
   double timeout_s = kDefaultHarnessTimeoutS;  // per harness process, seconds
+  int gpus = 0;  // GPUs each harness process holds alone (executor.h AllocationRequest::gpus)
   CommandLimits limits;  // per untrusted command (process_limits.h)
   std::vector<std::string> freezes;  // paths relative to the project folder
   BenchSpec bench;

@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   bool no_sandbox = false;
   run->add_flag("--no-sandbox", no_sandbox, "run candidate and base commands without bwrap (recorded in the report)");
   run->add_flag("--json", json, "print one JSON document");
+  std::string executor_name = "local";
+  df::add_executor_option(run, executor_name);
 
   auto* init_cmd = app.add_subcommand("init", "make this git repository a densefeed project: densefeed.yaml, a sample gate "
                                                "with a Python/numpy harness pair, two sample experiments");
@@ -209,6 +211,7 @@ int main(int argc, char** argv) {
       if (seed_opt->count() > 0) options.seed = parse_unsigned("--seed", seed_text, UINT64_MAX);
       options.bench = !no_bench;
       options.sandbox = !no_sandbox;
+      df::use_executor(executor_name);
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);

@@ -65,10 +65,15 @@ class GroupRegistration {
   std::atomic<pid_t>* slot_ = nullptr;
 };
 
+std::array<std::atomic<void (*)()>, 8> g_hooks{};
+
 extern "C" void on_termination(int sig) {
   for (auto& slot : g_groups) {
     const pid_t pgid = slot.load();
     if (pgid > 0) ::kill(-pgid, SIGKILL);
+  }
+  for (auto& h : g_hooks) {
+    if (auto* f = h.load()) f();
   }
   ::signal(sig, SIG_DFL);
   ::raise(sig);
@@ -83,6 +88,13 @@ std::filesystem::path resolve_executable(const std::string& name, const std::vec
   }
   auto found = bp::search_path(name);
   return found.empty() ? std::filesystem::path() : std::filesystem::path(found.string());
+}
+
+void add_termination_hook(void (*hook)()) {
+  for (auto& h : g_hooks) {
+    void (*expected)() = nullptr;
+    if (h.load() == hook || h.compare_exchange_strong(expected, hook)) return;
+  }
 }
 
 void kill_children_on_termination() {
@@ -100,6 +112,8 @@ std::filesystem::path self_dir() {
 
 std::string ProcessResult::describe() const {
   if (!started) return "could not start: " + start_error;
+  if (timed_out && !ended_by.empty()) return "timed out: " + ended_by;
+  if (cancelled && !ended_by.empty()) return "was cancelled: " + ended_by;
   if (timed_out) {
     return fmt::format("timed out after {:g} s and was killed ({})", timeout_s,
                        sigkill_needed ? fmt::format("it outlived SIGTERM by the {:g} s grace period: SIGKILL", kill_grace_s)

@@ -89,6 +89,10 @@ struct ProcessResult {
   CaptureCounts stderr_capture;
   double wall_s = 0;        // from spawn to reaping, seconds
   std::string resolved_exe;
+  // Who ended it when that was not densefeed's own timeout or cancel: the
+  // scheduler's job and state ("Slurm job 42 ended TIMEOUT at its time limit
+  // of 1 min"); describe() says it.
+  std::string ended_by;
 
   bool ok() const { return started && !timed_out && !cancelled && signal == 0 && exit_code == 0; }
   // What ended it, to follow "the candidate ": "exited with code 2", "was
@@ -118,6 +122,11 @@ LogTail log_tail(const std::filesystem::path& stdout_path, const std::filesystem
 // running, then end densefeed by the same signal: a killed densefeed leaves
 // no harness behind. Call once, early in main.
 void kill_children_on_termination();
+
+// Also run `hook` from that signal handler, after the process groups are
+// killed and before densefeed ends (at most 8 hooks; async-signal-safe code
+// only: the Slurm executor's scancel of its jobs through fork + execv).
+void add_termination_hook(void (*hook)());
 
 // Where argv[0] = `name` would run from: a name with '/' as is, else the
 // first of exe_dirs holding it, else in PATH; empty when not found.

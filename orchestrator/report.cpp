@@ -1,5 +1,7 @@
 #include "report.h"
 
+#include "executor.h"
+
 #include <cmath>
 #include <map>
 
@@ -215,6 +217,7 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"cases", cases},
           {"profiles", profiles},
           {"timeout_s", g.timeout_s},
+          {"gpus", g.gpus},
           {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"looks", g.bench.looks},
                      {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench}}},
           {"freezes", g.freezes},
@@ -451,7 +454,9 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"log_tail_stream", c.log_tail_stream},
                      {"reference_process", process_json(c.reference_process)},
                      {"candidate_process", process_json(c.candidate_process)},
-                     {"candidate_gpu", c.candidate_gpu}});
+                     {"candidate_gpu", c.candidate_gpu},
+                     {"candidate_placement", c.candidate_placement},
+                     {"reference_placement", c.reference_placement}});
   }
   J tables = J::array();
   for (const auto& t : trends(o)) tables.push_back(trend_table_json(t));
@@ -468,6 +473,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
   // "measured", not "green": a measured benchmark may well say "slower".
   J bench = {{"status", !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict)},
              {"reason", o.bench ? o.bench->reason : o.bench_skipped},
+             {"placement", o.bench ? J(o.bench->placement) : J(nullptr)},
              {"cases", J::array()}};
   if (o.bench) {
     for (const auto& c : o.bench->cases) {
@@ -537,6 +543,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
             {"bench", bench},
             {"trace", trace}}},
           {"wall_s", o.wall_s},
+          {"executor", executor().name()},
           {"ledger", ledger_path},
           {"work_dir", o.work_dir.string()},
           {"next", next_steps_json(next_steps(facts_from_outcome(o)))}};

@@ -12,6 +12,7 @@
 #include "process_runner.h"
 #include "revision.h"
 #include "sha256.h"
+#include "executor.h"
 #include "untrusted_launch.h"
 
 namespace densefeed {
@@ -61,7 +62,20 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
     p.limits = gate.limits;
     p.sandbox = sandbox;
     // A build sees the system and its own folder: no project, no workspace.
-    const UntrustedResult r = launch_untrusted(p);
+    Launch launch;
+    launch.untrusted = p;
+    AllocationRequest request;
+    request.name = fmt::format("build-{}", i + 1);
+    request.dir = dir / fmt::format("slurm-build-{}", i + 1);
+    request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(p.timeout + std::chrono::milliseconds(999));
+    const LaunchResult ran = run_launch(launch, request);
+    const UntrustedResult& r = ran.result;
+    if (!ran.infrastructure.empty()) {
+      b.failure = fmt::format("build command {} ({}) did not run to an end of its own: {}", i + 1, fmt::join(p.argv, " "),
+                              ran.infrastructure);
+      b.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      return b;
+    }
     if (!r.ok()) {
       const LogTail tail = log_tail(p.stdout_path, p.stderr_path, 8);
       b.failure = fmt::format("build command {} ({}) {}; log {}: {}", i + 1, fmt::join(p.argv, " "), r.describe(),

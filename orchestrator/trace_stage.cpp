@@ -7,6 +7,7 @@
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
+#include "executor.h"
 #include "untrusted_launch.h"
 
 namespace densefeed {
@@ -58,10 +59,29 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     spec.timeout = std::chrono::milliseconds(static_cast<long long>(trace.value("timeout_s", 600.0) * 1000));
     spec.limits = options.limits;
     spec.sandbox = options.sandbox;
-    const UntrustedResult launched = launch_untrusted(spec);
+    Launch launch;
+    launch.untrusted = spec;
+    AllocationRequest request;
+    request.name = "trace-" + arm;
+    request.dir = dir / "slurm";
+    request.gpus = options.gpus;
+    request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
+    const LaunchResult ran = run_launch(launch, request);
+    const UntrustedResult& launched = ran.result;
     const ProcessResult& p = launched.process;
     const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;
     Failure failure;
+    if (!ran.infrastructure.empty()) {
+      // Not the command's failure: the stage is error, never red or green.
+      r.failure = fmt::format("the {}'s trace command did not run to an end of its own: {}", arm, ran.infrastructure);
+      if (result.verdict != Verdict::error) {
+        result.verdict = Verdict::error;
+        result.reason = r.failure + " (an infrastructure failure: error)";
+        result.failure = {FailureKind::infrastructure, FailureWho::densefeed, {}, {}, "", "", ran.infrastructure};
+      }
+      result.arms.push_back(std::move(r));
+      continue;
+    }
     if (!launched.ok()) {
       failure = failure_value(who, launched);
       r.failure = fmt::format("the {}'s trace command {}; stderr: {}", arm, launched.describe(), file_tail(spec.stderr_path, 6));

@@ -47,6 +47,7 @@ struct TraceStageOptions {
   ArmContext base;
   bool sandbox = true;    // false: --no-sandbox
   CommandLimits limits;   // the gate's (process_limits.h)
+  int gpus = 0;           // the gate's: GPUs each trace command holds (executor.h)
   std::vector<std::filesystem::path> readable;  // revision folders the arms run from
 };
 

@@ -40,7 +40,10 @@ const std::map<std::string, std::string> kMayStartProcesses = {
     {"environment.cpp", "nvidia-smi and nvcc --version"},
     {"cli_queue.cpp", "densefeed worker-run (densefeed itself) and nvidia-smi"},
     {"mcp_tools.cpp", "densefeed itself, per tool call, and its detached worker"},
-    {"gate_runner.cpp", "the reference, through launch_trusted"},
+    {"gate_runner.cpp", "the reference's ProcessSpec: a trusted launch it hands to the executor"},
+    {"launch_json.cpp", "reads and writes a launch's ProcessSpec for the Slurm job; starts nothing itself"},
+    {"local_executor.cpp", "the executor that runs launches here: launch_trusted for a reference, launch_untrusted otherwise"},
+    {"slurm_executor.cpp", "sbatch, squeue and scancel: densefeed's own commands to the scheduler"},
     {"machine_ceilings.cpp", "densefeed-gpu-ceilings, densefeed's own program installed beside it"},
 };
 // Stages that run a manifest's or a revision's commands.
@@ -65,19 +68,28 @@ TEST(UntrustedLaunch, OnlyListedFilesStartProcesses) {
   for (const auto& [name, why] : kMayStartProcesses) EXPECT_TRUE(seen.count(name)) << name << " (" << why << ") starts nothing now";
 }
 
-TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheLauncher) {
+TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
   for (const auto& name : kUntrustedStages) {
     const std::string text = read(kOrchestrator / name);
-    EXPECT_NE(text.find("launch_untrusted("), std::string::npos) << name;
+    // A stage hands its commands to the executor (executor.h), one path
+    // whatever runs them: run_launch, or an allocation's run.
+    EXPECT_TRUE(text.find("run_launch(") != std::string::npos || text.find("allocation->run(") != std::string::npos) << name;
+    EXPECT_EQ(text.find("launch_untrusted("), std::string::npos) << name << " starts its commands beside the executor";
     EXPECT_EQ(text.find("run_process("), std::string::npos) << name << " starts a process without the launcher";
     EXPECT_EQ(text.find("sandbox_argv("), std::string::npos) << name << " builds its own sandbox";
   }
-  // The gate's one other start is the trusted reference.
+  // The gate's one trusted launch is the reference.
   const std::string gate = read(kOrchestrator / "gate_runner.cpp");
-  EXPECT_EQ(std::count(gate.begin(), gate.end(), '\n') > 0, true);
   std::size_t trusted = 0;
-  for (std::size_t at = gate.find("launch_trusted("); at != std::string::npos; at = gate.find("launch_trusted(", at + 1)) ++trusted;
+  for (std::size_t at = gate.find("launch.trusted = true"); at != std::string::npos; at = gate.find("launch.trusted = true", at + 1)) ++trusted;
   EXPECT_EQ(trusted, 1u);
+  // Every executor ends in untrusted_launch.h: the local one here, the
+  // Slurm one on the compute node through the local one (slurm-serve).
+  const std::string local = read(kOrchestrator / "local_executor.cpp");
+  EXPECT_NE(local.find("launch_untrusted("), std::string::npos);
+  EXPECT_NE(local.find("launch_trusted("), std::string::npos);
+  const std::string serve = read(kOrchestrator / "slurm_serve.cpp");
+  EXPECT_NE(serve.find("make_local_executor()"), std::string::npos);
 }
 
 TEST(Printable, EscapesControlCharactersBidiMarksAndBadUtf8) {

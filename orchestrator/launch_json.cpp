@@ -1,0 +1,179 @@
+#include "launch_json.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::json;
+
+J paths(const std::vector<std::filesystem::path>& v) {
+  J a = J::array();
+  for (const auto& p : v) a.push_back(p.string());
+  return a;
+}
+
+std::vector<std::filesystem::path> paths(const J& a) {
+  std::vector<std::filesystem::path> v;
+  for (const auto& p : a) v.emplace_back(p.get<std::string>());
+  return v;
+}
+
+J arm_to_json(const ArmContext& a) {
+  return {{"label", a.label},         {"project", a.project.string()}, {"gate_dir", a.gate_dir.string()},
+          {"exe_dirs", paths(a.exe_dirs)}, {"python", a.python.string()}, {"env", a.env},
+          {"readable", paths(a.readable)}, {"hidden", paths(a.hidden)}, {"env_allow", a.env_allow}};
+}
+
+void arm_from_json(const J& j, ArmContext& a) {
+  a.label = j.at("label").get<std::string>();
+  a.project = j.at("project").get<std::string>();
+  a.gate_dir = j.at("gate_dir").get<std::string>();
+  a.exe_dirs = paths(j.at("exe_dirs"));
+  a.python = j.at("python").get<std::string>();
+  a.env = j.at("env").get<std::map<std::string, std::string>>();
+  a.readable = paths(j.at("readable"));
+  a.hidden = paths(j.at("hidden"));
+  a.env_allow = j.at("env_allow").get<std::vector<std::string>>();
+}
+
+J capture(const CaptureCounts& c) { return {{"bytes", c.bytes}, {"dropped", c.dropped}}; }
+CaptureCounts capture(const J& j) { return {j.at("bytes").get<std::uint64_t>(), j.at("dropped").get<std::uint64_t>()}; }
+
+}  // namespace
+
+nlohmann::json launch_to_json(const Launch& launch) {
+  J j;
+  j["trusted"] = launch.trusted;
+  if (launch.trusted) {
+    const ProcessSpec& s = launch.trusted_spec;
+    j["spec"] = {{"argv", s.argv},
+                 {"exe_dirs", paths(s.exe_dirs)},
+                 {"env", s.env},
+                 {"clear_env", s.clear_env},
+                 {"rlimit_as_bytes", s.rlimit_as_bytes},
+                 {"rlimit_fsize_bytes", s.rlimit_fsize_bytes},
+                 {"cwd", s.cwd.string()},
+                 {"stdout_path", s.stdout_path.string()},
+                 {"stderr_path", s.stderr_path.string()},
+                 {"timeout_ms", s.timeout.count()},
+                 {"kill_grace_ms", s.kill_grace.count()},
+                 {"output_cap_bytes", s.output_cap_bytes}};
+    return j;
+  }
+  const UntrustedCommand& c = launch.untrusted;
+  j["command"] = {{"argv", c.argv},
+                  {"arm", c.arm ? arm_to_json(*c.arm) : J(nullptr)},
+                  {"env", c.env},
+                  {"cwd", c.cwd.string()},
+                  {"writable", paths(c.writable)},
+                  {"readable", paths(c.readable)},
+                  {"stdout_path", c.stdout_path.string()},
+                  {"stderr_path", c.stderr_path.string()},
+                  {"timeout_ms", c.timeout.count()},
+                  {"limits",
+                   {{"memory_bytes", c.limits.memory_bytes},
+                    {"processes", c.limits.processes},
+                    {"file_size_bytes", c.limits.file_size_bytes},
+                    {"tmp_bytes", c.limits.tmp_bytes}}},
+                  {"sandbox", c.sandbox}};
+  return j;
+}
+
+std::unique_ptr<DecodedLaunch> launch_from_json(const nlohmann::json& j) {
+  auto d = std::make_unique<DecodedLaunch>();
+  Launch& l = d->launch;
+  l.trusted = j.at("trusted").get<bool>();
+  if (l.trusted) {
+    const J& s = j.at("spec");
+    ProcessSpec& p = l.trusted_spec;
+    p.argv = s.at("argv").get<std::vector<std::string>>();
+    p.exe_dirs = paths(s.at("exe_dirs"));
+    p.env = s.at("env").get<std::map<std::string, std::string>>();
+    p.clear_env = s.at("clear_env").get<bool>();
+    p.rlimit_as_bytes = s.at("rlimit_as_bytes").get<std::uint64_t>();
+    p.rlimit_fsize_bytes = s.at("rlimit_fsize_bytes").get<std::uint64_t>();
+    p.cwd = s.at("cwd").get<std::string>();
+    p.stdout_path = s.at("stdout_path").get<std::string>();
+    p.stderr_path = s.at("stderr_path").get<std::string>();
+    p.timeout = std::chrono::milliseconds(s.at("timeout_ms").get<long long>());
+    p.kill_grace = std::chrono::milliseconds(s.at("kill_grace_ms").get<long long>());
+    p.output_cap_bytes = s.at("output_cap_bytes").get<std::uint64_t>();
+    return d;
+  }
+  const J& c = j.at("command");
+  UntrustedCommand& u = l.untrusted;
+  u.argv = c.at("argv").get<std::vector<std::string>>();
+  if (!c.at("arm").is_null()) {
+    arm_from_json(c.at("arm"), d->arm);
+    u.arm = &d->arm;
+  }
+  u.env = c.at("env").get<std::map<std::string, std::string>>();
+  u.cwd = c.at("cwd").get<std::string>();
+  u.writable = paths(c.at("writable"));
+  u.readable = paths(c.at("readable"));
+  u.stdout_path = c.at("stdout_path").get<std::string>();
+  u.stderr_path = c.at("stderr_path").get<std::string>();
+  u.timeout = std::chrono::milliseconds(c.at("timeout_ms").get<long long>());
+  const J& lim = c.at("limits");
+  u.limits.memory_bytes = lim.at("memory_bytes").get<std::uint64_t>();
+  u.limits.processes = lim.at("processes").get<std::uint64_t>();
+  u.limits.file_size_bytes = lim.at("file_size_bytes").get<std::uint64_t>();
+  u.limits.tmp_bytes = lim.at("tmp_bytes").get<std::uint64_t>();
+  u.sandbox = c.at("sandbox").get<bool>();
+  return d;
+}
+
+nlohmann::json launch_result_to_json(const LaunchResult& r) {
+  const ProcessResult& p = r.result.process;
+  return {{"process",
+           {{"started", p.started},
+            {"start_error", p.start_error},
+            {"exit_code", p.exit_code},
+            {"signal", p.signal},
+            {"timed_out", p.timed_out},
+            {"cancelled", p.cancelled},
+            {"timeout_s", p.timeout_s},
+            {"kill_grace_s", p.kill_grace_s},
+            {"sigkill_needed", p.sigkill_needed},
+            {"strays_killed", p.strays_killed},
+            {"stdout_capture", capture(p.stdout_capture)},
+            {"stderr_capture", capture(p.stderr_capture)},
+            {"wall_s", p.wall_s},
+            {"resolved_exe", p.resolved_exe},
+            {"ended_by", p.ended_by}}},
+          {"limit", r.result.limit},
+          {"sandboxed", r.result.sandboxed},
+          {"containment", r.result.containment},
+          {"gpu", r.gpu},
+          {"placement", r.placement},
+          {"infrastructure", r.infrastructure}};
+}
+
+LaunchResult launch_result_from_json(const nlohmann::json& j) {
+  LaunchResult r;
+  const J& p = j.at("process");
+  ProcessResult& q = r.result.process;
+  q.started = p.at("started").get<bool>();
+  q.start_error = p.at("start_error").get<std::string>();
+  q.exit_code = p.at("exit_code").get<int>();
+  q.signal = p.at("signal").get<int>();
+  q.timed_out = p.at("timed_out").get<bool>();
+  q.cancelled = p.at("cancelled").get<bool>();
+  q.timeout_s = p.at("timeout_s").get<double>();
+  q.kill_grace_s = p.at("kill_grace_s").get<double>();
+  q.sigkill_needed = p.at("sigkill_needed").get<bool>();
+  q.strays_killed = p.at("strays_killed").get<std::size_t>();
+  q.stdout_capture = capture(p.at("stdout_capture"));
+  q.stderr_capture = capture(p.at("stderr_capture"));
+  q.wall_s = p.at("wall_s").get<double>();
+  q.resolved_exe = p.at("resolved_exe").get<std::string>();
+  q.ended_by = p.at("ended_by").get<std::string>();
+  r.result.limit = j.at("limit").get<std::string>();
+  r.result.sandboxed = j.at("sandboxed").get<bool>();
+  r.result.containment = j.at("containment").get<std::string>();
+  r.gpu = j.at("gpu").get<std::string>();
+  r.placement = j.at("placement").get<std::string>();
+  r.infrastructure = j.at("infrastructure").get<std::string>();
+  return r;
+}
+
+}  // namespace densefeed

@@ -1,0 +1,331 @@
+// Issue 18, "past one machine": the Slurm executor against a real
+// single-node Slurm (munged, slurmctld, slurmd with two fake GPUs as GRES),
+// started by tests/support/slurm/slurm_cluster.sh (idempotent; .ci/run starts
+// it before the tests). Every test skips, saying why, only when that script
+// cannot start Slurm on this machine.
+//
+//   - both CP examples through --executor slurm give the local executor's
+//     verdicts, case by case; the benchmark runs as one job;
+//   - a case whose job is scancelled from outside is error after one retry,
+//     never red; a job past its time limit is red with TIMEOUT named;
+//   - two 1-GPU cases are placed on different fake GPUs (recorded);
+//   - `densefeed cancel` of a running experiment leaves no job in squeue;
+//   - a worker killed outright leaves its job running; the next worker start
+//     cancels it and runs the experiment again.
+// The Slurm tests share one cluster (2 CPUs, 2 GPUs): ctest runs them one at
+// a time (RESOURCE_LOCK slurm).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+
+#include <chrono>
+#include <set>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::json;
+const std::string kExe = DENSEFEED_EXE;
+const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
+
+// Starts (or finds) the cluster once for the whole binary: the SLURM_CONF
+// line, or why it could not start.
+struct Cluster {
+  std::string conf;
+  std::string why_not;
+};
+
+const Cluster& cluster() {
+  static const Cluster c = [] {
+    Cluster c;
+    const auto r = testing::run_cli("/bin/bash", {(kRoot / "tests" / "support" / "slurm" / "slurm_cluster.sh").string(), "start"},
+                                    kRoot);
+    const auto at = r.out.find("SLURM_CONF=");
+    if (r.exit_code != 0 || at == std::string::npos) {
+      c.why_not = "tests/support/slurm/slurm_cluster.sh start exited " + std::to_string(r.exit_code) + ": " + r.err + r.out;
+      return c;
+    }
+    c.conf = r.out.substr(at + 11, r.out.find('\n', at) - at - 11);
+    return c;
+  }();
+  return c;
+}
+
+// harness.py: reference and candidate of gate `slow`/`gpu`: y = 2 x; the
+// candidate sleeps --sleep seconds first, or waits while {project}/hold
+// exists (at most 120 s), and writes the CUDA_VISIBLE_DEVICES it saw.
+const char* kHarness = R"(import argparse, json, os, time
+import numpy as np
+p = argparse.ArgumentParser()
+p.add_argument('--role'); p.add_argument('--n', type=int); p.add_argument('--sleep', type=float, default=0)
+p.add_argument('--hold', default=''); p.add_argument('--seed', type=int); p.add_argument('--out')
+a = p.parse_args()
+if a.role == 'candidate':
+    time.sleep(a.sleep)
+    end = time.time() + 120
+    while a.hold and os.path.exists(a.hold) and time.time() < end:
+        time.sleep(0.1)
+np.save(os.path.join(a.out, 'y.npy'), 2 * np.random.default_rng(a.seed).standard_normal(a.n))
+)";
+
+std::string gate(const std::string& name, const std::string& extra) {
+  return "gate: " + name + "\ndescription: y = 2 x\n"
+         "reference:\n  command: [python3, \"{project}/harness.py\", --role, reference, --n, \"{case.n}\", --seed, \"{seed}\", "
+         "--out, \"{out}\"]\n"
+         "candidate:\n  command: [python3, \"{project}/harness.py\", --role, candidate, --n, \"{case.n}\", --sleep, \"{param.sleep}\", "
+         "--hold, \"{project}/hold\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "params:\n  sleep: {type: number, default: 0}\n"
+         "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+         "profiles: {quick: {}, full: {}}\nfreezes: [harness.py]\n" + extra;
+}
+
+class SlurmE2E : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    if (!cluster().why_not.empty()) GTEST_SKIP() << "Slurm could not start here: " << cluster().why_not;
+    repo_ = dir_ / "project";
+    std::filesystem::create_directories(repo_);
+    ASSERT_EQ(testing::locked_project(
+                  repo_,
+                  {{"harness.py", kHarness},
+                   {"gates/slow.yaml", gate("slow", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 60\n")},
+                   {"gates/limit.yaml", gate("limit", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 1\n")},
+                   {"gates/gpu.yaml", gate("gpu", "cases:\n  grid:\n    - {n: [1000, 2000]}\ntimeout_s: 60\ngpus: 1\n")}},
+                  kExe, env()),
+              "");
+  }
+  std::map<std::string, std::string> env() const {
+    auto e = testing::project_env(dir_ / "home");
+    e["SLURM_CONF"] = cluster().conf;
+    e["DENSEFEED_SLURM_POLL_S"] = "0.1";
+    e["DENSEFEED_HEARTBEAT_S"] = "1";
+    return e;
+  }
+  testing::CliResult df(std::vector<std::string> args) const { return testing::run_cli(kExe, args, repo_, env()); }
+  std::filesystem::path manifest(const std::string& g, double sleep) {
+    const auto m = dir_ / (g + std::to_string(counter_++) + ".yaml");
+    testing::write_file(m, "experiment: " + g + "\nhypothesis: h\npredicted_effect: p\ngate: " + g +
+                               "\ncandidate: {revision: WORKTREE, params: {sleep: " + std::to_string(sleep) + "}}\n"
+                               "base: {revision: WORKTREE}\n");
+    return m;
+  }
+  // squeue's view of this user's jobs: id -> {name, state}.
+  std::map<std::string, std::pair<std::string, std::string>> jobs() const {
+    const auto r = testing::run_cli("/usr/bin/squeue", {"-h", "--states=all", "-o", "%i|%j|%T"}, repo_, env());
+    std::map<std::string, std::pair<std::string, std::string>> out;
+    std::istringstream in(r.out);
+    for (std::string line; std::getline(in, line);) {
+      const auto a = line.find('|'), b = line.rfind('|');
+      if (a != std::string::npos && b > a) out[line.substr(0, a)] = {line.substr(a + 1, b - a - 1), line.substr(b + 1)};
+    }
+    return out;
+  }
+  // Waits up to `seconds` for a RUNNING job whose name ends with `suffix` and
+  // is not in `besides`; its id, or "".
+  std::string wait_running(const std::string& suffix, const std::set<std::string>& besides = {}, int seconds = 60) const {
+    for (int i = 0; i < seconds * 10; ++i) {
+      for (const auto& [id, job] : jobs()) {
+        const auto& [name, state] = job;
+        if (state == "RUNNING" && !besides.count(id) && name.size() >= suffix.size() &&
+            name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0) {
+          return id;
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    return "";
+  }
+  // Jobs of this test's ledger that have not ended.
+  std::vector<std::string> live_jobs() const {
+    std::vector<std::string> live;
+    for (const auto& [id, job] : jobs()) {
+      const auto& [name, state] = job;
+      const bool ours = name.rfind("densefeed-", 0) == 0 && job_ids_.count(id) + names_seen(name) > 0;
+      if (ours && (state == "RUNNING" || state == "PENDING" || state == "COMPLETING" || state == "CONFIGURING")) live.push_back(id + " " + name + " " + state);
+    }
+    return live;
+  }
+  // Names are this ledger's when they start with its prefix (the first
+  // 'densefeed-HASH-' seen in this test's run folders).
+  int names_seen(const std::string& name) const { return !prefix_.empty() && name.rfind(prefix_, 0) == 0; }
+  void learn_prefix(const std::string& job_id) {
+    job_ids_.insert(job_id);
+    const auto j = jobs();
+    if (auto it = j.find(job_id); it != j.end()) prefix_ = it->second.first.substr(0, it->second.first.find("-e") + 1);
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path repo_;
+  int counter_ = 0;
+  std::set<std::string> job_ids_;
+  std::string prefix_;
+};
+
+// The case label -> verdict of a run report.
+std::map<std::string, std::string> case_verdicts(const J& r) {
+  std::map<std::string, std::string> v;
+  for (const auto& c : r["stages"]["gate"]["cases"]) v[c["case"]] = c["verdict"];
+  return v;
+}
+
+TEST_F(SlurmE2E, BothCpExamplesGiveTheLocalExecutorsVerdicts) {
+  const auto run = [&](const std::string& example, const std::string& executor, bool bench) {
+    std::vector<std::string> args = {"--project", kRoot.string(), "--trust-worktree", "run",
+                                     (kRoot / "experiments" / example).string(), "--ledger", (dir_ / (executor + ".db")).string(),
+                                     "--json", "--jobs", "2", "--executor", executor, "--seed", "20261201"};
+    if (!bench) args.push_back("--no-bench");
+    const auto r = testing::run_cli(kExe, args, dir_.path(), env());
+    J doc = J::parse(r.out, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
+    return std::pair{r.exit_code, doc};
+  };
+  for (const auto& [example, code] : {std::pair{std::string("cp-affine-chain-tf32.yaml"), 1}, std::pair{std::string("cp-affine-chain-tf32x3.yaml"), 0}}) {
+    const auto [local_code, local] = run(example, "local", false);
+    const auto [slurm_code, slurm] = run(example, "slurm", code == 0);
+    EXPECT_EQ(local_code, code) << example << local.dump(1).substr(0, 2000);
+    EXPECT_EQ(slurm_code, code) << example << slurm.dump(1).substr(0, 2000);
+    EXPECT_EQ(slurm["executor"], "slurm");
+    EXPECT_EQ(local["executor"], "local");
+    EXPECT_EQ(slurm["stages"]["gate"]["verdict"], local["stages"]["gate"]["verdict"]) << example;
+    EXPECT_EQ(case_verdicts(slurm), case_verdicts(local)) << example;
+    EXPECT_GT(case_verdicts(slurm).size(), 8u);
+    // Every case ran as Slurm jobs; locally, here.
+    for (const auto& c : slurm["stages"]["gate"]["cases"]) {
+      EXPECT_EQ(c["candidate_placement"].get<std::string>().rfind("slurm job ", 0), 0u) << c.dump(1);
+    }
+    for (const auto& c : local["stages"]["gate"]["cases"]) EXPECT_EQ(c["candidate_placement"], "local");
+    if (code == 0) {
+      // The benchmark: one job held its node for every round of both arms.
+      const auto& bench = slurm["stages"]["bench"];
+      EXPECT_EQ(bench["status"], "measured") << bench.dump(1);
+      const std::string placement = bench["placement"];
+      EXPECT_EQ(placement.rfind("slurm job ", 0), 0u) << placement;
+      EXPECT_EQ(placement.find(';'), std::string::npos) << "more than one job: " << placement;
+      EXPECT_GE(bench["cases"][0]["rounds"].get<int>(), 9);
+    }
+  }
+}
+
+TEST_F(SlurmE2E, ACaseWhoseJobIsCancelledFromOutsideIsErrorAfterOneRetryNotRed) {
+  J report;
+  int code = -2;
+  std::thread runner([&] {
+    const auto r = df({"run", manifest("slow", 60).string(), "--json", "--executor", "slurm", "--no-bench"});
+    code = r.exit_code;
+    report = J::parse(r.out, nullptr, false);
+  });
+  const std::string first = wait_running("-gate-candidate-000");
+  ASSERT_NE(first, "");
+  learn_prefix(first);
+  testing::run_cli("/usr/bin/scancel", {first}, repo_, env());
+  const std::string retry = wait_running("-gate-candidate-000", {first});
+  EXPECT_NE(retry, "");
+  if (!retry.empty()) testing::run_cli("/usr/bin/scancel", {retry}, repo_, env());
+  runner.join();
+  EXPECT_EQ(code, 3) << report.dump(1);
+  EXPECT_EQ(report["verdict"], "error");
+  const auto& c = report["stages"]["gate"]["cases"][0];
+  EXPECT_EQ(c["verdict"], "error") << c.dump(1);
+  const std::string reason = c["reason"];
+  EXPECT_NE(reason.find("Slurm job " + first + " ended CANCELLED"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("its retry: Slurm job " + retry + " ended CANCELLED"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("neither red nor green"), std::string::npos) << reason;
+  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["kind"], "infrastructure") << report["record"].dump(1);
+}
+
+TEST_F(SlurmE2E, AJobPastItsTimeLimitIsRedWithTimeoutNamed) {
+  // timeout_s: 1 is a 1-minute Slurm limit (whole minutes); the candidate
+  // would sleep 10 minutes. slurmctld checks limits every 30 s: 60-90 s.
+  const auto r = df({"run", manifest("limit", 600).string(), "--json", "--executor", "slurm", "--no-bench"});
+  const J report = J::parse(r.out, nullptr, false);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto& c = report["stages"]["gate"]["cases"][0];
+  EXPECT_EQ(c["verdict"], "red") << c.dump(1);
+  EXPECT_NE(c["reason"].get<std::string>().find("ended TIMEOUT"), std::string::npos) << c["reason"];
+  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["kind"], "timeout") << report["record"].dump(1);
+  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["who"], "candidate");
+}
+
+TEST_F(SlurmE2E, TwoOneGpuCasesArePlacedOnDifferentFakeGpus) {
+  // Each candidate sleeps 4 s, so both hold a GPU at once.
+  const auto r = df({"run", manifest("gpu", 4).string(), "--json", "--executor", "slurm", "--no-bench"});
+  const J report = J::parse(r.out, nullptr, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::set<std::string> gpus;
+  for (const auto& c : report["stages"]["gate"]["cases"]) gpus.insert(c["candidate_gpu"].get<std::string>());
+  EXPECT_EQ(gpus, (std::set<std::string>{"0", "1"})) << report["stages"]["gate"].dump(1);
+  // Recorded in the ledger with the job that ran it.
+  const auto q = testing::run_cli("/usr/bin/sqlite3", {(repo_ / ".densefeed" / "ledger.db").string(),
+                                                      "SELECT output_capture FROM gate_cases ORDER BY id"}, repo_, env());
+  std::set<std::string> recorded;
+  std::istringstream in(q.out);
+  for (std::string line; std::getline(in, line);) {
+    const J capture = J::parse(line);
+    recorded.insert(capture["candidate"]["gpu"].get<std::string>());
+    EXPECT_EQ(capture["candidate"]["placement"].get<std::string>().rfind("slurm job ", 0), 0u) << line;
+  }
+  EXPECT_EQ(recorded, (std::set<std::string>{"0", "1"})) << q.out << q.err;
+}
+
+TEST_F(SlurmE2E, CancelOfARunningExperimentLeavesSqueueEmpty) {
+  const auto submitted = df({"submit", manifest("slow", 120).string(), "--json"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const auto id = std::to_string(J::parse(submitted.out)["experiment_id"].get<int>());
+  std::thread worker([&] { df({"worker", "--once", "--executor", "slurm"}); });
+  const std::string job = wait_running("-gate-candidate-000");
+  ASSERT_NE(job, "");
+  learn_prefix(job);
+  const auto c = df({"cancel", id, "--json"});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  worker.join();
+  std::vector<std::string> live = live_jobs();
+  for (int i = 0; i < 100 && !live.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    live = live_jobs();
+  }
+  EXPECT_EQ(live, std::vector<std::string>{});
+  const auto s = df({"status", id, "--json"});
+  EXPECT_EQ(J::parse(s.out)["state"], "cancelled") << s.out;
+}
+
+TEST_F(SlurmE2E, AWorkerKilledOutrightLeavesAJobTheNextWorkerStartCancels) {
+  testing::write_file(repo_ / "hold", "");
+  const auto submitted = df({"submit", manifest("slow", 0).string(), "--json"});
+  ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
+  const auto id = std::to_string(J::parse(submitted.out)["experiment_id"].get<int>());
+  const std::string ledger = (repo_ / ".densefeed" / "ledger.db").string();
+  std::thread first([&] { df({"worker", "--executor", "slurm"}); });
+  const std::string job = wait_running("-gate-candidate-000");
+  ASSERT_NE(job, "");
+  learn_prefix(job);
+  // SIGKILL, the run first: nothing of densefeed is left to cancel its job.
+  for (int pid : testing::processes_mentioning("worker-run " + id)) ::kill(pid, SIGKILL);
+  for (int pid : testing::processes_mentioning(kExe + " worker --executor slurm")) ::kill(pid, SIGKILL);
+  first.join();
+  std::this_thread::sleep_for(std::chrono::seconds(2));
+  EXPECT_EQ(jobs()[job].second, "RUNNING") << "the killed worker's job should still run";
+  std::thread second([&] { df({"worker", "--once", "--executor", "slurm"}); });
+  std::string state;
+  for (int i = 0; i < 300; ++i) {
+    state = jobs()[job].second;
+    if (state != "RUNNING") break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_EQ(state.rfind("CANCELLED", 0), 0u) << state;
+  // The experiment ran again, to its end.
+  std::filesystem::remove(repo_ / "hold");
+  second.join();
+  const auto s = df({"status", id, "--json"});
+  const J st = J::parse(s.out);
+  EXPECT_EQ(st["state"], "finished") << s.out;
+  EXPECT_EQ(st["verdict"], "green") << s.out;
+  EXPECT_EQ(live_jobs(), std::vector<std::string>{});
+}
+
+}  // namespace
+}  // namespace densefeed
