@@ -274,6 +274,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     // Where each ran when not on this machine (a Slurm job and its node).
     if (capture.contains("candidate") && !c.candidate_placement.empty() && c.candidate_placement != "local") {
       capture["candidate"]["placement"] = c.candidate_placement;
+      capture["candidate"]["containment"] = c.candidate_containment;
     }
     if (capture.contains("reference") && !c.reference_placement.empty() && c.reference_placement != "local") {
       capture["reference"]["placement"] = c.reference_placement;

@@ -34,6 +34,7 @@ struct Job {
   std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
   std::string placement;   // where the executor ran it ("local", "slurm job 42 on node1")
   std::string infrastructure;  // the executor's failure after its retry (executor.h); '' when none
+  std::string containment;     // how the launcher contained it where it ran ("bwrap, cgroup (memory, pids)")
   ProcessResult result;
 };
 
@@ -103,6 +104,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   job.gpu = r.gpu;
   job.placement = r.placement;
   job.infrastructure = r.infrastructure;
+  job.containment = r.result.containment;
   // A reference's outputs are hashed the moment its result is in: whatever
   // writes them later (a candidate run without the sandbox) is found before
   // they are compared.
@@ -364,6 +366,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.candidate_gpu = cand.gpu;
     cr.candidate_placement = cand.placement;
     cr.reference_placement = ref.placement;
+    cr.candidate_containment = cand.containment;
     gate_result.harness_wall_s += cand.result.wall_s;
 
     const auto fail = [&](Verdict v, const char* who, const Job& job) {

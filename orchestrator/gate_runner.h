@@ -68,6 +68,9 @@ struct CaseResult {
   // "local", "slurm job 42 on node1".
   std::string candidate_placement;
   std::string reference_placement;
+  // How the launcher contained the candidate where it ran (untrusted_launch.h
+  // UntrustedResult::containment): on a Slurm node, that node's launcher's word.
+  std::string candidate_containment;
 };
 
 struct GateRunOptions {

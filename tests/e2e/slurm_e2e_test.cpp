@@ -66,6 +66,10 @@ p.add_argument('--role'); p.add_argument('--n', type=int); p.add_argument('--sle
 p.add_argument('--hold', default=''); p.add_argument('--seed', type=int); p.add_argument('--out')
 a = p.parse_args()
 if a.role == 'candidate':
+    try:  # a candidate that tries to leave a mark outside DENSEFEED_OUT
+        open(a.hold + '-escaped', 'w').write('out of the sandbox')
+    except OSError:
+        pass
     time.sleep(a.sleep)
     end = time.time() + 120
     while a.hold and os.path.exists(a.hold) and time.time() < end:
@@ -272,6 +276,20 @@ TEST_F(SlurmE2E, TwoOneGpuCasesArePlacedOnDifferentFakeGpus) {
   EXPECT_EQ(recorded, (std::set<std::string>{"0", "1"})) << q.out << q.err;
 }
 
+TEST_F(SlurmE2E, TheCandidateIsSandboxedOnTheNodeAsLocally) {
+  const auto r = df({"run", manifest("slow", 0.5).string(), "--json", "--executor", "slurm", "--no-bench"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_FALSE(std::filesystem::exists(repo_ / "hold-escaped")) << "the candidate wrote into the project from its Slurm job";
+  const auto q = testing::run_cli("/usr/bin/sqlite3", {(repo_ / ".densefeed" / "ledger.db").string(), "SELECT output_capture FROM gate_cases"},
+                                  repo_, env());
+  const J capture = J::parse(q.out);
+  EXPECT_EQ(capture["candidate"]["containment"].get<std::string>().rfind("bwrap", 0), 0u) << q.out;
+  // The same candidate with --no-sandbox does leave its mark: the check above can fail.
+  const auto bare = df({"run", manifest("slow", 0.5).string(), "--json", "--executor", "slurm", "--no-bench", "--no-sandbox"});
+  ASSERT_EQ(bare.exit_code, 0) << bare.out << bare.err;
+  EXPECT_TRUE(std::filesystem::exists(repo_ / "hold-escaped"));
+}
+
 TEST_F(SlurmE2E, CancelOfARunningExperimentLeavesSqueueEmpty) {
   const auto submitted = df({"submit", manifest("slow", 120).string(), "--json"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
@@ -295,7 +313,7 @@ TEST_F(SlurmE2E, CancelOfARunningExperimentLeavesSqueueEmpty) {
 
 TEST_F(SlurmE2E, AWorkerKilledOutrightLeavesAJobTheNextWorkerStartCancels) {
   testing::write_file(repo_ / "hold", "");
-  const auto submitted = df({"submit", manifest("slow", 0).string(), "--json"});
+  const auto submitted = df({"submit", manifest("slow", 0.01).string(), "--json"});
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const auto id = std::to_string(J::parse(submitted.out)["experiment_id"].get<int>());
   const std::string ledger = (repo_ / ".densefeed" / "ledger.db").string();
