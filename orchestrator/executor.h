@@ -44,6 +44,10 @@ struct LaunchResult {
   UntrustedResult result;
   std::string gpu;        // CUDA_VISIBLE_DEVICES it ran with ('' = none set)
   std::string placement;  // "local" | "slurm job 42 on node1" (recorded with the case)
+  // The scheduler's final state of the job that ran it ("COMPLETED",
+  // "FAILED", "TIMEOUT"; '' locally, or when the job had not ended within
+  // a few seconds of its result).
+  std::string scheduler_state;
   // Non-empty when the executor's machinery failed it, not the command: a
   // Slurm job CANCELLED from outside, NODE_FAIL, PREEMPTED, BOOT_FAIL,
   // OUT_OF_MEMORY, DEADLINE, or a job whose result never came back, each

@@ -33,6 +33,7 @@ struct Job {
   std::map<std::string, std::string> out_hashes;  // a reference's outputs as it exited
   std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
   std::string placement;   // where the executor ran it ("local", "slurm job 42 on node1")
+  std::string scheduler_state;  // the Slurm job's final state ('' locally)
   std::string infrastructure;  // the executor's failure after its retry (executor.h); '' when none
   std::string containment;     // how the launcher contained it where it ran ("bwrap, cgroup (memory, pids)")
   ProcessResult result;
@@ -103,6 +104,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   job.limit = r.result.limit;
   job.gpu = r.gpu;
   job.placement = r.placement;
+  job.scheduler_state = r.scheduler_state;
   job.infrastructure = r.infrastructure;
   job.containment = r.result.containment;
   // A reference's outputs are hashed the moment its result is in: whatever
@@ -145,6 +147,8 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
 std::string process_failure(const char* who, const Job& job, const LogTail& tail) {
   std::string reason = fmt::format("{} {}", who, job.result.describe());
   if (!job.limit.empty()) reason += "; it exceeded " + job.limit;
+  // Under a scheduler, the job and how the scheduler saw it end.
+  if (!job.scheduler_state.empty() && job.result.ended_by.empty()) reason += fmt::format(" ({} ended {})", job.placement, job.scheduler_state);
   if (!tail.text.empty()) {
     std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
     if (last.size() > 200) last = last.substr(0, 200) + "...";

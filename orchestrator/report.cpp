@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -291,6 +292,21 @@ std::string render_text_report(const ExperimentOutcome& o) {
   }
   s += "  sandbox: " + sandbox_line(o.sandbox) + "\n";
   s += "  sandbox by stage: " + stage_sandboxes(o) + "\n";
+  if (executor().name() != "local") {
+    // Where the cases ran: the nodes and GPUs of their jobs.
+    std::map<std::string, int> nodes;
+    std::set<std::string> gpus;
+    for (const auto& c : g.cases) {
+      const auto on = c.candidate_placement.find(" on ");
+      if (on != std::string::npos) ++nodes[c.candidate_placement.substr(on + 4)];
+      if (!c.candidate_gpu.empty()) gpus.insert(c.candidate_gpu);
+    }
+    std::vector<std::string> where;
+    for (const auto& [node, n] : nodes) where.push_back(fmt::format("{} ({} case(s))", node, n));
+    s += fmt::format("  executor: {}: every process a job of its own; candidates ran on {}{}\n", executor().name(),
+                     where.empty() ? std::string("-") : fmt::format("{}", fmt::join(where, ", ")),
+                     gpus.empty() ? "" : fmt::format(", GPU(s) {}", fmt::join(gpus, ",")));
+  }
   std::size_t width = 4;
   for (const auto& c : g.cases) width = std::max(width, c.gate_case.label.size());
   if (!g.cases.empty()) {
@@ -372,7 +388,9 @@ std::string render_text_report(const ExperimentOutcome& o) {
       for (const auto& f : c.flags) s += fmt::format("  {}: {}: {}\n", c.bench_case.label, to_string(f.kind), printable(f.reason));
     }
   } else {
-    s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)\n";
+    s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)";
+    if (!o.bench->placement.empty() && o.bench->placement != "local") s += "; every round in " + o.bench->placement;
+    s += "\n";
     for (const auto& c : o.bench->cases) {
       const Decision& d = c.decision;
       s += fmt::format("  {}: {} — speedup {:.3f}x, {:.1f}% CI [{:.3f}, {:.3f}], p = {:.3g}, {} rounds, threshold {:.2f}% ({})\n",

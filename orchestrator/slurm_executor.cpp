@@ -391,8 +391,24 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
     }
   };
   LaunchResult r;
+  // A single launch's job ends with its launch: its final state is waited
+  // for (a few polls) and recorded; a job of several launches goes on.
+  const auto with_state = [&](LaunchResult& got) {
+    if (request_.launches != 1) return;
+    for (int i = 0; i < 40; ++i) {
+      const std::string state = ex_.state(job_);
+      if (classify_slurm_state(state) != SlurmOutcome::pending) {
+        if (state != "VANISHED") got.scheduler_state = state;
+        return;
+      }
+      ex_.wait_poll();
+    }
+  };
   while (true) {
-    if (read_result(r)) return r;
+    if (read_result(r)) {
+      with_state(r);
+      return r;
+    }
     if (request_.cancel && request_.cancel->load() && !cancelled_by_us_) {
       cancelled_by_us_ = true;
       ex_.cancel({job_});
@@ -405,13 +421,17 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
     }
     // Ended: its result may still be on its way (a shared filesystem).
     for (int i = 0; i < 20; ++i) {
-      if (read_result(r)) return r;
+      if (read_result(r)) {
+        if (state != "VANISHED") r.scheduler_state = state;
+        return r;
+      }
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     const fs::path err = job_dir_ / fmt::format("slurm-{}.err", job_);
     const std::string tail = slurp_tail(err);
     r = LaunchResult{};
     r.placement = fmt::format("slurm job {}", job_);
+    if (state != "VANISHED") r.scheduler_state = state;
     ProcessResult& p = r.result.process;
     p.started = true;
     if (outcome == SlurmOutcome::timeout) {

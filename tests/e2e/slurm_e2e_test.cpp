@@ -63,8 +63,11 @@ const char* kHarness = R"(import argparse, json, os, time
 import numpy as np
 p = argparse.ArgumentParser()
 p.add_argument('--role'); p.add_argument('--n', type=int); p.add_argument('--sleep', type=float, default=0)
-p.add_argument('--hold', default=''); p.add_argument('--seed', type=int); p.add_argument('--out')
+p.add_argument('--hold', default=''); p.add_argument('--exit', type=int, default=0)
+p.add_argument('--seed', type=int); p.add_argument('--out')
 a = p.parse_args()
+if a.role == 'candidate' and a.exit:
+    raise SystemExit(a.exit)
 if a.role == 'candidate':
     try:  # a candidate that tries to leave a mark outside DENSEFEED_OUT
         open(a.hold + '-escaped', 'w').write('out of the sandbox')
@@ -82,8 +85,8 @@ std::string gate(const std::string& name, const std::string& extra) {
          "reference:\n  command: [python3, \"{project}/harness.py\", --role, reference, --n, \"{case.n}\", --seed, \"{seed}\", "
          "--out, \"{out}\"]\n"
          "candidate:\n  command: [python3, \"{project}/harness.py\", --role, candidate, --n, \"{case.n}\", --sleep, \"{param.sleep}\", "
-         "--hold, \"{project}/hold\", --seed, \"{seed}\", --out, \"{out}\"]\n"
-         "params:\n  sleep: {type: number, default: 0}\n"
+         "--hold, \"{project}/hold\", --exit, \"{param.exit}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "params:\n  sleep: {type: number, default: 0}\n  exit: {type: integer, default: 0}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "profiles: {quick: {}, full: {}}\nfreezes: [harness.py]\n" + extra;
 }
@@ -111,10 +114,10 @@ class SlurmE2E : public ::testing::Test {
     return e;
   }
   testing::CliResult df(std::vector<std::string> args) const { return testing::run_cli(kExe, args, repo_, env()); }
-  std::filesystem::path manifest(const std::string& g, double sleep) {
+  std::filesystem::path manifest(const std::string& g, double sleep, int exit = 0) {
     const auto m = dir_ / (g + std::to_string(counter_++) + ".yaml");
     testing::write_file(m, "experiment: " + g + "\nhypothesis: h\npredicted_effect: p\ngate: " + g +
-                               "\ncandidate: {revision: WORKTREE, params: {sleep: " + std::to_string(sleep) + "}}\n"
+                               "\ncandidate: {revision: WORKTREE, params: {sleep: " + std::to_string(sleep) + ", exit: " + std::to_string(exit) + "}}\n"
                                "base: {revision: WORKTREE}\n");
     return m;
   }
@@ -253,6 +256,18 @@ TEST_F(SlurmE2E, AJobPastItsTimeLimitIsRedWithTimeoutNamed) {
   EXPECT_NE(c["reason"].get<std::string>().find("ended TIMEOUT"), std::string::npos) << c["reason"];
   EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["kind"], "timeout") << report["record"].dump(1);
   EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["who"], "candidate");
+}
+
+TEST_F(SlurmE2E, ACandidateThatExitsNonZeroIsRedWithItsJobsFailedState) {
+  const auto r = df({"run", manifest("slow", 0.01, 3).string(), "--json", "--executor", "slurm", "--no-bench"});
+  const J report = J::parse(r.out, nullptr, false);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const auto& c = report["stages"]["gate"]["cases"][0];
+  EXPECT_EQ(c["verdict"], "red") << c.dump(1);
+  const std::string reason = c["reason"];
+  EXPECT_NE(reason.find("the candidate exited with code 3 (slurm job "), std::string::npos) << reason;
+  EXPECT_NE(reason.find(" ended FAILED)"), std::string::npos) << reason;
+  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["kind"], "exit_code") << report["record"].dump(1);
 }
 
 TEST_F(SlurmE2E, TwoOneGpuCasesArePlacedOnDifferentFakeGpus) {
