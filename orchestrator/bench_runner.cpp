@@ -17,6 +17,7 @@
 #include "sha256.h"
 #include "statistics.h"
 #include "executor.h"
+#include "session.h"
 #include "untrusted_launch.h"
 
 namespace densefeed {
@@ -178,6 +179,59 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   request.time_limit = std::chrono::seconds(static_cast<long long>(
       std::ceil(static_cast<double>(gate.bench.cases.size()) * (gate.bench.max_seconds_per_case + 2 * gate.timeout_s))));
   const std::unique_ptr<Allocation> allocation = executor().allocate(request);
+  // With protocol: session (and no driver, run here) each arm's session
+  // serves every round of the benchmark: no process starts inside a round,
+  // and each arm stays on the benchmark's GPU throughout.
+  const bool sessions = gate.sessions && !driven && executor().name() == "local";
+  std::unique_ptr<HarnessSession> arm_sessions[2];  // base, candidate
+  int sessions_started[2] = {0, 0};
+  std::string session_failure;  // why the last request failed ('' = answered ok)
+  const auto run_in_session = [&](const UntrustedCommand& spec, bool is_base, const nlohmann::ordered_json& case_values,
+                                  int iters) {
+    auto& session = arm_sessions[is_base ? 0 : 1];
+    int& started = sessions_started[is_base ? 0 : 1];
+    if (!session || session->ended()) {
+      session.reset();
+      const auto dir = options.work_dir / fmt::format("bench-session-{}-{}", is_base ? "base" : "candidate", started++);
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+      std::filesystem::create_directories(dir, ec);
+      Launch launch;
+      launch.untrusted = spec;
+      UntrustedCommand& c = launch.untrusted;
+      for (const char* k : {"DENSEFEED_CASE", "DENSEFEED_SEED", "DENSEFEED_OUT", "DENSEFEED_WARMUP", "DENSEFEED_ITERS"}) c.env.erase(k);
+      c.cwd = dir;
+      c.writable = {dir / "exchange"};
+      c.stdout_path = dir / "stdout.log";
+      c.stderr_path = dir / "stderr.log";
+      c.timeout = std::chrono::hours(24 * 7);
+      session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange",
+                                                 fmt::format("the {}'s session", is_base ? "base" : "candidate"));
+    }
+    SessionRequest req;
+    req.mode = "bench";
+    req.case_values = case_values;
+    req.seed = options.seed;
+    req.warmup = gate.bench.warmup;
+    req.iters = iters;
+    const SessionAnswer a = session->request(req, spec.cwd / "out", spec.timeout);
+    LaunchResult r;
+    r.placement = "local";
+    ProcessResult& p = r.result.process;
+    p.started = true;
+    p.wall_s = a.wall_s;
+    p.exit_code = 0;
+    session_failure.clear();
+    if (!a.ok) {
+      session_failure = fmt::format("its session {}", a.failure);
+      if (a.kind == FailureKind::timeout) p.timed_out = true, p.timeout_s = gate.timeout_s;
+      else if (a.signal) p.signal = *a.signal, p.exit_code = -1;
+      else p.exit_code = a.exit_code.value_or(1);
+      if (a.kind == FailureKind::infrastructure) r.infrastructure = a.failure;
+    }
+    if (a.ended) session.reset();
+    return r;
+  };
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     const Case& c = gate.bench.cases[ci];
     BenchCaseResult bc;
@@ -261,7 +315,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.sandbox = options.sandbox;
         Launch launch;
         launch.untrusted = spec;
-        const LaunchResult ran = allocation->run(launch);
+        const LaunchResult ran = sessions ? run_in_session(spec, is_base, c.values, iters) : allocation->run(launch);
         const UntrustedResult& launched = ran.result;
         const ProcessResult& pr = launched.process;
         if (result.placement.find(ran.placement) == std::string::npos) {
@@ -278,6 +332,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
             result.reason = fmt::format("case {}: the {} arm's round {} did not run to an end of its own: {} (an infrastructure "
                                         "failure: error)", c.label, is_base ? "base" : "candidate", round, ran.infrastructure);
             return result;
+          }
+          if (!launched.ok() && !session_failure.empty()) {
+            failure = failure_value(who, launched);
+            failure.detail = session_failure;
+            throw std::runtime_error(session_failure);
           }
           if (!launched.ok()) {
             failure = failure_value(who, launched);

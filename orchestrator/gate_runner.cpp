@@ -15,6 +15,8 @@
 #include "error.h"
 #include "executor.h"
 #include "process_runner.h"
+#include "printable.h"
+#include "session.h"
 #include "sha256.h"
 #include "tensor_file.h"
 #include "trend_bound.h"
@@ -36,6 +38,12 @@ struct Job {
   std::string scheduler_state;  // the Slurm job's final state ('' locally)
   std::string infrastructure;  // the executor's failure after its retry (executor.h); '' when none
   std::string containment;     // how the launcher contained it where it ran ("bwrap, cgroup (memory, pids)")
+  // In a session (protocol: session): why the request failed, as a value and
+  // in words ('' when it answered ok), and what the session measured.
+  FailureKind session_kind = FailureKind::none;
+  std::string session_failure;
+  std::optional<SessionCaseRecord> session;
+  std::filesystem::path log_dir;  // where its stdout.log/stderr.log are ('' = dir; a session's folder)
   ProcessResult result;
 };
 
@@ -113,6 +121,85 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   if (!job.untrusted) job.out_hashes = hash_outputs(job.dir / "out");
 }
 
+// One job thread's sessions: a reference's and a candidate's, each started
+// on first need and again after one ended.
+struct SessionSlot {
+  std::unique_ptr<HarnessSession> reference, candidate;
+  int started_reference = 0, started_candidate = 0;
+};
+
+// Runs `job` as one request to its arm's session on this thread (session.h).
+void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec& gate, std::uint64_t seed,
+                        const GateRunOptions& options, const std::string& gpu) {
+  auto& session = job.untrusted ? slot.candidate : slot.reference;
+  int& started = job.untrusted ? slot.started_candidate : slot.started_reference;
+  const char* arm = job.untrusted ? "candidate" : "reference";
+  if (!session || session->ended()) {
+    session.reset();
+    const auto dir = options.work_dir / fmt::format("session-{}-{}-{}", arm, thread, started);
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);
+    std::filesystem::create_directories(dir, ec);
+    Launch launch;
+    std::map<std::string, std::string> env = {{"DENSEFEED_MODE", "gate"}};
+    if (!gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = gpu;
+    // A session lives for the run; each request has the case's timeout.
+    const auto lifetime = std::chrono::hours(24 * 7);
+    if (!job.untrusted) {
+      launch.trusted = true;
+      ProcessSpec& spec = launch.trusted_spec;
+      spec.argv = job.argv;
+      spec.exe_dirs = job.arm->exe_dirs;
+      spec.env = job.arm->env;
+      for (const auto& [k, v] : env) spec.env[k] = v;
+      spec.cwd = dir;
+      spec.stdout_path = dir / "stdout.log";
+      spec.stderr_path = dir / "stderr.log";
+      spec.timeout = lifetime;
+    } else {
+      UntrustedCommand& c = launch.untrusted;
+      c.argv = job.argv;
+      c.arm = job.arm;
+      c.env = env;
+      c.cwd = dir;
+      c.writable = {dir / "exchange"};
+      c.readable = options.sandbox_readable;
+      c.stdout_path = dir / "stdout.log";
+      c.stderr_path = dir / "stderr.log";
+      c.timeout = lifetime;
+      c.limits = gate.limits;
+      c.sandbox = options.sandbox;
+    }
+    session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange", fmt::format("the {}'s session", arm));
+    ++started;
+  }
+  SessionRequest request;
+  request.mode = "gate";
+  request.case_values = job.case_json;
+  request.seed = seed;
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+  const SessionAnswer a = session->request(request, job.dir / "out", timeout);
+  job.gpu = gpu;
+  job.placement = "local";
+  ProcessResult& p = job.result;
+  p = ProcessResult{};
+  p.started = true;
+  p.wall_s = a.wall_s;
+  p.exit_code = 0;
+  if (!a.ok) {
+    job.session_kind = a.kind;
+    job.session_failure = a.failure;
+    if (a.kind == FailureKind::timeout) p.timed_out = true, p.timeout_s = gate.timeout_s;
+    else if (a.signal) p.signal = *a.signal, p.exit_code = -1;
+    else p.exit_code = a.exit_code.value_or(1);
+    if (a.kind == FailureKind::infrastructure) job.infrastructure = a.failure;
+  }
+  job.session = SessionCaseRecord{started, session->requests() - 1, a.rss_bytes, a.wall_s};
+  job.log_dir = options.work_dir / fmt::format("session-{}-{}-{}", arm, thread, started - 1);
+  if (!job.untrusted) job.out_hashes = a.out_hashes;
+  if (a.ended) session.reset();
+}
+
 // Runs `jobs` on `n` threads (one per GPU when there are GPUs); each job is
 // independent.
 void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options) {
@@ -124,12 +211,18 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
   // under a scheduler as many as there are jobs: it places them.
   const bool slots = executor().assigns_gpus() && !options.gpus.empty();
   const int threads_wanted = slots ? static_cast<int>(options.gpus.size()) : executor().concurrency(std::max(1, n), jobs.size());
+  // Sessions run here, on this machine; under a scheduler each case is a
+  // job of its own, and a session harness serves its one case
+  // (densefeed_harness.serve handles both).
+  const bool sessions = gate.sessions && executor().name() == "local";
   for (int t = 0; t < threads_wanted; ++t) {
     const std::string gpu = slots ? options.gpus[static_cast<std::size_t>(t)] : "";
-    threads.emplace_back([&, gpu] {
+    threads.emplace_back([&, gpu, t] {
+      SessionSlot slot;
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         try {
-          run_job(*jobs[i], gate, seed, options, gpu);
+          if (sessions) run_job_in_session(*jobs[i], slot, t, gate, seed, options, gpu);
+          else run_job(*jobs[i], gate, seed, options, gpu);
         } catch (...) {
           std::lock_guard lock(failure_mutex);
           failure = std::current_exception();
@@ -317,11 +410,15 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     for (const auto& [k, v] : c.values.items()) {
       if (ref_names.count("case." + k)) ref_case[k] = v;
     }
+    // A session's command names no case: the case comes with the request,
+    // so every case asks the reference's session for its own.
+    if (gate.sessions) ref_case = c.values;
     // Rendered as it runs ({project}, {gate_dir}, python3 included), with the
     // output folder left as a placeholder: cases that differ only in what the
     // reference ignores share one reference process.
     TemplateValues key_values{c.values, nlohmann::ordered_json::object(), options.seed, "{out}"};
     auto key = arm_command(gate.reference_command, key_values, options.reference);
+    if (gate.sessions) key.push_back(c.label);
     auto [it, inserted] = reference_index.try_emplace(key, references.size());
     if (inserted) {
       Job ref;
@@ -371,16 +468,29 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.candidate_placement = cand.placement;
     cr.reference_placement = ref.placement;
     cr.candidate_containment = cand.containment;
+    cr.reference_session = ref.session;
+    cr.candidate_session = cand.session;
     gate_result.harness_wall_s += cand.result.wall_s;
 
     const auto fail = [&](Verdict v, const char* who, const Job& job) {
-      const LogTail tail = log_tail(job.dir / "stdout.log", job.dir / "stderr.log");
+      const auto logs = job.log_dir.empty() ? job.dir : job.log_dir;
+      // A session's stdout carries its answers: its stderr is the tail.
+      const LogTail tail = job.log_dir.empty() ? log_tail(logs / "stdout.log", logs / "stderr.log")
+                                               : LogTail{"stderr", file_tail(logs / "stderr.log")};
       cr.verdict = v;
       const FailureWho who_failed = v == Verdict::error ? FailureWho::reference : FailureWho::candidate;
       cr.failure = process_failure_value(who_failed, job.result);
       if (job.result.ok() && !job.limit.empty()) cr.failure = Failure{FailureKind::limit, who_failed, {}, {}, "", "", job.limit};
       if (job.untrusted && !job.result.started) cr.failure.kind = FailureKind::sandbox;
       cr.reason = process_failure(who, job, tail);
+      if (!job.session_failure.empty()) {
+        cr.failure.kind = job.session_kind;
+        cr.failure.detail = job.session_failure;
+        std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
+        cr.reason = fmt::format("{}'s session {} (during case {}; its request {} of session {}){}", who, job.session_failure,
+                                cr.gate_case.label, job.session->request, job.session->session,
+                                last.empty() ? "" : "; last stderr line: " + printable(last.substr(0, 200), false));
+      }
       cr.log_tail = tail.text;
       cr.log_tail_stream = tail.stream;
     };

@@ -45,6 +45,14 @@ struct TrendJudgement {
   std::vector<std::size_t> cases;  // indexes into GateResult::cases
 };
 
+// What a harness session measured for one case (session.h).
+struct SessionCaseRecord {
+  int session = 0;    // 1, 2, ...: which session of its arm on its job thread (a new one after one ended)
+  int request = 0;    // 0, 1, ...: the request's number in that session
+  std::uint64_t rss_bytes = 0;  // the session's resident memory after its answer, bytes (0: it ended)
+  double wall_s = 0;  // request to answer, seconds
+};
+
 struct CaseResult {
   Case gate_case;
   Verdict verdict = Verdict::green;
@@ -71,6 +79,9 @@ struct CaseResult {
   // How the launcher contained the candidate where it ran (untrusted_launch.h
   // UntrustedResult::containment): on a Slurm node, that node's launcher's word.
   std::string candidate_containment;
+  // Set when the gate ran sessions (protocol: session): RSS per request, so
+  // growth across cases shows.
+  std::optional<SessionCaseRecord> reference_session, candidate_session;
 };
 
 struct GateRunOptions {

@@ -51,6 +51,13 @@ void check_command(const YamlDocument& doc, const std::string& pointer, const st
     if (name.rfind("param.", 0) == 0 && gate.find_param(name.substr(6)) == nullptr) {
       doc.fail(pointer, fmt::format("placeholder '{{{}}}' names a parameter the gate does not declare", name));
     }
+    // A session's command starts it once for every case: the case, its
+    // seed and its output folder come with each request (session.h).
+    if (gate.sessions && (pointer == "/reference/command" || pointer == "/candidate/command") &&
+        (name.rfind("case.", 0) == 0 || name == "seed" || name == "out")) {
+      doc.fail(pointer, fmt::format("with protocol: session a harness is started once for all cases, so its command may not "
+                                    "use '{{{}}}': the case, seed and output folder come with each request", name));
+    }
     if (name.rfind("case.", 0) == 0) {
       const std::string key = name.substr(5);
       for (const auto& c : gate.cases) {
@@ -111,6 +118,7 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
   gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
   gate.timeout_s = v.value("timeout_s", kDefaultHarnessTimeoutS);
   gate.gpus = v.value("gpus", 0);
+  gate.sessions = v.value("protocol", std::string("process")) == "session";
   if (v.contains("limits")) {
     const auto& l = v["limits"];
     const auto mib = [&](const char* key, std::uint64_t fallback) {

@@ -114,6 +114,9 @@ struct GateSpec {
   std::map<std::string, ProfileFilter> profiles;
   double timeout_s = kDefaultHarnessTimeoutS;  // per harness process, seconds
   int gpus = 0;  // GPUs each harness process holds alone (executor.h AllocationRequest::gpus)
+  // protocol: session: the harnesses serve requests (session.h), one process
+  // per arm and job slot; false: one process per case (the default).
+  bool sessions = false;
   CommandLimits limits;  // per untrusted command (process_limits.h)
   std::vector<std::string> freezes;  // paths relative to the project folder
   BenchSpec bench;

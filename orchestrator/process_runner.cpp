@@ -212,10 +212,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
     const pid_t parent = getpid();
     const std::uint64_t as_bytes = spec.rlimit_as_bytes, fsize_bytes = spec.rlimit_fsize_bytes;
     const std::vector<int>* join_fds = &spec.join_fds;
+    const int stdin_fd = spec.stdin_fd;
     child = bp::child(bp::exe = program.string(), bp::args = args, env, bp::std_in < bp::null,
                       bp::start_dir = spec.cwd.string(), group,
-                      bp::extend::on_exec_setup = [out_fd, err_fd, parent, as_bytes, fsize_bytes, join_fds](auto&) {
+                      bp::extend::on_exec_setup = [out_fd, err_fd, stdin_fd, parent, as_bytes, fsize_bytes, join_fds](auto&) {
                         // In the child, before exec: async-signal-safe calls only.
+                        if (stdin_fd >= 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) ::_exit(126);
                         ::dup2(out_fd, STDOUT_FILENO);
                         ::dup2(err_fd, STDERR_FILENO);
                         for (int fd : *join_fds) {
@@ -245,6 +247,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   }
   result.started = true;
   const pid_t leader = static_cast<pid_t>(group.native_handle());
+  if (spec.leader) spec.leader->store(leader);
 
   // Poll the log pipes (and, between, the child) rather than wait_for:
   // Boost.Process 1.74's wait_for is unreliable with several children at
@@ -291,6 +294,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   group.terminate(ec);
   for (pid_t p : signalled_outside) ::kill(p, SIGKILL);
   child.wait(ec);
+  if (spec.leader) spec.leader->store(0);
   {
     const std::lock_guard lock(g_spawn_mutex);
     registration.reset();

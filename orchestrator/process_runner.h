@@ -68,6 +68,13 @@ struct ProcessSpec {
   // When set and it becomes true, the group is ended as at a timeout
   // (ProcessResult::cancelled); `densefeed cancel` of a running experiment.
   const std::atomic<bool>* cancel = nullptr;
+  // A harness session's request pipe (session.h): when >= 0 the command's
+  // stdin is this descriptor (the read end of a pipe, opened O_CLOEXEC)
+  // instead of /dev/null.
+  int stdin_fd = -1;
+  // When set, the command's process group leader's pid is stored here once
+  // it runs (0 again when it has ended): for reading its memory.
+  std::atomic<int>* leader = nullptr;
 };
 
 struct ProcessResult {

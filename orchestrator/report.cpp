@@ -219,6 +219,7 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"profiles", profiles},
           {"timeout_s", g.timeout_s},
           {"gpus", g.gpus},
+          {"protocol", g.sessions ? "session" : "process"},
           {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"looks", g.bench.looks},
                      {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench}}},
           {"freezes", g.freezes},

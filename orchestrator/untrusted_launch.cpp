@@ -266,6 +266,8 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c) {
   spec.stderr_path = c.stderr_path;
   spec.timeout = c.timeout;
   spec.cancel = c.cancel;
+  spec.stdin_fd = c.stdin_fd;
+  spec.leader = c.leader;
   spec.clear_env = true;
   spec.env = untrusted_environment(c.env, c.arm, result.sandboxed ? std::filesystem::path("/tmp") : c.cwd);
   spec.rlimit_fsize_bytes = c.limits.file_size_bytes;

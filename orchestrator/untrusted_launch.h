@@ -51,6 +51,10 @@ struct UntrustedCommand {
   const std::atomic<bool>* cancel = nullptr;
   // false only when the person running densefeed said --no-sandbox.
   bool sandbox = true;
+  // A harness session's request pipe and leader pid (process_runner.h
+  // ProcessSpec::stdin_fd, ::leader): local launches only, never serialised.
+  int stdin_fd = -1;
+  std::atomic<int>* leader = nullptr;
 };
 
 struct UntrustedResult {

@@ -202,3 +202,61 @@ class Harness:
         path = self.out / "metrics.json"
         path.write_text(json.dumps(doc) + "\n")
         return path
+
+
+# -- sessions (schemas/session-request.schema.json, orchestrator/session.h) --
+
+
+def serve(handler: Callable[[Harness], object], environ: Mapping[str, str] | None = None,
+          requests: "Iterable[str] | None" = None, answer: "Callable[[str], None] | None" = None) -> int:
+    """Runs handler(Harness) for each case densefeed asks for; returns how many it handled.
+
+    In a session (DENSEFEED_SESSION=1, a gate with `protocol: session`) it
+    reads one JSON request per line from stdin, gives `handler` a Harness for
+    that request (mode, case, seed, out, warmup, iters) and, once the handler
+    returned (its outputs written), answers {"id": N, "status": "ok"} on
+    stdout; an exception in the handler answers {"status": "error",
+    "message": ...} and the session goes on. What the handler prints goes to
+    stderr (stdout carries the answers). It returns at the end of input.
+    Outside a session it calls `handler` once with Harness() (the case from
+    DENSEFEED_CASE and the other variables), so one harness serves both; an
+    exception then propagates (the process exits non-zero).
+    `requests` and `answer` replace stdin and stdout (tests).
+    """
+    import sys
+
+    env = dict(os.environ if environ is None else environ)
+    if env.get("DENSEFEED_SESSION") != "1":
+        handler(Harness(env))
+        return 1
+    if answer is None:
+        channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
+        sys.stdout.flush()
+        sys.stdout = sys.stderr  # print() in a handler must not corrupt the answers
+
+        def answer(line: str) -> None:
+            channel.write(line + "\n")
+            channel.flush()
+
+    if requests is None:
+        requests = sys.stdin
+    handled = 0
+    for line in requests:
+        if not line.strip():
+            continue
+        try:
+            req = json.loads(line)
+            rid = req["id"]
+        except (json.JSONDecodeError, KeyError, TypeError) as e:
+            raise HarnessError(f"session request {line.strip()[:200]!r}: not a densefeed request ({e})") from None
+        try:
+            h = Harness({**env,
+                         "DENSEFEED_MODE": str(req["mode"]), "DENSEFEED_CASE": json.dumps(req["case"]),
+                         "DENSEFEED_SEED": str(req["seed"]), "DENSEFEED_OUT": str(req["out"]),
+                         "DENSEFEED_WARMUP": str(req.get("warmup", 1)), "DENSEFEED_ITERS": str(max(1, int(req.get("iters", 5))))})
+            handler(h)
+            answer(json.dumps({"id": rid, "status": "ok"}))
+        except Exception as e:  # the case failed; the session serves the next one
+            answer(json.dumps({"id": rid, "status": "error", "message": f"{type(e).__name__}: {e}"}))
+        handled += 1
+    return handled
