@@ -196,7 +196,9 @@ void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec&
   }
   job.session = SessionCaseRecord{started, session->requests() - 1, a.rss_bytes, a.wall_s};
   job.log_dir = options.work_dir / fmt::format("session-{}-{}-{}", arm, thread, started - 1);
-  if (!job.untrusted) job.out_hashes = a.out_hashes;
+  // Both arms' outputs as they were at the answer: a session that keeps a
+  // file open and writes it later is found before anything is compared.
+  job.out_hashes = a.out_hashes;
   if (a.ended) session.reset();
 }
 
@@ -508,6 +510,12 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       infrastructure("the candidate", cand);
     } else if (!cand.result.ok() || !cand.limit.empty()) {
       fail(Verdict::red, "the candidate", cand);
+    } else if (cand.session && hash_outputs(cand.dir / "out") != cand.out_hashes) {
+      cr.verdict = Verdict::red;
+      cr.failure = Failure{FailureKind::malformed_output, FailureWho::candidate, {}, {}, "", "", "outputs changed after the answer"};
+      cr.reason = fmt::format("the candidate's session changed its outputs of case {} after it answered (their sha256 was taken "
+                              "then, as they left its reach): what it answered with is not what it left; no output of this case "
+                              "is compared", cr.gate_case.label);
     } else if (const auto changed = hash_outputs(ref.dir / "out"); changed != ref.out_hashes) {
       std::string which;
       for (const auto& [name, sha] : ref.out_hashes) {

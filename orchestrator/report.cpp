@@ -50,6 +50,12 @@ nlohmann::ordered_json number_or_null(double v) {
 
 // One line for the whole run: a sandbox that could not start is said once,
 // not per case.
+// What a harness session measured for a case (null without sessions).
+nlohmann::ordered_json session_json(const std::optional<SessionCaseRecord>& s) {
+  if (!s) return nullptr;
+  return {{"session", s->session}, {"request", s->request}, {"rss_bytes", s->rss_bytes}, {"wall_s", s->wall_s}};
+}
+
 std::string sandbox_line(const SandboxStatus& s) {
   switch (s.mode) {
     case SandboxMode::on: return "on (bwrap: candidate and base commands see a read-only filesystem, no network)";
@@ -293,6 +299,27 @@ std::string render_text_report(const ExperimentOutcome& o) {
   }
   s += "  sandbox: " + sandbox_line(o.sandbox) + "\n";
   s += "  sandbox by stage: " + stage_sandboxes(o) + "\n";
+  {
+    // Harness sessions: how many, and their memory from the first request to the last.
+    for (const auto& [arm, pick] : {std::pair{"reference", &CaseResult::reference_session}, std::pair{"candidate", &CaseResult::candidate_session}}) {
+      std::uint64_t first = 0, last = 0, peak = 0;
+      int sessions = 0, requests = 0;
+      for (const auto& c : g.cases) {
+        const auto& rec = c.*pick;
+        if (!rec) continue;
+        ++requests;
+        sessions = std::max(sessions, rec->session);
+        if (rec->rss_bytes == 0) continue;
+        if (first == 0) first = rec->rss_bytes;
+        last = rec->rss_bytes;
+        peak = std::max(peak, rec->rss_bytes);
+      }
+      if (requests == 0) continue;
+      s += fmt::format("  {} sessions: {} request(s), at most {} session(s) per job thread; RSS {:.1f} MiB after the first, {:.1f} MiB "
+                       "after the last, peak {:.1f} MiB\n",
+                       arm, requests, sessions, first / 1048576.0, last / 1048576.0, peak / 1048576.0);
+    }
+  }
   if (executor().name() != "local") {
     // Where the cases ran: the nodes and GPUs of their jobs.
     std::map<std::string, int> nodes;
@@ -475,6 +502,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"candidate_process", process_json(c.candidate_process)},
                      {"candidate_gpu", c.candidate_gpu},
                      {"candidate_placement", c.candidate_placement},
+                     {"reference_session", session_json(c.reference_session)},
+                     {"candidate_session", session_json(c.candidate_session)},
                      {"reference_placement", c.reference_placement}});
   }
   J tables = J::array();

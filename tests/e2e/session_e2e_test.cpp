@@ -1,0 +1,218 @@
+// Issue 17, harness sessions (protocol: session), through the real CLI on a
+// project of its own (a git repository on main): a session harness is judged
+// as a process harness is, and each way a session can misbehave (a crash, a
+// hang, an answer for another request, garbage on stdout, an exit mid-case,
+// an answer before the outputs, a harness that never answers, one that does
+// not speak sessions at all) makes that case red naming what happened, while
+// the later cases of the same run are still judged and recorded.
+//
+//   gate `five`  cases n = 10 .. 50; the candidate misbehaves at n = 30 only
+//   gate `one`   one case, for a session that never answers
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::json;
+const std::string kExe = DENSEFEED_EXE;
+
+// s.py: a session harness with its own serve loop, so that it can break
+// the protocol in each way --mode says (at case n = 30 only).
+const char* kHarness = R"(import json, os, signal, sys, time
+import numpy as np
+mode = sys.argv[sys.argv.index('--mode') + 1]
+answers = os.fdopen(os.dup(1), 'w', buffering=1)
+sys.stdout = sys.stderr
+if mode == 'nosession':
+    sys.exit(0)  # a harness of the one-process-per-case protocol, started without a case
+def answer(i):
+    answers.write(json.dumps({'id': i, 'status': 'ok'}) + '\n')
+for line in sys.stdin:
+    r = json.loads(line)
+    n = r['case']['n']
+    if mode == 'silent':
+        continue
+    def write():
+        x = np.random.default_rng(int(r['seed']) + n).standard_normal(n)
+        np.save(os.path.join(r['out'], 'y.npy'), 2 * x)
+    bad = n == 30
+    if bad and mode == 'crash':
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if bad and mode == 'hang':
+        time.sleep(3600)
+    if bad and mode == 'exit':
+        sys.exit(3)
+    if bad and mode == 'late':
+        # wrong outputs at the answer, a file kept open, put right afterwards
+        x = np.random.default_rng(int(r['seed']) + n).standard_normal(n)
+        f = open(os.path.join(r['out'], 'y.npy'), 'wb')
+        np.save(f, 3 * x); f.flush()
+        answer(r['id'])
+        time.sleep(0.2)
+        f.seek(0); np.save(f, 2 * x); f.close()
+        continue
+    if bad and mode == 'early':
+        answer(r['id'])
+        time.sleep(0.3)
+        write()
+        continue
+    write()
+    if bad and mode == 'wrongid':
+        answers.write(json.dumps({'id': r['id'] + 7, 'status': 'ok'}) + '\n')
+    elif bad and mode == 'garbage':
+        answers.write('hello from the harness\n')
+    else:
+        answer(r['id'])
+)";
+
+std::string gate(const std::string& name, const std::string& grid, double timeout_s) {
+  return "gate: " + name + "\ndescription: y = 2 x\nprotocol: session\n"
+         "reference:\n  command: [python3, \"{project}/s.py\", --mode, honest]\n"
+         "candidate:\n  command: [python3, \"{project}/s.py\", --mode, \"{param.mode}\"]\n"
+         "params:\n  mode: {type: string, enum: [honest, steady, late, crash, hang, wrongid, garbage, exit, early, silent, nosession], default: honest}\n"
+         "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+         "cases:\n  grid:\n    - {n: " + grid + "}\nprofiles: {quick: {}, full: {}}\n"
+         "timeout_s: " + std::to_string(timeout_s) + "\nfreezes: [s.py]\n";
+}
+
+class Session : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_ = dir_ / "project";
+    std::filesystem::create_directories(repo_);
+    ASSERT_EQ(testing::locked_project(repo_,
+                                      {{"s.py", kHarness},
+                                       {"gates/five.yaml", gate("five", "[10, 20, 30, 40, 50]", 10)},
+                                       {"gates/one.yaml", gate("one", "[10]", 3)}},
+                                      kExe, testing::project_env(dir_ / "home")),
+              "");
+  }
+  // Runs gate `g` with the candidate in `mode` (--jobs 1: one session per
+  // arm, so the cases after the bad one are served by its successor).
+  std::pair<int, J> run(const std::string& g, const std::string& mode) {
+    const auto m = dir_ / (g + "-" + mode + ".yaml");
+    testing::write_file(m, "experiment: " + g + "-" + mode + "\nhypothesis: h\npredicted_effect: p\ngate: " + g +
+                               "\ncandidate: {revision: WORKTREE, params: {mode: " + mode + "}}\nbase: {revision: WORKTREE}\n");
+    const auto r = testing::run_cli(kExe, {"run", m.string(), "--json", "--jobs", "1", "--no-bench"}, repo_,
+                                    testing::project_env(dir_ / "home"));
+    J doc = J::parse(r.out, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
+    return {r.exit_code, doc};
+  }
+  // n -> verdict of a report's cases.
+  static std::map<int, std::string> verdicts(const J& r) {
+    std::map<int, std::string> v;
+    for (const auto& c : r["stages"]["gate"]["cases"]) v[c["values"]["n"].get<int>()] = c["verdict"];
+    return v;
+  }
+  static std::string reason_at(const J& r, int n) {
+    for (const auto& c : r["stages"]["gate"]["cases"]) {
+      if (c["values"]["n"] == n) return c["reason"];
+    }
+    return "";
+  }
+  // The bad case is red with `text` in its reason and the case named; every
+  // other case green, and the ledger holds all five.
+  void only_case_30_red(const std::string& mode, const std::string& text, const std::string& kind) {
+    const auto [code, r] = run("five", mode);
+    EXPECT_EQ(code, 1) << r.dump(1).substr(0, 3000);
+    const std::map<int, std::string> want = {{10, "green"}, {20, "green"}, {30, "red"}, {40, "green"}, {50, "green"}};
+    EXPECT_EQ(verdicts(r), want) << mode;
+    const std::string reason = reason_at(r, 30);
+    EXPECT_NE(reason.find("the candidate's session " + text), std::string::npos) << mode << ": " << reason;
+    EXPECT_NE(reason.find("during case n=30"), std::string::npos) << reason;
+    EXPECT_EQ(r["record"]["stages"]["gate"]["failure"]["kind"], kind) << r["record"].dump(1);
+    const auto q = testing::run_cli("/usr/bin/sqlite3", {(repo_ / ".densefeed" / "ledger.db").string(),
+                                                        "SELECT COUNT(*) FROM gate_cases JOIN gate_runs ON gate_runs.id = gate_cases.gate_run_id "
+                                                        "WHERE gate_runs.experiment_id = " + std::to_string(r["experiment_id"].get<int>())},
+                                    repo_);
+    EXPECT_EQ(q.out, "5\n") << q.err;
+  }
+
+  testing::TempDir dir_;
+  std::filesystem::path repo_;
+};
+
+TEST_F(Session, AnHonestSessionIsGreenWithOneSessionPerArmAndItsMemoryPerRequest) {
+  const auto [code, r] = run("five", "steady");  // honest too: the base is the default mode
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 3000);
+  int request = 0;
+  for (const auto& c : r["stages"]["gate"]["cases"]) {
+    EXPECT_EQ(c["verdict"], "green");
+    const auto& s = c["candidate_session"];
+    ASSERT_TRUE(s.is_object()) << c.dump(1);
+    EXPECT_EQ(s["session"], 1);  // one session served every case
+    EXPECT_EQ(s["request"], request++);
+    EXPECT_GT(s["rss_bytes"].get<std::uint64_t>(), 1u << 20);
+    EXPECT_EQ(c["reference_session"]["session"], 1);
+  }
+}
+
+TEST_F(Session, ASessionThatCrashesMidCaseIsRedForThatCaseOnly) {
+  only_case_30_red("crash", "was killed by signal 11 (SIGSEGV) before it answered", "crash");
+}
+
+TEST_F(Session, ASessionThatHangsPastTheTimeoutIsRedForThatCaseOnly) {
+  only_case_30_red("hang", "did not answer within 10 s and was killed", "timeout");
+}
+
+TEST_F(Session, ASessionThatAnswersForAnotherRequestIsRed) {
+  only_case_30_red("wrongid", "answered for request 9 while request 2 was asked", "malformed_output");
+}
+
+TEST_F(Session, ASessionThatWritesGarbageOnStdoutIsRed) {
+  only_case_30_red("garbage", "wrote 'hello from the harness' on stdout, which is not an answer", "malformed_output");
+}
+
+TEST_F(Session, ASessionThatExitsMidCaseIsRed) {
+  only_case_30_red("exit", "exited with code 3 before it answered", "exit_code");
+}
+
+TEST_F(Session, AnAnswerBeforeTheOutputsAreWrittenIsRedMissingOutput) {
+  const auto [code, r] = run("five", "early");
+  EXPECT_EQ(code, 1);
+  EXPECT_EQ(verdicts(r)[30], "red");
+  EXPECT_EQ(verdicts(r)[50], "green");
+  EXPECT_NE(reason_at(r, 30).find("missing"), std::string::npos) << reason_at(r, 30);
+}
+
+TEST_F(Session, ASessionThatRewritesAnAnsweredCasesOutputsThroughAnOpenFileIsRed) {
+  const auto [code, r] = run("five", "late");
+  EXPECT_EQ(code, 1);
+  const std::map<int, std::string> want = {{10, "green"}, {20, "green"}, {30, "red"}, {40, "green"}, {50, "green"}};
+  EXPECT_EQ(verdicts(r), want);
+  EXPECT_EQ(r["record"]["stages"]["gate"]["failure"]["kind"], "malformed_output") << r["record"].dump(1);
+  EXPECT_NE(reason_at(r, 30).find("changed its outputs of case n=30 after it answered"), std::string::npos) << reason_at(r, 30);
+}
+
+TEST_F(Session, ASessionThatNeverAnswersItsFirstRequestIsRedAfterTheTimeout) {
+  const auto [code, r] = run("one", "silent");
+  EXPECT_EQ(code, 1) << r.dump(1).substr(0, 2000);
+  EXPECT_NE(reason_at(r, 10).find("the candidate's session did not answer within 3 s"), std::string::npos) << reason_at(r, 10);
+}
+
+TEST_F(Session, AHarnessThatDoesNotSpeakSessionsIsToldSoAtTheFirstCase) {
+  const auto [code, r] = run("one", "nosession");
+  EXPECT_EQ(code, 1);
+  const std::string reason = reason_at(r, 10);
+  EXPECT_NE(reason.find("exited with code 0 before it answered: does its harness speak the session protocol"), std::string::npos)
+      << reason;
+}
+
+TEST_F(Session, ASessionsCommandMayNotTakeTheCase) {
+  testing::write_file(repo_ / "gates" / "bad.yaml",
+                      "gate: bad\ndescription: d\nprotocol: session\nreference:\n  command: [python3, s.py, --n, \"{case.n}\"]\n"
+                      "candidate:\n  command: [python3, s.py]\noutputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                      "cases:\n  grid:\n    - {n: [1]}\nprofiles: {quick: {}, full: {}}\nfreezes: [s.py]\n");
+  const auto r = testing::run_cli(kExe, {"--trust-worktree", "gate", "show", "bad"}, repo_, testing::project_env(dir_ / "home"));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("field 'reference.command'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("may not use '{case.n}'"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace densefeed
