@@ -91,4 +91,26 @@ std::filesystem::path command_program(const std::vector<std::string>& rendered, 
   return exe;
 }
 
+
+std::map<std::string, std::string> cache_environment(const std::filesystem::path& cache_dir) {
+  if (cache_dir.empty()) return {};
+  std::map<std::string, std::string> env = {{"TRITON_CACHE_DIR", (cache_dir / "triton").string()},
+                                            {"CUDA_CACHE_PATH", (cache_dir / "cuda").string()},
+                                            {"TORCHINDUCTOR_CACHE_DIR", (cache_dir / "inductor").string()},
+                                            {"XDG_CACHE_HOME", (cache_dir / "xdg").string()}};
+  std::error_code ec;
+  for (const auto& [k, v] : env) std::filesystem::create_directories(v, ec);
+  return env;
+}
+
+std::uintmax_t folder_bytes(const std::filesystem::path& dir) {
+  std::uintmax_t total = 0;
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(dir, ec); !ec && it != std::filesystem::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (it->is_regular_file(ec)) total += it->file_size(ec);
+  }
+  return total;
+}
+
 }  // namespace densefeed

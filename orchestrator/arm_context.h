@@ -32,7 +32,25 @@ struct ArmContext {
   // builds, exports, the ledger) when the tree holds it (untrusted_launch.h).
   std::vector<std::filesystem::path> hidden;
   std::vector<std::string> env_allow;  // the project's sandbox.env: densefeed's variables its untrusted commands get
+  // This revision's compile cache ('' = none): a folder of the workspace
+  // (Workspace::caches() / KEY, KEY the revision's build folder name, the same
+  // key as its cached build; "worktree" for WORKTREE; "trusted-COMMIT" for
+  // the reference). Its commands get TRITON_CACHE_DIR, CUDA_CACHE_PATH,
+  // TORCHINDUCTOR_CACHE_DIR and XDG_CACHE_HOME inside it, and it is the one
+  // cache folder they may write (cache_environment); every other revision's
+  // is hidden with the workspace, so no candidate can poison another's cache
+  // or the reference's.
+  std::filesystem::path cache_dir;
 };
+
+// The variables that point a command's compilers at `cache_dir` (created):
+// TRITON_CACHE_DIR = DIR/triton, CUDA_CACHE_PATH = DIR/cuda,
+// TORCHINDUCTOR_CACHE_DIR = DIR/inductor, XDG_CACHE_HOME = DIR/xdg. Empty
+// when cache_dir is ''.
+std::map<std::string, std::string> cache_environment(const std::filesystem::path& cache_dir);
+
+// Bytes in `dir` and below (0 when absent): a cache's size for the report.
+std::uintmax_t folder_bytes(const std::filesystem::path& dir);
 
 // The reference's context: {project} is the gate store's tree. Bare names are
 // looked up in the project's harness_path under that tree, then under the

@@ -84,6 +84,10 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
   }
   out.reference_arm = reference_context(options.project, store, python);
   out.candidate_arm = worktree_context(options.project, store, python);
+  // Compile caches: one per revision under test (arm_context.h).
+  out.reference_arm.cache_dir = options.workspace.caches() / (store.worktree || store.commit.empty() ? std::string("trusted-worktree")
+                                                                                                      : "trusted-" + store.commit.substr(0, 12));
+  out.candidate_arm.cache_dir = options.workspace.caches() / "worktree";
   out.base_arm = out.candidate_arm;
   out.provenance = read_provenance(options.project, store, out.gate ? &*out.gate : nullptr, &out.reference_arm,
                                    &out.candidate_arm, out.candidate_params);
@@ -250,6 +254,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
         const auto hidden = out.candidate_arm.hidden;
         out.candidate_arm = revision_context(options.project, options.store, b, out.candidate_arm.python);
         out.candidate_arm.hidden = hidden;
+        out.candidate_arm.cache_dir = options.workspace.caches() / b.src.parent_path().filename();
         out.candidate_bin = b.bin;
         out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
                                          out.candidate_params);
@@ -341,6 +346,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       const auto hidden = out.base_arm.hidden;
       out.base_arm = revision_context(options.project, options.store, b, out.base_arm.python);
       out.base_arm.hidden = hidden;
+      out.base_arm.cache_dir = options.workspace.caches() / b.src.parent_path().filename();
       bench_options.base = out.base_arm;
       if (!b.ok) {
         // Never measure something else in the base's place.
@@ -376,6 +382,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       revision_dirs.push_back(b.src.parent_path());
       trace_options.base = revision_context(options.project, options.store, b, out.base_arm.python);
       trace_options.base.hidden = out.base_arm.hidden;
+      trace_options.base.cache_dir = options.workspace.caches() / b.src.parent_path().filename();
     }
     trace_options.readable = revision_dirs;
     out.trace = run_trace_stage(m.trace, out.trace_checks, out.candidate_params, out.base_params, trace_options);

@@ -88,6 +88,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
     spec.argv = job.argv;
     spec.exe_dirs = job.arm->exe_dirs;
     spec.env = job.arm->env;
+    for (const auto& [k, v] : cache_environment(job.arm->cache_dir)) spec.env[k] = v;
     for (const auto& [k, v] : env) spec.env[k] = v;
     spec.cwd = job.dir;
     spec.stdout_path = job.dir / "stdout.log";
@@ -151,6 +152,7 @@ void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec&
       spec.argv = job.argv;
       spec.exe_dirs = job.arm->exe_dirs;
       spec.env = job.arm->env;
+      for (const auto& [k, v] : cache_environment(job.arm->cache_dir)) spec.env[k] = v;
       for (const auto& [k, v] : env) spec.env[k] = v;
       spec.cwd = dir;
       spec.stdout_path = dir / "stdout.log";

@@ -50,6 +50,19 @@ nlohmann::ordered_json number_or_null(double v) {
 
 // One line for the whole run: a sandbox that could not start is said once,
 // not per case.
+// The compile caches the arms were given (arm_context.h), each once, with
+// their size now.
+nlohmann::ordered_json caches_json(const ExperimentOutcome& o) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::array();
+  std::set<std::string> seen;
+  for (const auto& [arm, ctx] : {std::pair{"reference", &o.reference_arm}, std::pair{"candidate", &o.candidate_arm},
+                                 std::pair{"base", &o.base_arm}}) {
+    if (ctx->cache_dir.empty() || !seen.insert(ctx->cache_dir.string()).second) continue;
+    out.push_back({{"arm", arm}, {"path", ctx->cache_dir.string()}, {"bytes", folder_bytes(ctx->cache_dir)}});
+  }
+  return out;
+}
+
 // What a harness session measured for a case (null without sessions).
 nlohmann::ordered_json session_json(const std::optional<SessionCaseRecord>& s) {
   if (!s) return nullptr;
@@ -319,6 +332,14 @@ std::string render_text_report(const ExperimentOutcome& o) {
                        "after the last, peak {:.1f} MiB\n",
                        arm, requests, sessions, first / 1048576.0, last / 1048576.0, peak / 1048576.0);
     }
+  }
+  {
+    std::vector<std::string> used;
+    for (const auto& c : caches_json(o)) {
+      const auto bytes = c["bytes"].get<std::uintmax_t>();
+      if (bytes > 0) used.push_back(fmt::format("{} {:.1f} MiB ({})", c["arm"].get<std::string>(), bytes / 1048576.0, c["path"].get<std::string>()));
+    }
+    if (!used.empty()) s += fmt::format("  compile caches: {}\n", fmt::join(used, "; "));
   }
   if (executor().name() != "local") {
     // Where the cases ran: the nodes and GPUs of their jobs.
@@ -592,6 +613,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
             {"trace", trace}}},
           {"wall_s", o.wall_s},
           {"executor", executor().name()},
+          {"caches", caches_json(o)},
           {"ledger", ledger_path},
           {"work_dir", o.work_dir.string()},
           {"next", next_steps_json(next_steps(facts_from_outcome(o)))}};

@@ -226,7 +226,7 @@ SandboxStatus require_sandbox(bool requested) {
 }
 
 std::vector<std::filesystem::path> workspace_hidden(const Workspace& w) {
-  std::vector<std::filesystem::path> out = {w.runs(), w.builds(), w.exports(), w.calibrations(), w.ledger};
+  std::vector<std::filesystem::path> out = {w.runs(), w.builds(), w.exports(), w.calibrations(), w.caches(), w.ledger};
   for (const char* suffix : {"-wal", "-shm", "-journal"}) out.push_back(w.ledger.string() + suffix);
   return out;
 }
@@ -249,6 +249,7 @@ std::map<std::string, std::string> untrusted_environment(const std::map<std::str
   env["TMPDIR"] = home.string();
   if (arm) {
     for (const auto& [k, v] : arm->env) env[k] = v;
+    for (const auto& [k, v] : cache_environment(arm->cache_dir)) env[k] = v;
   }
   for (const auto& [k, v] : protocol) env[k] = v;
   return env;
@@ -289,6 +290,8 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c) {
   if (result.sandboxed) {
     SandboxPolicy policy;
     policy.writable = c.writable;
+    // Its revision's compile cache, the one it may write (arm_context.h).
+    if (c.arm && !c.arm->cache_dir.empty()) policy.writable.push_back(c.arm->cache_dir);
     policy.readable = c.readable;
     if (c.arm) {
       policy.readable.insert(policy.readable.end(), c.arm->readable.begin(), c.arm->readable.end());
