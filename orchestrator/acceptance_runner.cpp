@@ -48,7 +48,6 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
   launch.untrusted = spec;
   AllocationRequest request;
   request.name = "acceptance";
-  request.dir = options.work_dir / "slurm";
   request.gpus = options.gpus;
   request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
   const LaunchResult ran = run_launch(launch, request);

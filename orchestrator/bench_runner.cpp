@@ -174,7 +174,6 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   // same machine, interleaved.
   AllocationRequest request;
   request.name = "bench";
-  request.dir = options.work_dir / "slurm-bench";
   request.gpus = gate.gpus;
   request.time_limit = std::chrono::seconds(static_cast<long long>(
       std::ceil(static_cast<double>(gate.bench.cases.size()) * (gate.bench.max_seconds_per_case + 2 * gate.timeout_s))));

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "cli.h"
 #include "error.h"
@@ -426,7 +427,9 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        for (const auto& j : slurm_cancel_prefix(slurm_experiment_prefix(ctx.ledger_path(), id))) cancelled_jobs.push_back(j.id);
                      }
                      if (ctx.json) std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"state", state}, {"slurm_jobs_cancelled", cancelled_jobs}}.dump(2) << "\n";
-                     else std::cout << fmt::format("experiment {}: {}\n", id, state);
+                     else std::cout << fmt::format("experiment {}: {}{}\n", id, state,
+                                                   cancelled_jobs.empty() ? "" : fmt::format("; scancelled its Slurm job(s) {}",
+                                                                                             fmt::join(cancelled_jobs, ", ")));
                      return 0;
                    }});
   // What a Slurm job runs (hidden: slurm_executor.h writes its script).

@@ -48,6 +48,11 @@ struct LaunchResult {
   // "FAILED", "TIMEOUT"; '' locally, or when the job had not ended within
   // a few seconds of its result).
   std::string scheduler_state;
+  // Seconds from submission to the job's start (a Slurm job's wait in the
+  // queue); 0 locally.
+  double queue_s = 0;
+  // When the job started running, seconds since the epoch (its node's clock; 0 locally).
+  double started_at = 0;
   // Non-empty when the executor's machinery failed it, not the command: a
   // Slurm job CANCELLED from outside, NODE_FAIL, PREEMPTED, BOOT_FAIL,
   // OUT_OF_MEMORY, DEADLINE, or a job whose result never came back, each
@@ -62,7 +67,6 @@ struct LaunchResult {
 // What an allocation holds while its launches run.
 struct AllocationRequest {
   std::string name;                // what it runs, for the job name: "gate-candidate-003", "bench-00"
-  std::filesystem::path dir;       // the folder for its job files (script, launches, results, Slurm's logs): created
   int gpus = 0;                    // GPUs it holds alone (the gate's `gpus`): Slurm --gres=gpu:N; 0: none asked
   std::chrono::seconds time_limit{600};  // the whole allocation's: Slurm --time, rounded up to whole minutes
   // How many launches it runs when that is known: 1 (run_launch) lets the
@@ -95,11 +99,24 @@ class Executor {
   virtual int concurrency(int requested, std::size_t jobs) const = 0;
   // "local" | "slurm": recorded with the run.
   virtual std::string name() const = 0;
-  // The prefix of this process's job names, set once the experiment's id is
-  // known ("densefeed-1a2b3c4d-e12-"): densefeed cancel and a starting
-  // worker find an experiment's jobs by it. The local executor ignores it.
-  virtual void set_job_prefix(const std::string& prefix) { (void)prefix; }
+  // Set once the experiment's id is known: the prefix of this process's job
+  // names ("densefeed-1a2b3c4d-e12-": densefeed cancel and a starting worker
+  // find an experiment's jobs by it) and the folder its job files go in
+  // (the experiment's run folder's slurm-jobs/: hidden from every sandbox
+  // and writable by no launch, so nothing a launch runs can plant a job
+  // file). The local executor ignores both.
+  virtual void set_job_context(const std::string& prefix, const std::filesystem::path& root) {
+    (void)prefix;
+    (void)root;
+  }
 };
+
+// densefeed cancel of this process's experiment, or a stopping worker: from
+// then on every launch of this process ends as cancelled (its cancel flag,
+// where the stage gave none, is this one), the Slurm executor scancels its
+// jobs, and nothing is retried.
+void request_cancel();
+const std::atomic<bool>& cancel_requested();
 
 // The process's executor: local unless set_executor chose another (the CLI's
 // --executor). Not thread-safe to set while stages run.

@@ -1,11 +1,12 @@
 #include "experiment_runner.h"
 
 #include <algorithm>
-
-#include "pending_results.h"
-
+#include <atomic>
 #include <chrono>
 #include <random>
+#include <thread>
+
+#include "pending_results.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -153,7 +154,41 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   {
     // Beaten while it runs, so that a worker of another host can tell when this run died.
     const Heartbeat heartbeat(options.workspace.ledger, ledger.heartbeat_of(out.experiment_id), ledger.heartbeat_interval_s());
-    execute_experiment(out, ledger, options);
+    // `densefeed cancel ID` of this run: every launch ends as cancelled
+    // (executor.h request_cancel), here as under a worker.
+    std::atomic<bool> done{false};
+    std::thread watcher([&] {
+      try {
+        const Ledger reader(options.workspace.ledger, Ledger::Mode::read_only);
+        while (!done) {
+          if (reader.state(out.experiment_id) == "cancel_requested") request_cancel();
+          std::this_thread::sleep_for(std::chrono::milliseconds(250));
+        }
+      } catch (const std::exception&) {
+        // The reader is a convenience: without it a cancel waits for the run's end.
+      }
+    });
+    try {
+      execute_experiment(out, ledger, options);
+    } catch (const std::exception& e) {
+      done = true;
+      watcher.join();
+      // Densefeed's own failure (a scheduler that refused a job, a folder it
+      // cannot write): the experiment says so, not "started" until a worker
+      // finds its owner dead.
+      try {
+        ledger.record_event(out.experiment_id, ExperimentEvent::interrupted, "run", std::string("densefeed failed: ") + e.what());
+      } catch (const std::exception&) {
+      }
+      throw;
+    }
+    done = true;
+    watcher.join();
+  }
+  if (cancel_requested()) {
+    ledger.record_event(out.experiment_id, ExperimentEvent::cancelled, "run", "cancelled while running");
+    out.record = ledger.summary(out.experiment_id);
+    return out;
   }
   ledger.record_finished(out.experiment_id, "run");
   out.record = ledger.summary(out.experiment_id);
@@ -163,7 +198,8 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
 void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   // Its jobs are found by name (densefeed cancel, a starting worker).
-  executor().set_job_prefix(slurm_experiment_prefix(options.workspace.ledger, out.experiment_id));
+  executor().set_job_context(slurm_experiment_prefix(options.workspace.ledger, out.experiment_id),
+                             options.workspace.runs() / std::to_string(out.experiment_id) / "slurm-jobs");
   // A write waits for another writer at least as long as a harness may run.
   if (out.gate) ledger.set_lock_wait(std::max(60.0, out.gate->timeout_s));
   const Manifest& m = out.manifest;
@@ -280,6 +316,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     if (capture.contains("candidate") && !c.candidate_placement.empty() && c.candidate_placement != "local") {
       capture["candidate"]["placement"] = c.candidate_placement;
       capture["candidate"]["containment"] = c.candidate_containment;
+      capture["candidate"]["queue_s"] = c.candidate_queue_s;
     }
     if (capture.contains("reference") && !c.reference_placement.empty() && c.reference_placement != "local") {
       capture["reference"]["placement"] = c.reference_placement;

@@ -36,6 +36,7 @@ struct Job {
   std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
   std::string placement;   // where the executor ran it ("local", "slurm job 42 on node1")
   std::string scheduler_state;  // the Slurm job's final state ('' locally)
+  double queue_s = 0;           // its wait in the scheduler's queue, seconds
   std::string infrastructure;  // the executor's failure after its retry (executor.h); '' when none
   std::string containment;     // how the launcher contained it where it ran ("bwrap, cgroup (memory, pids)")
   // In a session (protocol: session): why the request failed, as a value and
@@ -77,7 +78,6 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
   AllocationRequest request;
   request.name = "gate-" + job.dir.filename().string();
-  request.dir = job.dir / "slurm";
   request.gpus = gate.gpus;
   request.time_limit = std::chrono::seconds(static_cast<long long>(std::ceil(gate.timeout_s)));
   Launch launch;
@@ -114,6 +114,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   job.gpu = r.gpu;
   job.placement = r.placement;
   job.scheduler_state = r.scheduler_state;
+  job.queue_s = r.queue_s;
   job.infrastructure = r.infrastructure;
   job.containment = r.result.containment;
   // A reference's outputs are hashed the moment its result is in: whatever
@@ -472,6 +473,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.candidate_placement = cand.placement;
     cr.reference_placement = ref.placement;
     cr.candidate_containment = cand.containment;
+    cr.candidate_queue_s = cand.queue_s;
     cr.reference_session = ref.session;
     cr.candidate_session = cand.session;
     gate_result.harness_wall_s += cand.result.wall_s;

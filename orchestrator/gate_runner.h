@@ -79,6 +79,7 @@ struct CaseResult {
   // How the launcher contained the candidate where it ran (untrusted_launch.h
   // UntrustedResult::containment): on a Slurm node, that node's launcher's word.
   std::string candidate_containment;
+  double candidate_queue_s = 0;  // the candidate's job's wait in the scheduler's queue, seconds (0 locally)
   // Set when the gate ran sessions (protocol: session): RSS per request, so
   // growth across cases shows.
   std::optional<SessionCaseRecord> reference_session, candidate_session;

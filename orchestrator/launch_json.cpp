@@ -145,7 +145,8 @@ nlohmann::json launch_result_to_json(const LaunchResult& r) {
           {"containment", r.result.containment},
           {"gpu", r.gpu},
           {"placement", r.placement},
-          {"infrastructure", r.infrastructure}};
+          {"infrastructure", r.infrastructure},
+          {"started_at", r.started_at}};
 }
 
 LaunchResult launch_result_from_json(const nlohmann::json& j) {
@@ -173,6 +174,7 @@ LaunchResult launch_result_from_json(const nlohmann::json& j) {
   r.gpu = j.at("gpu").get<std::string>();
   r.placement = j.at("placement").get<std::string>();
   r.infrastructure = j.at("infrastructure").get<std::string>();
+  r.started_at = j.at("started_at").get<double>();
   return r;
 }
 

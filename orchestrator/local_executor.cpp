@@ -9,7 +9,11 @@ namespace {
 
 class LocalAllocation : public Allocation {
  public:
-  LaunchResult run(const Launch& launch) override {
+  LaunchResult run(const Launch& launch_in) override {
+    Launch launch = launch_in;
+    // A cancel of the whole run reaches every process the stages start.
+    if (!launch.trusted_spec.cancel) launch.trusted_spec.cancel = &cancel_requested();
+    if (!launch.untrusted.cancel) launch.untrusted.cancel = &cancel_requested();
     LaunchResult r;
     r.placement = "local";
     if (launch.trusted) {
@@ -33,6 +37,8 @@ class LocalExecutor : public Executor {
   std::string name() const override { return "local"; }
 };
 
+std::atomic<bool> g_cancel{false};
+
 std::unique_ptr<Executor>& current() {
   static std::unique_ptr<Executor> e = make_local_executor();
   return e;
@@ -43,6 +49,10 @@ std::unique_ptr<Executor>& current() {
 std::unique_ptr<Executor> make_local_executor() { return std::make_unique<LocalExecutor>(); }
 
 Executor& executor() { return *current(); }
+
+void request_cancel() { g_cancel = true; }
+
+const std::atomic<bool>& cancel_requested() { return g_cancel; }
 
 void set_executor(std::unique_ptr<Executor> e) { current() = std::move(e); }
 

@@ -66,7 +66,6 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
     launch.untrusted = p;
     AllocationRequest request;
     request.name = fmt::format("build-{}", i + 1);
-    request.dir = dir / fmt::format("slurm-build-{}", i + 1);
     request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(p.timeout + std::chrono::milliseconds(999));
     const LaunchResult ran = run_launch(launch, request);
     const UntrustedResult& r = ran.result;

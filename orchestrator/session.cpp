@@ -70,7 +70,6 @@ HarnessSession::HarnessSession(Launch launch, fs::path exchange, std::string who
     try {
       AllocationRequest request;
       request.name = "session";
-      request.dir = exchange_.parent_path() / "slurm-session";
       r = executor().allocate(request)->run(launch_);
     } catch (const std::exception& e) {
       r.infrastructure = e.what();
@@ -108,6 +107,7 @@ std::string HarnessSession::read_line(std::chrono::steady_clock::time_point dead
       if (line.empty()) continue;
       return line;
     }
+    if (cancel_requested()) cancel_ = true;  // densefeed cancel: the session ends, the request with it
     const bool over = done_.load();  // read once more after it ended: its last lines
     std::ifstream in(log, std::ios::binary);
     if (in) {

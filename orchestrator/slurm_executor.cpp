@@ -21,6 +21,7 @@
 
 #include "error.h"
 #include "launch_json.h"
+#include "ledger_key.h"
 #include "sha256.h"
 
 namespace densefeed {
@@ -84,11 +85,12 @@ struct Answer {
 };
 
 // A scheduler command (sbatch, squeue, scancel): densefeed's own, trusted.
-Answer scheduler(const std::vector<std::string>& argv) {
+Answer scheduler(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {}) {
   static std::atomic<unsigned> counter{0};
   const fs::path base = fs::temp_directory_path() / fmt::format("densefeed-slurm-{}-{}", ::getpid(), counter++);
   ProcessSpec spec;
   spec.argv = argv;
+  spec.env = env;
   spec.cwd = fs::temp_directory_path();
   spec.stdout_path = base.string() + ".out";
   spec.stderr_path = base.string() + ".err";
@@ -146,6 +148,16 @@ std::string shell_quote(const std::string& s) {
 
 class SlurmExecutor;
 
+std::string random_key() {
+  std::ifstream in("/dev/urandom", std::ios::binary);
+  unsigned char bytes[32];
+  in.read(reinterpret_cast<char*>(bytes), sizeof bytes);
+  if (!in) throw InfraError("/dev/urandom: cannot read the Slurm jobs' launch key");
+  std::string hex;
+  for (unsigned char b : bytes) hex += fmt::format("{:02x}", b);
+  return hex;
+}
+
 class SlurmAllocation : public Allocation {
  public:
   SlurmAllocation(SlurmExecutor& ex, AllocationRequest request) : ex_(ex), request_(std::move(request)) {}
@@ -157,6 +169,7 @@ class SlurmAllocation : public Allocation {
   LaunchResult wait_for(std::size_t n);
   void submit(const std::string& first_launch);
   fs::path launch_path(std::size_t n) const { return job_dir_ / fmt::format("launch-{:04}.json", n); }
+  void write_launch(std::size_t n, const std::string& text);
   fs::path result_path(std::size_t n) const { return job_dir_ / fmt::format("launch-{:04}.result.json", n); }
 
   SlurmExecutor& ex_;
@@ -168,6 +181,7 @@ class SlurmAllocation : public Allocation {
   long minutes_ = 1;
   bool cancelled_by_us_ = false;
   bool outstanding_ = false;  // a launch handed to the job whose result has not been read
+  std::chrono::system_clock::time_point submitted_;
 };
 
 class SlurmExecutor : public Executor {
@@ -201,14 +215,29 @@ class SlurmExecutor : public Executor {
   bool assigns_gpus() const override { return false; }
   int concurrency(int, std::size_t jobs) const override { return static_cast<int>(std::clamp<std::size_t>(jobs, 1, 512)); }
   std::string name() const override { return "slurm"; }
-  void set_job_prefix(const std::string& prefix) override {
+
+  void set_job_context(const std::string& prefix, const std::filesystem::path& root) override {
     std::lock_guard lock(mutex_);
     prefix_ = prefix;
+    root_ = root;
   }
-
   std::string job_name(const std::string& name) {
     std::lock_guard lock(mutex_);
     return prefix_ + name;
+  }
+  // A fresh folder for one job's files, under the job root (never inside a
+  // folder any launch may write).
+  fs::path job_dir(const std::string& name) {
+    std::lock_guard lock(mutex_);
+    if (root_.empty()) root_ = fs::temp_directory_path() / fmt::format("densefeed-slurm-jobs-{}", ::getpid());
+    return root_ / fmt::format("{:05}-{}", jobs_made_++, name);
+  }
+  // The key launch files are signed with (HMAC-SHA256): slurm-serve runs
+  // only what carries it; it reaches the job through sbatch's environment.
+  const std::string& key() const { return key_; }
+  std::string node(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    return nodes_[id];
   }
   const SlurmOptions& options() const { return options_; }
 
@@ -252,14 +281,16 @@ class SlurmExecutor : public Executor {
     while (!stop_) {
       if (!watched_.empty()) {
         lock.unlock();
-        const Answer a = scheduler({"squeue", "-h", "--states=all", "-u", uid, "-o", "%i|%T"});
+        const Answer a = scheduler({"squeue", "-h", "--states=all", "-u", uid, "-o", "%i|%T|%N"});
         lock.lock();
         if (a.ok) {
           std::map<std::string, std::string> listed;
           std::istringstream in(a.out);
           for (std::string line; std::getline(in, line);) {
-            const auto bar = line.find('|');
-            if (bar != std::string::npos) listed[line.substr(0, bar)] = line.substr(bar + 1);
+            const auto bar = line.find('|'), bar2 = line.find('|', bar + 1);
+            if (bar == std::string::npos || bar2 == std::string::npos) continue;
+            listed[line.substr(0, bar)] = line.substr(bar + 1, bar2 - bar - 1);
+            if (bar2 + 1 < line.size()) nodes_[line.substr(0, bar)] = line.substr(bar2 + 1);
           }
           for (const auto& id : watched_) {
             if (auto it = listed.find(id); it != listed.end()) {
@@ -281,6 +312,10 @@ class SlurmExecutor : public Executor {
   std::mutex mutex_;
   std::condition_variable wake_;
   std::string prefix_ = "densefeed-adhoc-";
+  fs::path root_;
+  std::uint64_t jobs_made_ = 0;
+  std::string key_ = random_key();
+  std::map<std::string, std::string> nodes_;
   std::set<std::string> watched_;
   std::map<std::string, std::string> states_;
   std::map<std::string, int> unseen_;
@@ -288,6 +323,12 @@ class SlurmExecutor : public Executor {
   bool stop_ = false;
   std::thread poller_;
 };
+
+void SlurmAllocation::write_launch(std::size_t n, const std::string& text) {
+  // The HMAC first: slurm-serve reads a launch only once its file exists.
+  write_atomically(fs::path(launch_path(n).string() + ".hmac"), hmac_sha256_hex(ex_.key(), text));
+  write_atomically(launch_path(n), text);
+}
 
 SlurmAllocation::~SlurmAllocation() {
   if (job_.empty()) return;
@@ -297,13 +338,20 @@ SlurmAllocation::~SlurmAllocation() {
   }
   // A released job ends by itself after its last launch; one still running
   // a launch nobody waits for any more (an exception left run()) is ended.
-  if (outstanding_) ex_.cancel({job_});
+  if (outstanding_) {
+    ex_.cancel({job_});
+  } else {
+    // Released: it ends within a poll or two. One that goes on running
+    // (whatever it found to run) is ended: no job outlives its allocation.
+    for (int i = 0; i < 40 && classify_slurm_state(ex_.state(job_)) == SlurmOutcome::pending; ++i) ex_.wait_poll();
+    if (classify_slurm_state(ex_.state(job_)) == SlurmOutcome::pending) ex_.cancel({job_});
+  }
   ex_.unwatch(job_);
 }
 
 void SlurmAllocation::submit(const std::string& first_launch) {
   ++attempts_;
-  job_dir_ = request_.dir / fmt::format("job-{}", attempts_);
+  job_dir_ = ex_.job_dir(fmt::format("{}-{}", request_.name, attempts_));
   std::error_code ec;
   fs::remove_all(job_dir_, ec);
   fs::create_directories(job_dir_, ec);
@@ -311,7 +359,7 @@ void SlurmAllocation::submit(const std::string& first_launch) {
   next_ = 0;
   cancelled_by_us_ = false;
   if (!first_launch.empty()) {
-    write_atomically(launch_path(0), first_launch);
+    write_launch(0, first_launch);
     write_atomically(job_dir_ / "release", "");
   }
   const fs::path script = job_dir_ / "job.sh";
@@ -324,7 +372,10 @@ void SlurmAllocation::submit(const std::string& first_launch) {
                                    fmt::format("--time={}", minutes_), "--export=ALL"};
   if (request_.gpus > 0) argv.push_back(fmt::format("--gres=gpu:{}", request_.gpus));
   argv.push_back(script.string());
-  const Answer a = scheduler(argv);
+  submitted_ = std::chrono::system_clock::now();
+  // The key in sbatch's environment (exported to the job), not in its argv
+  // (which every user of this host can read).
+  const Answer a = scheduler(argv, {{"DENSEFEED_SLURM_KEY", ex_.key()}});
   std::string id = a.out.substr(0, a.out.find_first_of(";\n"));
   if (!a.ok || id.empty() || id.find_first_not_of("0123456789") != std::string::npos) {
     throw InfraError(fmt::format("sbatch for {} {}: {}", request_.name, a.describe, a.err.empty() ? a.out : a.err));
@@ -336,7 +387,7 @@ void SlurmAllocation::submit(const std::string& first_launch) {
 
 LaunchResult SlurmAllocation::run(const Launch& launch) {
   LaunchResult r = attempt(launch);
-  if (r.infrastructure.empty()) return r;
+  if (r.infrastructure.empty() || cancel_requested()) return r;
   // Infrastructure is retried once, in a new job.
   const std::string first = r.infrastructure;
   r = attempt(launch);
@@ -347,25 +398,18 @@ LaunchResult SlurmAllocation::run(const Launch& launch) {
 LaunchResult SlurmAllocation::attempt(const Launch& launch_in) {
   Launch launch = launch_in;
   const bool single = request_.launches == 1;
-  if (single) {
-    // The scheduler's limit is the one that counts; the inner timeout stays
-    // as a backstop beyond it.
-    const double seconds = std::chrono::duration<double>(request_.time_limit).count();
-    minutes_ = slurm_minutes(seconds);
-    const auto backstop = std::chrono::milliseconds((minutes_ * 60 + 300) * 1000);
-    if (launch.trusted) launch.trusted_spec.timeout = backstop;
-    else launch.untrusted.timeout = backstop;
-  } else {
-    minutes_ = slurm_minutes(std::chrono::duration<double>(request_.time_limit).count());
-  }
+  // The launch keeps its own timeout, enforced on the node to the second as
+  // locally (the gate's timeout_s); Slurm's --time, in whole minutes, is a
+  // backstop a minute beyond it for the job as a whole.
+  minutes_ = slurm_minutes(std::chrono::duration<double>(request_.time_limit).count() + 60);
   const std::string text = launch_to_json(launch).dump();
   std::size_t n = 0;
   if (job_.empty()) {
     submit(single ? text : "");
-    if (!single) write_atomically(launch_path(0), text);
+    if (!single) write_launch(0, text);
   } else {
     n = next_;
-    write_atomically(launch_path(n), text);
+    write_launch(n, text);
   }
   next_ = n + 1;
   outstanding_ = true;
@@ -407,9 +451,11 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
   while (true) {
     if (read_result(r)) {
       with_state(r);
+      const double submitted = std::chrono::duration<double>(submitted_.time_since_epoch()).count();
+      if (r.started_at > 0) r.queue_s = std::max(0.0, r.started_at - submitted);
       return r;
     }
-    if (request_.cancel && request_.cancel->load() && !cancelled_by_us_) {
+    if (((request_.cancel && request_.cancel->load()) || cancel_requested()) && !cancelled_by_us_) {
       cancelled_by_us_ = true;
       ex_.cancel({job_});
     }
@@ -418,6 +464,11 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
     if (outcome == SlurmOutcome::pending) {
       ex_.wait_poll();
       continue;
+    }
+    // Cancelled from outside: `densefeed cancel` scancels by name, and this
+    // process hears of the cancel a moment later (its ledger watch).
+    if (outcome == SlurmOutcome::cancelled && !cancelled_by_us_) {
+      for (int i = 0; i < 20 && !cancel_requested(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
     // Ended: its result may still be on its way (a shared filesystem).
     for (int i = 0; i < 20; ++i) {
@@ -430,16 +481,18 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
     const fs::path err = job_dir_ / fmt::format("slurm-{}.err", job_);
     const std::string tail = slurp_tail(err);
     r = LaunchResult{};
-    r.placement = fmt::format("slurm job {}", job_);
+    const std::string node = ex_.node(job_);
+    r.placement = node.empty() ? fmt::format("slurm job {}", job_) : fmt::format("slurm job {} on {}", job_, node);
     if (state != "VANISHED") r.scheduler_state = state;
     ProcessResult& p = r.result.process;
     p.started = true;
     if (outcome == SlurmOutcome::timeout) {
       p.timed_out = true;
       p.timeout_s = static_cast<double>(minutes_ * 60);
-      p.ended_by = fmt::format("Slurm job {} ended TIMEOUT at its time limit of {} min (the limit, {:g} s, rounded up to whole minutes)",
+      p.ended_by = fmt::format("Slurm job {} ended TIMEOUT: it ran past its Slurm time limit (asked for {} min: the launch's {:g} s "
+                               "plus a minute, in whole minutes)",
                                job_, minutes_, std::chrono::duration<double>(request_.time_limit).count());
-    } else if (outcome == SlurmOutcome::cancelled && cancelled_by_us_) {
+    } else if (outcome == SlurmOutcome::cancelled && (cancelled_by_us_ || cancel_requested())) {
       p.cancelled = true;
       p.ended_by = fmt::format("densefeed scancelled Slurm job {}", job_);
     } else {

@@ -63,7 +63,6 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     launch.untrusted = spec;
     AllocationRequest request;
     request.name = "trace-" + arm;
-    request.dir = dir / "slurm";
     request.gpus = options.gpus;
     request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
     const LaunchResult ran = run_launch(launch, request);

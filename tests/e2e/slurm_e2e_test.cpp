@@ -101,7 +101,8 @@ class SlurmE2E : public ::testing::Test {
                   repo_,
                   {{"harness.py", kHarness},
                    {"gates/slow.yaml", gate("slow", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 60\n")},
-                   {"gates/limit.yaml", gate("limit", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 1\n")},
+                   {"gates/limit.yaml", gate("limit", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 300\n")},
+                   {"gates/tight.yaml", gate("tight", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 2\n")},
                    {"gates/gpu.yaml", gate("gpu", "cases:\n  grid:\n    - {n: [1000, 2000]}\ntimeout_s: 60\ngpus: 1\n")}},
                   kExe, env()),
               "");
@@ -246,16 +247,105 @@ TEST_F(SlurmE2E, ACaseWhoseJobIsCancelledFromOutsideIsErrorAfterOneRetryNotRed) 
 }
 
 TEST_F(SlurmE2E, AJobPastItsTimeLimitIsRedWithTimeoutNamed) {
-  // timeout_s: 1 is a 1-minute Slurm limit (whole minutes); the candidate
-  // would sleep 10 minutes. slurmctld checks limits every 30 s: 60-90 s.
-  const auto r = df({"run", manifest("limit", 600).string(), "--json", "--executor", "slurm", "--no-bench"});
+  // The job's limit is lowered under it (as an administrator or a
+  // preemption policy may): slurmctld ends it TIMEOUT at its next check of
+  // limits (every 30 s) while the gate's own 300 s are far off.
+  J report;
+  int code = -2;
+  std::thread runner([&] {
+    const auto r = df({"run", manifest("limit", 600).string(), "--json", "--executor", "slurm", "--no-bench"});
+    code = r.exit_code;
+    report = J::parse(r.out, nullptr, false);
+  });
+  const std::string job = wait_running("-gate-candidate-000");
+  ASSERT_NE(job, "");
+  const auto u = testing::run_cli("/usr/bin/scontrol", {"update", "JobId=" + job, "TimeLimit=0"}, repo_, env());
+  EXPECT_EQ(u.exit_code, 0) << u.out << u.err;
+  runner.join();
+  EXPECT_EQ(code, 1) << report.dump(1).substr(0, 2000);
+  const auto& c = report["stages"]["gate"]["cases"][0];
+  EXPECT_EQ(c["verdict"], "red") << c.dump(1);
+  EXPECT_NE(c["reason"].get<std::string>().find("Slurm job " + job + " ended TIMEOUT"), std::string::npos) << c["reason"];
+  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["kind"], "timeout") << report["record"].dump(1);
+  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["who"], "candidate");
+}
+
+TEST_F(SlurmE2E, TheGatesTimeoutHoldsToTheSecondOnTheNode) {
+  // timeout_s: 2, a candidate of 20 s: red as locally, not saved by Slurm's
+  // whole minutes.
+  const auto r = df({"run", manifest("tight", 20).string(), "--json", "--executor", "slurm", "--no-bench"});
   const J report = J::parse(r.out, nullptr, false);
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   const auto& c = report["stages"]["gate"]["cases"][0];
   EXPECT_EQ(c["verdict"], "red") << c.dump(1);
-  EXPECT_NE(c["reason"].get<std::string>().find("ended TIMEOUT"), std::string::npos) << c["reason"];
-  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["kind"], "timeout") << report["record"].dump(1);
-  EXPECT_EQ(report["record"]["stages"]["gate"]["failure"]["who"], "candidate");
+  EXPECT_NE(c["reason"].get<std::string>().find("the candidate timed out after 2 s"), std::string::npos) << c["reason"];
+  EXPECT_LT(c["candidate_wall_s"].get<double>(), 10) << c.dump(1);
+}
+
+TEST_F(SlurmE2E, ALaunchFileDensefeedDidNotWriteIsNeverRun) {
+  // Whoever can write a job's folder (it is in no launch's reach) still
+  // cannot have slurm-serve run a command: the planted launch lacks the
+  // HMAC of the submitting densefeed's key.
+  J report;
+  int code = -2;
+  std::thread runner([&] {
+    const auto r = df({"run", manifest("slow", 3).string(), "--json", "--executor", "slurm", "--no-bench"});
+    code = r.exit_code;
+    report = J::parse(r.out, nullptr, false);
+  });
+  const std::string job = wait_running("-gate-candidate-000");
+  ASSERT_NE(job, "");
+  std::filesystem::path folder;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(repo_ / ".densefeed")) {
+    if (e.path().filename() == "job-id" && testing::read_file(e.path()).rfind(job, 0) == 0) folder = e.path().parent_path();
+  }
+  ASSERT_FALSE(folder.empty());
+  const auto marker = dir_ / "planted-ran";
+  J planted = J::parse(testing::read_file(folder / "launch-0000.json"));
+  planted["trusted"] = true;
+  planted["spec"] = {{"argv", {"/bin/sh", "-c", "touch " + marker.string()}}, {"exe_dirs", J::array()}, {"env", J::object()},
+                     {"clear_env", false}, {"rlimit_as_bytes", 0}, {"rlimit_fsize_bytes", 0}, {"cwd", "/"},
+                     {"stdout_path", "/dev/null"}, {"stderr_path", "/dev/null"}, {"timeout_ms", 10000}, {"kill_grace_ms", 100},
+                     {"output_cap_bytes", 1000}};
+  testing::write_file(folder / "launch-0001.json.hmac", "0000");
+  testing::write_file(folder / "launch-0001.json", planted.dump());
+  runner.join();
+  EXPECT_EQ(code, 0) << report.dump(1).substr(0, 2000);
+  EXPECT_EQ(report["stages"]["gate"]["cases"][0]["verdict"], "green");
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "slurm-serve ran a launch file densefeed did not write";
+  std::string err;
+  for (const auto& e : std::filesystem::directory_iterator(folder)) {
+    if (e.path().extension() == ".err") err += testing::read_file(e.path());
+  }
+  EXPECT_NE(err.find("refused: its HMAC does not match"), std::string::npos) << err;
+}
+
+TEST_F(SlurmE2E, CancelOfARunningRunIsRecordedCancelledWithNoJobLeft) {
+  J report;
+  std::thread runner([&] {
+    const auto r = df({"run", manifest("slow", 120).string(), "--json", "--executor", "slurm", "--no-bench"});
+    report = J::parse(r.out, nullptr, false);
+  });
+  const std::string job = wait_running("-gate-candidate-000");
+  ASSERT_NE(job, "");
+  learn_prefix(job);
+  const auto c = df({"cancel", "1"});
+  EXPECT_EQ(c.exit_code, 0) << c.out << c.err;
+  EXPECT_NE(c.out.find("scancelled its Slurm job(s) " + job), std::string::npos) << c.out;
+  runner.join();
+  std::vector<std::string> live = live_jobs();
+  for (int i = 0; i < 100 && !live.empty(); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    live = live_jobs();
+  }
+  EXPECT_EQ(live, std::vector<std::string>{});
+  const auto s = df({"status", "1", "--json"});
+  EXPECT_EQ(J::parse(s.out)["state"], "cancelled") << s.out;
+  // Not retried as an infrastructure failure: one job for the candidate.
+  int candidate_jobs = 0;
+  for (const auto& [id, j] : jobs()) candidate_jobs += names_seen(j.first) && j.first.find("gate-candidate-000") != std::string::npos;
+  EXPECT_EQ(candidate_jobs, 1);
 }
 
 TEST_F(SlurmE2E, ACandidateThatExitsNonZeroIsRedWithItsJobsFailedState) {
