@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, sys.argv.pop(1))
-from densefeed_harness import Harness, HarnessError  # noqa: E402
+from densefeed_harness import Harness, HarnessError, serve  # noqa: E402
 
 
 class Environment(unittest.TestCase):
@@ -107,6 +107,55 @@ class Files(unittest.TestCase):
         self.assertEqual(self.h.trace_path().name, "trace.json")
         with self.assertRaisesRegex(HarnessError, "missing 'dur'"):
             self.h.write_trace([{"name": "a", "ts": 0}])
+
+
+class Serve(unittest.TestCase):
+    """densefeed_harness.serve: one handler for sessions and for one process per case."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        self.root = Path(self.tmp.name)
+
+    def request(self, i, n, mode="gate"):
+        out = self.root / f"req-{i}"
+        out.mkdir()
+        return json.dumps({"densefeed_session": 1, "id": i, "mode": mode, "case": {"n": n}, "seed": "7", "out": str(out),
+                           "warmup": 0, "iters": 2}) + "\n"
+
+    def test_a_session_answers_each_request_after_its_outputs(self):
+        answers, answered_before = [], []
+        def handle(h):
+            answered_before.append(len(answers))  # this request is not answered while it is handled
+            if h.case["n"] == 3:
+                raise ValueError("no such size")
+            h.write_output("y", np.arange(h.case["n"], dtype=np.float64) + h.seed)
+        handled = serve(handle, environ={"DENSEFEED_SESSION": "1"},
+                        requests=[self.request(0, 2), "\n", self.request(1, 3), self.request(2, 4)], answer=answers.append)
+        self.assertEqual(handled, 3)
+        self.assertEqual(answered_before, [0, 1, 2])
+        self.assertEqual([json.loads(a)["status"] for a in answers], ["ok", "error", "ok"])
+        self.assertEqual([json.loads(a)["id"] for a in answers], [0, 1, 2])
+        self.assertIn("ValueError: no such size", json.loads(answers[1])["message"])
+        self.assertEqual(np.load(self.root / "req-2" / "y.npy").tolist(), [7.0, 8.0, 9.0, 10.0])
+
+    def test_a_session_request_carries_mode_and_iterations(self):
+        seen = []
+        serve(lambda h: seen.append((h.mode, h.iters, h.warmup)), environ={"DENSEFEED_SESSION": "1"},
+              requests=[self.request(0, 1, "bench")], answer=lambda a: None)
+        self.assertEqual(seen, [("bench", 2, 0)])
+
+    def test_outside_a_session_it_handles_the_one_case_of_the_environment(self):
+        seen = []
+        n = serve(lambda h: seen.append(h.case), environ={"DENSEFEED_CASE": '{"n": 5}', "DENSEFEED_SEED": "1",
+                                                          "DENSEFEED_OUT": str(self.root)})
+        self.assertEqual((n, seen), (1, [{"n": 5}]))
+        with self.assertRaisesRegex(KeyError, "n"):
+            serve(lambda h: h.case["n"], environ={"DENSEFEED_CASE": "{}"})
+
+    def test_a_line_that_is_not_a_request_is_an_error(self):
+        with self.assertRaisesRegex(HarnessError, "not a densefeed request"):
+            serve(lambda h: None, environ={"DENSEFEED_SESSION": "1"}, requests=["hello\n"], answer=lambda a: None)
 
 
 if __name__ == "__main__":
