@@ -87,7 +87,16 @@ class Session : public ::testing::Test {
     ASSERT_EQ(testing::locked_project(repo_,
                                       {{"s.py", kHarness},
                                        {"gates/five.yaml", gate("five", "[10, 20, 30, 40, 50]", 10)},
-                                       {"gates/one.yaml", gate("one", "[10]", 3)}},
+                                       {"gates/one.yaml", gate("one", "[10]", 3)},
+                                       {"gates/cpp.yaml",
+                                        "gate: cpp\ndescription: y = 2 x by a C++ session harness\nprotocol: session\n"
+                                        "reference:\n  command: [\"" SESSION_HARNESS_EXE "\"]\n"
+                                        "candidate:\n  command: [\"" SESSION_HARNESS_EXE "\", --fail-at, \"{param.fail_at}\", --exit-at, "
+                                        "\"{param.exit_at}\"]\n"
+                                        "params:\n  fail_at: {type: integer, default: -1}\n  exit_at: {type: integer, default: -1}\n"
+                                        "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                                        "cases:\n  grid:\n    - {n: [10, 20, 30, 40, 50]}\nprofiles: {quick: {}, full: {}}\n"
+                                        "timeout_s: 10\nfreezes: [s.py]\n"}},
                                       kExe, testing::project_env(dir_ / "home")),
               "");
   }
@@ -201,6 +210,31 @@ TEST_F(Session, AHarnessThatDoesNotSpeakSessionsIsToldSoAtTheFirstCase) {
   const std::string reason = reason_at(r, 10);
   EXPECT_NE(reason.find("exited with code 0 before it answered: does its harness speak the session protocol"), std::string::npos)
       << reason;
+}
+
+TEST_F(Session, ACppSessionHarnessServesEveryCaseAndAnErrorAnswerFailsOnlyItsCase) {
+  const auto m = dir_ / "cpp.yaml";
+  testing::write_file(m, "experiment: cpp\nhypothesis: h\npredicted_effect: p\ngate: cpp\n"
+                         "candidate: {revision: WORKTREE, params: {fail_at: 30}}\nbase: {revision: WORKTREE}\n");
+  const auto r = testing::run_cli(kExe, {"run", m.string(), "--json", "--jobs", "1", "--no-bench"}, repo_,
+                                  testing::project_env(dir_ / "home"));
+  const J doc = J::parse(r.out, nullptr, false);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  const std::map<int, std::string> want = {{10, "green"}, {20, "green"}, {30, "red"}, {40, "green"}, {50, "green"}};
+  EXPECT_EQ(verdicts(doc), want);
+  EXPECT_NE(reason_at(doc, 30).find("the candidate's session reported an error: no kernel for n = 30"), std::string::npos)
+      << reason_at(doc, 30);
+  // An error answer does not end the session: one session served all five.
+  for (const auto& c : doc["stages"]["gate"]["cases"]) EXPECT_EQ(c["candidate_session"]["session"], 1) << c.dump(1);
+  // An exit does: the next case is served by a new one.
+  testing::write_file(m, "experiment: cpp\nhypothesis: h\npredicted_effect: p\ngate: cpp\n"
+                         "candidate: {revision: WORKTREE, params: {exit_at: 20}}\nbase: {revision: WORKTREE}\n");
+  const auto r2 = testing::run_cli(kExe, {"run", m.string(), "--json", "--jobs", "1", "--no-bench"}, repo_,
+                                   testing::project_env(dir_ / "home"));
+  const J doc2 = J::parse(r2.out, nullptr, false);
+  EXPECT_EQ(verdicts(doc2)[20], "red");
+  EXPECT_EQ(verdicts(doc2)[30], "green");
+  EXPECT_EQ(doc2["stages"]["gate"]["cases"][2]["candidate_session"]["session"], 2) << doc2["stages"]["gate"]["cases"][2].dump(1);
 }
 
 TEST_F(Session, ASessionsCommandMayNotTakeTheCase) {

@@ -1,0 +1,36 @@
+// The serving side of harness sessions for C++ harnesses (orchestrator/
+// session.h; schemas/session-request.schema.json and session-answer): the
+// same loop as densefeed_harness.serve in Python.
+#pragma once
+
+#include <functional>
+#include <iosfwd>
+#include <map>
+#include <string>
+
+#include "harness_env.h"
+
+namespace densefeed {
+
+// A case's key -> value, as JSON text per value ("4096", "\"tf32\"", "true"):
+// what the request's "case" object (or DENSEFEED_CASE) holds.
+using SessionCase = std::map<std::string, std::string>;
+
+// A handler does one case: reads its inputs from env.seed, writes its
+// outputs into *env.out (and samples.json in bench mode). Throwing fails the
+// case: in a session the answer is {"status": "error", "message": what()}
+// and the session goes on; outside one the exception propagates.
+using SessionHandler = std::function<void(const HarnessEnv& env, const SessionCase& case_values)>;
+
+// In a session (DENSEFEED_SESSION=1): for each request line on `in`, calls
+// `handler` with that request's mode, seed, out, warmup and iters and case,
+// then answers {"id": N, "status": "ok"} on `answers` (flushed). Returns at
+// the end of input. Outside a session: calls `handler` once with the
+// process's own environment (read_harness_env) and DENSEFEED_CASE. Returns
+// how many cases it handled. Throws HarnessEnvError for a line that is not a
+// request, or a malformed DENSEFEED_CASE.
+int serve(const SessionHandler& handler, std::istream& in, std::ostream& answers);
+// Same on stdin and stdout.
+int serve(const SessionHandler& handler);
+
+}  // namespace densefeed
