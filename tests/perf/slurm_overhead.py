@@ -75,14 +75,15 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
             gate: n{n}
             description: {n} trivial cases
             reference: {{command: [python3, "{{project}}/h.py", --k, "{{case.k}}"]}}
-            candidate: {{command: [python3, "{{project}}/h.py", --k, "{{case.k}}"]}}
+            candidate: {{command: [python3, "{{project}}/h.py", --k, "{{case.k}}", --tag, "{{param.tag}}"]}}
+            params: {{tag: {{type: string, default: base}}}}
             outputs: {{y: {{dtype: float64, tolerance: {{rel_l2: 1.0e-12}}}}}}
             cases: {{grid: [{{k: [{", ".join(str(k) for k in range(n))}]}}]}}
             profiles: {{quick: {{}}, full: {{}}}}
             freezes: [h.py]
             """))
         open(os.path.join(project, f"n{n}.yaml"), "w").write(
-            f"experiment: n{n}\nhypothesis: h\npredicted_effect: p\ngate: n{n}\ncandidate: {{revision: WORKTREE}}\nbase: {{revision: WORKTREE}}\n")
+            f"experiment: n{n}\nhypothesis: h\npredicted_effect: p\ngate: n{n}\ncandidate: {{revision: WORKTREE, params: {{tag: cand}}}}\nbase: {{revision: WORKTREE}}\n")
     open(os.path.join(project, "gates", "gates.lock"), "w").write("")
     git = ["git", "-C", project, "-c", "user.name=perf", "-c", "user.email=p@e"]
     subprocess.run(git[:3] + ["init", "-q", "-b", "main"], check=True)
@@ -95,7 +96,8 @@ with tempfile.TemporaryDirectory(dir="/var/tmp") as tmp:
         walls = {}
         for executor in ("local", "slurm"):
             wall, doc = timed([exe, "run", f"n{n}.yaml", "--no-bench", "--json", "--executor", executor], project)
-            assert doc["verdict"] == "green", doc["stages"]["gate"]["reason"]
+            if doc.get("verdict") != "green":
+                raise SystemExit(f"n{n} with --executor {executor}: {json.dumps(doc)[:2000]}")
             walls[executor] = wall
         print(f"{n:>5} {walls['local']:>8.1f} {walls['slurm']:>8.1f} {(walls['slurm'] - walls['local']) / n:>21.3f} "
               f"{2 * n / walls['slurm']:>7.1f}")
