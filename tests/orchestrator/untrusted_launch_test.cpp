@@ -78,11 +78,17 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
     EXPECT_EQ(text.find("run_process("), std::string::npos) << name << " starts a process without the launcher";
     EXPECT_EQ(text.find("sandbox_argv("), std::string::npos) << name << " builds its own sandbox";
   }
-  // The gate's one trusted launch is the reference.
+  // The gate's trusted launches are the reference's: as a process per case,
+  // and as a session (both under `if (!job.untrusted)`).
   const std::string gate = read(kOrchestrator / "gate_runner.cpp");
   std::size_t trusted = 0;
-  for (std::size_t at = gate.find("launch.trusted = true"); at != std::string::npos; at = gate.find("launch.trusted = true", at + 1)) ++trusted;
-  EXPECT_EQ(trusted, 1u);
+  for (std::size_t at = gate.find("launch.trusted = true"); at != std::string::npos; at = gate.find("launch.trusted = true", at + 1)) {
+    ++trusted;
+    const auto guard = gate.rfind("if (!job.untrusted)", at);
+    EXPECT_NE(guard, std::string::npos);
+    EXPECT_LT(at - guard, 200u) << "a trusted launch that is not the reference's";
+  }
+  EXPECT_EQ(trusted, 2u);
   // Every executor ends in untrusted_launch.h: the local one here, the
   // Slurm one on the compute node through the local one (slurm-serve).
   const std::string local = read(kOrchestrator / "local_executor.cpp");
