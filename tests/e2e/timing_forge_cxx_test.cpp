@@ -165,6 +165,20 @@ TEST_F(TimingForgeCxx, AGlobalConstructorThatForgesEveryFileAndExitsIsCaughtByTh
   nothing_recorded_faster(r);
 }
 
+TEST_F(TimingForgeCxx, AForgerThatPadsItsProcessToHoldItsSamplesIsCaughtByItsOwnWallGrowth) {
+  // The same, claiming 4 ms per iteration (5x) and sleeping 150 ms before it
+  // exits, so that every round's samples fit in the process's run: its wall
+  // time still does not grow with the iterations it claims to have timed.
+  candidate_library("_ctor_exit_padded");
+  const auto [code, r] = run("honest");
+  EXPECT_EQ(code, 1) << r.dump(1);
+  EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
+  const auto kinds = flag_kinds(r);
+  EXPECT_TRUE(has(kinds, "claims_unrepeated")) << r["stages"]["bench"].dump(1);
+  EXPECT_FALSE(has(kinds, "sum_exceeds_wall")) << r["stages"]["bench"].dump(1);
+  nothing_recorded_faster(r);
+}
+
 TEST_F(TimingForgeCxx, AKernelLibraryThatLeavesAThreadIsRed) {
   candidate_library("_thread");
   const auto [code, r] = run("honest");

@@ -13,8 +13,10 @@
 //                    timed.json into DENSEFEED_OUT, then returns
 //   FORGE_CTOR_EXIT  a global constructor computes the right outputs for the
 //                    seed, writes every file the driver would (claiming
-//                    ms / 2 per iteration without running anything) and
-//                    ends the process with _exit(0)
+//                    FORGE_CLAIM_MS per iteration, default 10, without
+//                    running anything) and ends the process with _exit(0),
+//                    after sleeping FORGE_PAD_MS (default 0) so that the
+//                    samples fit in the process's run
 //   FORGE_THREAD     a global constructor leaves a thread running
 #include <sys/syscall.h>
 #include <time.h>
@@ -101,6 +103,9 @@ steady_clock::time_point steady_clock::now() noexcept {
 #endif
 
 #if defined(FORGE_CTOR) || defined(FORGE_CTOR_EXIT)
+#if !defined(FORGE_CLAIM_MS)
+#define FORGE_CLAIM_MS "10.0"  // the ms each forged sample claims
+#endif
 namespace {
 // The .npy bytes of y: header as numpy writes format 1.0 for '<f8' (n,).
 std::string npy(const std::vector<double>& y) {
@@ -120,7 +125,7 @@ __attribute__((constructor)) void forge_files() {
   const std::filesystem::path out = std::getenv("DENSEFEED_OUT");
   const int iters = std::atoi(std::getenv("DENSEFEED_ITERS"));
   std::string samples = "{\"unit\": \"ms\", \"samples\": [";
-  for (int i = 0; i < iters; ++i) samples += (i ? ", " : "") + std::string("10.0");
+  for (int i = 0; i < iters; ++i) samples += (i ? ", " : "") + std::string(FORGE_CLAIM_MS);
   samples += "]}\n";
 #if defined(FORGE_CTOR)
   write(out / "samples.json", samples);
@@ -148,6 +153,9 @@ __attribute__((constructor)) void forge_files() {
   timed += "]}\n";
   write(out / "timed.json", timed);
   write(out / "samples.json", samples);
+#if defined(FORGE_PAD_MS)
+  std::this_thread::sleep_for(std::chrono::milliseconds(FORGE_PAD_MS));
+#endif
   _exit(0);
 #endif
 }
