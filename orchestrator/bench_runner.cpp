@@ -288,10 +288,18 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
           spec.env["DENSEFEED_ARM_PROJECT"] = arm.project.string();
           spec.env["DENSEFEED_TRUSTED_PROJECT"] = options.trusted->project.string();
           spec.env["DENSEFEED_PARAMS"] = params.dump();
-          // The arm's kernel folder first, then its PYTHONPATH (the
-          // project's python.path and densefeed's module folder).
-          std::string kernel_path = (arm.project / d.path).lexically_normal().string();
-          if (auto p = arm.env.find("PYTHONPATH"); p != arm.env.end()) kernel_path += ":" + p->second;
+          std::string kernel_path;
+          if (d.module.empty()) {
+            // A library is a build product: it is looked up where the arm's
+            // own commands' bare names are (a revision's build bin, then the
+            // project's harness_path under the arm's tree), in that order.
+            for (const auto& dir : arm.exe_dirs) kernel_path += (kernel_path.empty() ? "" : ":") + dir.lexically_normal().string();
+          } else {
+            // The arm's kernel folder first, then its PYTHONPATH (the
+            // project's python.path and densefeed's module folder).
+            kernel_path = (arm.project / d.path).lexically_normal().string();
+            if (auto p = arm.env.find("PYTHONPATH"); p != arm.env.end()) kernel_path += ":" + p->second;
+          }
           spec.env["DENSEFEED_KERNEL_PATH"] = kernel_path;
         } else {
           spec.argv = arm_command(gate.candidate_command, {c.values, params, options.seed, (dir / "out").string()}, arm);

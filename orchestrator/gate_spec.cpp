@@ -300,6 +300,19 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
       driver.library = k.value("library", "");
       driver.symbol = k.value("symbol", "");
       driver.path = k.value("path", ".");
+      if (!driver.library.empty()) {
+        // A file name, looked up in the arm's bin folders (bench_runner.cpp):
+        // never a path that could lead out of them.
+        if (driver.library.find('/') != std::string::npos || driver.library.find("..") != std::string::npos) {
+          doc.fail("/bench/driver/kernel/library",
+                   fmt::format("'{}': a library is a file name (without '/' or '..'), looked up in the arm's bin folders "
+                               "(harness_path, a revision's build bin)", driver.library));
+        }
+        if (k.contains("path")) {
+          doc.fail("/bench/driver/kernel/path", "a library is looked up in the arm's bin folders (harness_path, a revision's "
+                                                "build bin); path is where a Python module is");
+        }
+      }
       check_command(doc, "/bench/driver/command", driver.command, gate);
       for (const auto& name : placeholders(driver.command)) {
         if (name.rfind("param.", 0) == 0) {

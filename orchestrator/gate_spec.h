@@ -67,16 +67,19 @@ struct OutputSpec {
 // every file it names under {project} must be frozen. The arm's tree reaches
 // the driver as DENSEFEED_ARM_PROJECT and the kernel as DENSEFEED_KERNEL, a
 // JSON object: {"module", "function"} (Python: imported from the arm's tree)
-// or {"library", "symbol"} (a shared library with a C entry point), found
-// under `path` of the arm's tree (DENSEFEED_KERNEL_PATH: that folder first,
-// then the project's python.path). The driver writes samples.json
+// or {"library", "symbol"} (a shared library with a C entry point). A module
+// is found under `path` of the arm's tree (DENSEFEED_KERNEL_PATH: that folder
+// first, then the project's python.path); a library, a file name without '/'
+// or '..', in the arm's bin folders (DENSEFEED_KERNEL_PATH: the arm's
+// exe_dirs in order, where a bare argv[0] of its own commands is looked up;
+// kernels/common/driver.h opens the first match). The driver writes samples.json
 // and, per timed iteration, the outputs' hashes (timed.json) with the outputs
 // of every distinct iteration under timed/ITER/ (README, 'Timings the candidate cannot forge').
 struct BenchDriver {
   std::vector<std::string> command;
   std::string module, function;  // Python kernel
   std::string library, symbol;   // C entry point
-  std::string path = ".";        // where in the arm's tree the module or library is (kernel.path)
+  std::string path = ".";        // where in the arm's tree the module is (kernel.path; Python only)
 };
 
 // The work of one bench case, as muparser expressions over the case's

@@ -170,7 +170,8 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
         ms(c_slope), ms(candidate_claimed_ms), ms(b_slope), ms(base_claimed_ms), ms(excess), ms(bar));
     f.figures = figures;
     flags.push_back(std::move(f));
-  } else if (-excess > bar) {
+  } else if (-excess > bar || candidate_claimed_ms - c_slope > std::max(kClaimsFraction * candidate_claimed_ms,
+                                                                         kSignificanceZ * c.per_iteration_se_s * 1e3)) {
     TimingFlag f;
     f.kind = TimingFlagKind::claims_unrepeated;
     f.arm = "candidate";

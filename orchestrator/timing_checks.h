@@ -71,6 +71,12 @@ WallFit fit_wall(const std::vector<RoundWall>& rounds);
 //   it is flagged; a figure of ours, well below the forgeries the issue
 //   records (3x and more) and above what a driver's cache flush or a sync
 //   adds to both arms alike, which cancels.
+// - kClaimsFraction: an arm's samples are intervals inside its process's run,
+//   one after another, so each extra iteration makes the process run at
+//   least its sample longer; claims that exceed the arm's own wall-time slope
+//   by more than this fraction of themselves (and kSignificanceZ standard
+//   errors of that slope) were not taken in that run. A figure of ours: an
+//   honest arm's slope is its claim plus its untimed work, never half of it.
 // - kSignificanceZ: the excess must also be this many standard errors of the
 //   two fits' slopes (one-sided normal 4 sigma: 3e-5 false flags per case;
 //   a false red costs a person's time, so the bar is high).
@@ -87,6 +93,7 @@ WallFit fit_wall(const std::vector<RoundWall>& rounds);
 //   R - 3 tests, hence a higher bar than the trend's).
 inline constexpr double kWallSlackMs = 1.0;
 inline constexpr double kUnseenFraction = 0.25;
+inline constexpr double kClaimsFraction = 0.5;
 inline constexpr double kSignificanceZ = 4.0;
 inline constexpr double kFlatGrowth = 1.25;
 inline constexpr double kFlatWork = 4.0;
@@ -102,8 +109,11 @@ std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, c
 // with its wall-time slope; flags the candidate when its untimed time per
 // iteration exceeds the base's by more than kUnseenFraction of the base's
 // claimed time and kSignificanceZ standard errors (unseen_time), or when its
-// claims exceed its slope by as much (claims_unrepeated). Nothing when either
-// fit is not fitted. figures: both arms' slopes, claims and standard errors (ms).
+// claims exceed its slope by as much, or by more than kClaimsFraction of the
+// claims and kSignificanceZ standard errors of its own slope
+// (claims_unrepeated: e.g. samples forged once and the process ended, at any
+// claimed speed). Nothing when either fit is not fitted. figures: both arms'
+// slopes, claims and standard errors (ms).
 std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
                                           double base_claimed_ms, double candidate_claimed_ms);
 

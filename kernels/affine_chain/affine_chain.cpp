@@ -80,12 +80,12 @@ void product_into(Precision precision, const float* a, const float* b, float* c,
 
 // One head's CP state passing with state and pairs in T: float for the fp32
 // precisions (products through `precision`), double for fp64 (all plain, and
-// every product and sequential walk through the reference's matmul_fp64 and
-// walk_fp64, so that fp64 has one implementation).
-template <typename T>
+// walk_fp64, so that fp64 has one implementation). Pairs: ChunkPairs<double>
+// for fp64, ChunkPairsView for fp32 (whoever holds them).
+template <typename T, typename Pairs>
 class ChainRunner {
  public:
-  ChainRunner(Precision precision, std::span<const Chunk> chunks, const ChunkPairs<T>& pairs,
+  ChainRunner(Precision precision, std::span<const Chunk> chunks, const Pairs& pairs,
               std::span<const double> initial_states)
       : precision_(precision),
         chunks_(chunks),
@@ -221,7 +221,7 @@ class ChainRunner {
 
   Precision precision_;
   std::span<const Chunk> chunks_;
-  const ChunkPairs<T>& pairs_;
+  const Pairs& pairs_;
   std::size_t k_;
   std::size_t v_;
   std::span<const double> initial_states_;
@@ -290,10 +290,15 @@ void precision_product(Precision precision, std::span<const float> a, std::span<
 
 std::vector<float> run_cp(CpPath path, Precision precision, std::span<const Chunk> chunks,
                           const ChunkPairs<float>& pairs, std::span<const double> initial_states) {
+  return run_cp(path, precision, chunks, ChunkPairsView::of(pairs), initial_states);
+}
+
+std::vector<float> run_cp(CpPath path, Precision precision, std::span<const Chunk> chunks,
+                          const ChunkPairsView& pairs, std::span<const double> initial_states) {
   if (precision == Precision::fp64) {
     throw LayoutError("run_cp: precision fp64 runs through run_cp_fp64 with fp64 pairs");
   }
-  ChainRunner<float> runner(precision, chunks, pairs, initial_states);
+  ChainRunner<float, ChunkPairsView> runner(precision, chunks, pairs, initial_states);
   return path == CpPath::unpartitioned ? runner.unpartitioned() : runner.partitioned();
 }
 
@@ -301,7 +306,7 @@ std::vector<double> run_cp_fp64(CpPath path, std::span<const Chunk> chunks,
                                 const ChunkPairs<double>& pairs,
                                 std::span<const double> initial_states) {
   if (path == CpPath::unpartitioned) return run_unpartitioned_fp64(chunks, pairs, initial_states);
-  ChainRunner<double> runner(Precision::fp64, chunks, pairs, initial_states);
+  ChainRunner<double, ChunkPairs<double>> runner(Precision::fp64, chunks, pairs, initial_states);
   return runner.partitioned();
 }
 

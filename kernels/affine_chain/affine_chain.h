@@ -67,6 +67,23 @@ ChunkPairs<float> round_to_fp32(const ChunkPairs<double>& pairs);
 void precision_product(Precision precision, std::span<const float> a, std::span<const float> b,
                        std::span<float> c, std::size_t n, std::size_t k, std::size_t m);
 
+// Chunk pairs of one head in fp32 that someone else holds (a benchmark
+// driver's buffers, affine_chain_kernel.h): the accessors of ChunkPairs.
+struct ChunkPairsView {
+  std::size_t dim_k = 0;
+  std::size_t dim_v = 0;
+  std::size_t count = 0;                  // chunks
+  const float* transitions = nullptr;     // [count, K, K] row-major
+  const float* contributions = nullptr;   // [count, K, V] row-major
+
+  static ChunkPairsView of(const ChunkPairs<float>& pairs) {
+    return {pairs.dim_k, pairs.dim_v, pairs.size(), pairs.transitions.data(), pairs.contributions.data()};
+  }
+  std::size_t size() const { return count; }
+  const float* transition(std::size_t c) const { return transitions + c * dim_k * dim_k; }
+  const float* contribution(std::size_t c) const { return contributions + c * dim_k * dim_v; }
+};
+
 // Final state of every sequence for one head, [sequences, K, V] row-major, fp32.
 // `chunks` is a plan (plan_chunks), `pairs` its fp32 chunk pairs, `initial_states`
 // [sequences, K, V] (fp32-representable). `precision` must not be fp64;
@@ -74,6 +91,9 @@ void precision_product(Precision precision, std::span<const float> a, std::span<
 // Throws LayoutError on a mismatch between plan, pairs and initial states.
 std::vector<float> run_cp(CpPath path, Precision precision, std::span<const Chunk> chunks,
                           const ChunkPairs<float>& pairs, std::span<const double> initial_states);
+// The same over pairs held elsewhere.
+std::vector<float> run_cp(CpPath path, Precision precision, std::span<const Chunk> chunks,
+                          const ChunkPairsView& pairs, std::span<const double> initial_states);
 
 // The same with every operation in fp64: unpartitioned is the reference itself
 // (run_unpartitioned_fp64); partitioned runs its sequential parts and products

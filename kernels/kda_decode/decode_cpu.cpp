@@ -39,7 +39,7 @@ std::optional<Version> parse_version(std::string_view text) {
   return std::nullopt;
 }
 
-void row_factors(const BatchInputs& in, std::size_t b, std::size_t h, const StepOptions& options,
+void row_factors(const BatchView& in, std::size_t b, std::size_t h, const StepOptions& options,
                  RowFactors& out) {
   const std::size_t H = in.spec.heads, K = in.spec.dim_k;
   const std::size_t bh = b * H + h;
@@ -63,7 +63,7 @@ void row_factors(const BatchInputs& in, std::size_t b, std::size_t h, const Step
   }
 }
 
-void update_columns(const BatchInputs& in, std::size_t b, std::size_t h, const RowFactors& f,
+void update_columns(const BatchView& in, std::size_t b, std::size_t h, const RowFactors& f,
                     std::size_t c0, std::size_t c1, float* o, float* state_out) {
   const std::size_t H = in.spec.heads, K = in.spec.dim_k, V = in.spec.dim_v;
   const std::size_t bh = b * H + h;
@@ -101,7 +101,7 @@ void update_columns(const BatchInputs& in, std::size_t b, std::size_t h, const R
   }
 }
 
-void decode_step_cpu(Version version, const BatchInputs& in, const StepOptions& options, float* o,
+void decode_step_cpu(Version version, const BatchView& in, const StepOptions& options, float* o,
                      float* state_out) {
   const std::size_t B = in.spec.batch, H = in.spec.heads, K = in.spec.dim_k, V = in.spec.dim_v;
   RowFactors f;

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,26 @@ std::optional<Version> parse_version(std::string_view text);
 // Columns of one upstream program (fused_recurrent_kda_fwd: BV = 32).
 inline constexpr std::size_t kTileV = 32;
 
+// The batch's inputs wherever they are held (BatchInputs, or a benchmark
+// driver's buffers, kda_decode_kernel.h): the same layout, as pointers.
+struct BatchView {
+  InputSpec spec;
+  const std::uint16_t* q = nullptr;      // [B, H, K] bf16 bits
+  const std::uint16_t* k = nullptr;      // [B, H, K]
+  const std::uint16_t* g_raw = nullptr;  // [B, H, K]
+  const std::uint16_t* v = nullptr;      // [B, H, V]
+  const std::uint16_t* beta = nullptr;   // [B, H]
+  const float* a_log = nullptr;          // [H]
+  const float* dt_bias = nullptr;        // [H, K]
+  const float* state = nullptr;          // [B, H, K, V]
+
+  BatchView() = default;
+  // Implicit: every function over a batch takes a BatchInputs as it is.
+  BatchView(const BatchInputs& in)
+      : spec(in.spec), q(in.q.data()), k(in.k.data()), g_raw(in.g_raw.data()), v(in.v.data()), beta(in.beta.data()),
+        a_log(in.a_log.data()), dt_bias(in.dt_bias.data()), state(in.state.data()) {}
+};
+
 // What a step may change beyond the inputs. lower_bound 0 makes every decay
 // exp(0) = 1: the harness's deliberately wrong mode (KDA_DECODE_FAULT=skip-decay),
 // which the gate must call red.
@@ -43,17 +64,17 @@ struct RowFactors {
 };
 
 // Fills `out` for (b, h) of `in` (sums in index order, no FMA contraction).
-void row_factors(const BatchInputs& in, std::size_t b, std::size_t h, const StepOptions& options,
+void row_factors(const BatchView& in, std::size_t b, std::size_t h, const StepOptions& options,
                  RowFactors& out);
 
 // Columns [c0, c1) of (b, h): decay, delta-rule update and output, fp32.
 // Writes o[c] for c in [c0, c1) (o points at (b, h)'s [V] row) and those
 // columns of (b, h)'s new state (state_out points at its [K, V] block).
-void update_columns(const BatchInputs& in, std::size_t b, std::size_t h, const RowFactors& f,
+void update_columns(const BatchView& in, std::size_t b, std::size_t h, const RowFactors& f,
                     std::size_t c0, std::size_t c1, float* o, float* state_out);
 
 // The whole batch: o [B, H, V] and state_out [B, H, K, V], fp32.
-void decode_step_cpu(Version version, const BatchInputs& in, const StepOptions& options, float* o,
+void decode_step_cpu(Version version, const BatchView& in, const StepOptions& options, float* o,
                      float* state_out);
 
 }  // namespace densefeed::kda_decode

@@ -37,8 +37,9 @@ class PythonHarness : public ::testing::Test {
     testing::write_file(root_ / "gates" / "py-softmax.yaml", gate);
     // The README's gate runs the script from the project ({project}); this
     // project holds a copy of densefeed's example.
-    testing::write_file(root_ / "kernels" / "python" / "softmax_harness.py",
-                        testing::read_file(kRoot / "kernels" / "python" / "softmax_harness.py"));
+    for (const char* f : {"softmax_harness.py", "softmax_driver.py"}) {
+      testing::write_file(root_ / "kernels" / "python" / f, testing::read_file(kRoot / "kernels" / "python" / f));
+    }
     ASSERT_EQ(densefeed({"gate", "lock"}).exit_code, 0);
   }
   testing::CliResult densefeed(std::vector<std::string> args) {
@@ -77,6 +78,7 @@ TEST_F(PythonHarness, TheStableKernelIsGreenAndBenchmarked) {
   const auto& c = r["stages"]["bench"]["cases"][0];
   EXPECT_EQ(c["case"], "rows=64 cols=1000 scale=1");
   EXPECT_GE(c["rounds"].get<int>(), 9);
+  EXPECT_EQ(c["timing"], "driver");  // the gate's frozen softmax_driver.py timed it
   // What was timed was gated: the bench-mode y.npy passed against the reference.
   EXPECT_TRUE(c["verdict"] == "faster" || c["verdict"] == "slower" || c["verdict"] == "same" || c["verdict"] == "inconclusive");
 }

@@ -67,6 +67,14 @@ TEST(TimingChecks, ForgedSamplesOfASlowCandidateAreUnseenTimeAnHonestTwoTimesNot
   const auto unrepeated = check_wall_growth(base, rounds(9, 5, 120, 1, 30), 20, 30);
   ASSERT_EQ(unrepeated.size(), 1u);
   EXPECT_EQ(unrepeated[0].kind, TimingFlagKind::claims_unrepeated);
+  // Samples forged once, claiming 10x, from a process whose wall time does
+  // not grow with the iterations: below the base's noise bar, but more than
+  // the candidate's own slope can hold.
+  const auto once = check_wall_growth(base, rounds(9, 5, 120, 0, 2, 0.5), 20, 2);
+  ASSERT_EQ(once.size(), 1u);
+  EXPECT_EQ(once[0].kind, TimingFlagKind::claims_unrepeated);
+  // An honest 10x whose process does the same untimed work per iteration is not.
+  EXPECT_TRUE(check_wall_growth(base, rounds(9, 5, 120, 2.3, 2, 0.5), 20, 2).empty());
 }
 
 TEST(TimingChecks, NoisyWallTimesRaiseTheBarInsteadOfFlagging) {

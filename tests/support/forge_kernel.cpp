@@ -1,0 +1,171 @@
+// The arm's kernel of the C++ timing-forge gate (tests/e2e/timing_forge_cxx_test.cpp):
+// forge_kernel_run(x, n, y, mode, ms) writes y = 2 x and "costs" ms by
+// sleeping and spinning the last 2 ms (a late wake-up on a loaded machine
+// does not overshoot), counted from its entry. Modes:
+//   honest     costs ms
+//   fast2x     costs ms / 2
+//   wrongpath  fast and wrong (y = 0) on every call but the last, whose
+//              outputs a checker of the last iteration alone would see
+// Built in variants that cheat at load time (compile definitions):
+//   FORGE_INTERPOSE  defines clock_gettime and std::chrono::steady_clock::now
+//                    itself, both running 4x slow, to slow the driver's clock
+//   FORGE_CTOR       a global constructor writes forged samples.json and
+//                    timed.json into DENSEFEED_OUT, then returns
+//   FORGE_CTOR_EXIT  a global constructor computes the right outputs for the
+//                    seed, writes every file the driver would (claiming
+//                    FORGE_CLAIM_MS per iteration, default 10, without
+//                    running anything) and ends the process with _exit(0),
+//                    after sleeping FORGE_PAD_MS (default 0) so that the
+//                    samples fit in the process's run
+//   FORGE_THREAD     a global constructor leaves a thread running
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "forge_inputs.h"
+#if defined(FORGE_CTOR_EXIT)
+#include <openssl/evp.h>
+#endif
+
+namespace {
+
+std::int64_t raw_now_ns() {
+  timespec ts{};
+  ::syscall(SYS_clock_gettime, CLOCK_MONOTONIC, &ts);
+  return static_cast<std::int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void spend_from(std::int64_t start_ns, double s) {
+  const std::int64_t end = start_ns + static_cast<std::int64_t>(s * 1e9);
+  const std::int64_t sleep = end - raw_now_ns() - 2'000'000;
+  if (sleep > 0) std::this_thread::sleep_for(std::chrono::nanoseconds(sleep));
+  while (raw_now_ns() < end) {
+  }
+}
+
+unsigned calls = 0;
+
+unsigned total_calls() {
+  const char* w = std::getenv("DENSEFEED_WARMUP");
+  const char* i = std::getenv("DENSEFEED_ITERS");
+  return static_cast<unsigned>((w ? std::atoi(w) : 0) + (i ? std::atoi(i) : 0));
+}
+
+#if defined(FORGE_CTOR) || defined(FORGE_CTOR_EXIT)
+void write(const std::filesystem::path& p, const std::string& text) {
+  std::filesystem::create_directories(p.parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+#endif
+
+}  // namespace
+
+extern "C" int forge_kernel_run(const double* x, std::size_t n, double* y, const char* mode_text, double ms) {
+  const std::int64_t t = raw_now_ns();
+  ++calls;
+  const std::string mode = mode_text;
+  if (mode == "wrongpath" && calls < total_calls()) {
+    std::memset(y, 0, n * sizeof(double));
+    return 0;
+  }
+  spend_from(t, mode == "fast2x" ? ms / 2e3 : ms / 1e3);
+  for (std::size_t i = 0; i < n; ++i) y[i] = 2 * x[i];
+  return 0;
+}
+
+#if defined(FORGE_INTERPOSE)
+namespace {
+std::int64_t t0 = raw_now_ns();
+}
+extern "C" int clock_gettime(clockid_t, timespec* ts) {
+  const std::int64_t slow = t0 + (raw_now_ns() - t0) / 4;
+  ts->tv_sec = slow / 1'000'000'000;
+  ts->tv_nsec = slow % 1'000'000'000;
+  return 0;
+}
+namespace std::chrono {
+inline namespace _V2 {
+steady_clock::time_point steady_clock::now() noexcept {
+  return time_point(std::chrono::nanoseconds(t0 + (raw_now_ns() - t0) / 4));
+}
+}  // namespace _V2
+}  // namespace std::chrono
+#endif
+
+#if defined(FORGE_CTOR) || defined(FORGE_CTOR_EXIT)
+#if !defined(FORGE_CLAIM_MS)
+#define FORGE_CLAIM_MS "10.0"  // the ms each forged sample claims
+#endif
+namespace {
+// The .npy bytes of y: header as numpy writes format 1.0 for '<f8' (n,).
+std::string npy(const std::vector<double>& y) {
+  std::string dict = "{'descr': '<f8', 'fortran_order': False, 'shape': (" + std::to_string(y.size()) + ",), }";
+  while ((10 + dict.size() + 1) % 64 != 0) dict += ' ';
+  dict += '\n';
+  std::string out = "\x93NUMPY\x01";
+  out += '\0';
+  out += static_cast<char>(dict.size() & 0xFF);
+  out += static_cast<char>(dict.size() >> 8);
+  out += dict;
+  out.append(reinterpret_cast<const char*>(y.data()), y.size() * sizeof(double));
+  return out;
+}
+
+__attribute__((constructor)) void forge_files() {
+  const std::filesystem::path out = std::getenv("DENSEFEED_OUT");
+  const int iters = std::atoi(std::getenv("DENSEFEED_ITERS"));
+  std::string samples = "{\"unit\": \"ms\", \"samples\": [";
+  for (int i = 0; i < iters; ++i) samples += (i ? ", " : "") + std::string(FORGE_CLAIM_MS);
+  samples += "]}\n";
+#if defined(FORGE_CTOR)
+  write(out / "samples.json", samples);
+  write(out / "timed.json", "{\"iterations\": []}\n");
+#else
+  // Right outputs for the seed, computed once; n from the case (DENSEFEED_CASE {"n": 1000, ...}).
+  const std::string c = std::getenv("DENSEFEED_CASE");
+  const std::size_t n = std::stoul(c.substr(c.find("\"n\":") + 4));
+  std::vector<double> y = densefeed::testing::forge_inputs(std::stoull(std::getenv("DENSEFEED_SEED")), n);
+  for (double& v : y) v *= 2;
+  const std::string bytes = npy(y);
+  write(out / "timed" / "0" / "y.npy", bytes);
+  write(out / "y.npy", bytes);
+  // The sha256 the driver would record for it.
+  unsigned char md[32];
+  unsigned int len = 0;
+  EVP_Digest(bytes.data(), bytes.size(), md, &len, EVP_sha256(), nullptr);
+  std::string sum;
+  for (unsigned int i = 0; i < len; ++i) {
+    sum += "0123456789abcdef"[md[i] >> 4];
+    sum += "0123456789abcdef"[md[i] & 15];
+  }
+  std::string timed = "{\"iterations\": [";
+  for (int i = 0; i < iters; ++i) timed += (i ? ", " : "") + std::string("{\"y\": \"") + sum + "\"}";
+  timed += "]}\n";
+  write(out / "timed.json", timed);
+  write(out / "samples.json", samples);
+#if defined(FORGE_PAD_MS)
+  std::this_thread::sleep_for(std::chrono::milliseconds(FORGE_PAD_MS));
+#endif
+  _exit(0);
+#endif
+}
+}  // namespace
+#endif
+
+#if defined(FORGE_THREAD)
+namespace {
+__attribute__((constructor)) void leave_thread() {
+  std::thread([] { std::this_thread::sleep_for(std::chrono::seconds(30)); }).detach();
+}
+}  // namespace
+#endif
