@@ -109,10 +109,11 @@ std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, c
 // with its wall-time slope; flags the candidate when its untimed time per
 // iteration exceeds the base's by more than kUnseenFraction of the base's
 // claimed time and kSignificanceZ standard errors (unseen_time), or when its
-// claims exceed its slope by as much, or by more than kClaimsFraction of the
-// claims and kSignificanceZ standard errors of its own slope
-// (claims_unrepeated: e.g. samples forged once and the process ended, at any
-// claimed speed). Nothing when either fit is not fitted. figures: both arms'
+// claims exceed its own slope by more than kClaimsFraction of the claims and
+// kSignificanceZ standard errors of that slope (claims_unrepeated: e.g.
+// samples forged once and the process ended, at any claimed speed; judged
+// against its own wall growth, never the base's, whose overhead moves with
+// the machine's load). Nothing when either fit is not fitted. figures: both arms'
 // slopes, claims and standard errors (ms).
 std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
                                           double base_claimed_ms, double candidate_claimed_ms);
