@@ -148,13 +148,16 @@ class Fla:
     chunk_kda: object
     icp: object              # fla.ops.common.intracard_cp
     calls: dict              # how often the intra-card functions ran (observed, not changed)
+    backend: object          # fla.ops.common.backends.intracard (its MAX_SUBSEQS is read at every call)
 
 
 def import_fla(version: str, intracard_cp: bool, max_splits: int) -> Fla:
     """Imports fla-core VERSION from its own folder with intra-card CP on or off.
 
     fla reads FLA_INTRACARD_CP at every call and FLA_INTRACARD_MAX_SPLITS at
-    import, so both are set here, before the import, and nowhere else.
+    import (into backends/intracard.py's MAX_SUBSEQS, which it reads at every
+    call: a session sets that per case), so both are set here, before the
+    import.
     Raises RuntimeError if another fla is already imported or the one found is
     not VERSION from its folder.
     """
@@ -173,6 +176,7 @@ def import_fla(version: str, intracard_cp: bool, max_splits: int) -> Fla:
     import fla
     from fla.ops.kda import chunk_kda
     import fla.ops.common.intracard_cp as icp
+    import fla.ops.common.backends.intracard as backend
 
     got = Path(fla.__file__).resolve()
     if fla.__version__ != version or site not in got.parents:
@@ -180,7 +184,8 @@ def import_fla(version: str, intracard_cp: bool, max_splits: int) -> Fla:
     calls = {"intracard_fwd_h": 0, "intracard_pre_scan": 0, "intracard_merge": 0}
     for name in calls:
         setattr(icp, name, _counting(getattr(icp, name), name, calls))
-    return Fla(version=version, site=str(site), intracard_cp=intracard_cp, chunk_kda=chunk_kda, icp=icp, calls=calls)
+    return Fla(version=version, site=str(site), intracard_cp=intracard_cp, chunk_kda=chunk_kda, icp=icp, calls=calls,
+               backend=backend)
 
 
 def _counting(fn, name, calls):
@@ -295,21 +300,32 @@ def call_chunk_kda(fla: Fla, case: Case, x: dict):
     return o, ht
 
 
-def poison_device_memory() -> None:
-    """Makes torch fill every uninitialised float allocation with NaN, so an
-    element fla allocates and never writes reaches the output as NaN and fails
-    the gate (torch.utils.deterministic.fill_uninitialized_memory). Only
-    allocation is affected; warn_only keeps every op's implementation."""
+def poison_device_memory(on: bool = True) -> None:
+    """Makes torch fill every uninitialised float allocation with NaN (on) or
+    stop doing so (off), so an element fla allocates and never writes reaches
+    the output as NaN and fails the gate
+    (torch.utils.deterministic.fill_uninitialized_memory). Only allocation is
+    affected; warn_only keeps every op's implementation."""
     import torch
 
-    torch.use_deterministic_algorithms(True, warn_only=True)
-    torch.utils.deterministic.fill_uninitialized_memory = True
+    torch.use_deterministic_algorithms(on, warn_only=True)
+    torch.utils.deterministic.fill_uninitialized_memory = on
 
 
 def run_fla_harness(role: str, version: str, intracard_cp: bool, argv: list[str] | None = None, extra_args=None) -> int:
-    """The whole of reference.py and candidate.py: parse, import, run, write."""
+    """The whole of reference.py and candidate.py: parse, import, run, write.
+
+    One process per case (the case in argv, densefeed's default protocol), or,
+    under a gate with `protocol: session` (DENSEFEED_SESSION=1), one process
+    that imports fla once and serves every case densefeed sends it
+    (densefeed_harness.serve): argv then holds no case, only the role's own
+    options (--fla, --intracard-cp), and each request's case keys are the
+    gate's (T, seq_lens, H, K, V, R, regime, max_splits).
+    """
+    session = os.environ.get("DENSEFEED_SESSION") == "1"
     p = argparse.ArgumentParser(description=f"FLA chunk_kda intra-card CP gate: {role}")
-    add_case_args(p)
+    if not session:
+        add_case_args(p)
     if extra_args:
         extra_args(p)
     a = p.parse_args(argv)
@@ -317,32 +333,89 @@ def run_fla_harness(role: str, version: str, intracard_cp: bool, argv: list[str]
         version = a.fla
     if intracard_cp is None:
         intracard_cp = a.intracard_cp == "on"
-    case = case_from_args(a)
-    h = protocol(a)
     t0 = time.perf_counter()
-    fla = import_fla(version, intracard_cp=intracard_cp, max_splits=case.max_splits)
+    if not session:
+        case = case_from_args(a)
+        h = protocol(a)
+        fla = import_fla(version, intracard_cp=intracard_cp, max_splits=case.max_splits)
+        _require_cuda()
+        run_case(h, fla, case, role, t0)
+        return 0
+
+    import densefeed_harness
+
+    fla = import_fla(version, intracard_cp=intracard_cp, max_splits=DEFAULT_MAX_SPLITS)
+    _require_cuda()
+    print(f"fla-intracard-cp: {role} session, fla {version} from {fla.site}, "
+          f"import {time.perf_counter() - t0:.3f} s", file=sys.stderr, flush=True)
+
+    def handle(h) -> None:
+        case = case_from_mapping(h.case)
+        # fla reads MAX_SUBSEQS, the module global FLA_INTRACARD_MAX_SPLITS
+        # sets at import, at every call (backends/intracard.py, both versions).
+        fla.backend.MAX_SUBSEQS = case.max_splits
+        os.environ["FLA_INTRACARD_MAX_SPLITS"] = str(case.max_splits)
+        for name in fla.calls:
+            fla.calls[name] = 0
+        run_case(h, fla, case, role, time.perf_counter())
+
+    densefeed_harness.serve(handle)
+    return 0
+
+
+DEFAULT_MAX_SPLITS = 32  # fla's own default for FLA_INTRACARD_MAX_SPLITS
+
+
+def case_from_mapping(c: dict) -> Case:
+    """A session request's case (the gate's case keys) as a Case, checked as argv is."""
+    known = {"T", "seq_lens", "H", "K", "V", "R", "regime", "max_splits"}
+    extra = sorted(set(c) - known)
+    if extra:
+        raise CaseError(f"case keys {extra}: this harness knows {sorted(known)}")
+    if "T" not in c:
+        raise CaseError("the case has no T")
+    regime = str(c.get("regime", "long-memory"))
+    if regime not in REGIMES:
+        raise CaseError(f"regime {regime!r}: expected one of {sorted(REGIMES)}")
+    try:
+        a = argparse.Namespace(T=int(c["T"]), seq_lens=str(c.get("seq_lens", "")), heads=int(c.get("H", 4)),
+                               dim_k=int(c.get("K", 128)), dim_v=int(c.get("V", 128)), key_rank=int(c.get("R", 32)),
+                               regime=regime, max_splits=int(c.get("max_splits", DEFAULT_MAX_SPLITS)))
+    except (TypeError, ValueError) as e:
+        raise CaseError(f"case {c}: {e}") from None
+    return case_from_args(a)
+
+
+def _require_cuda() -> None:
     import torch
 
     if not torch.cuda.is_available():
         raise RuntimeError("no CUDA device: fla's chunk_kda and its intra-card CP are GPU kernels")
+
+
+def run_case(h, fla: Fla, case: Case, role: str, t0: float) -> None:
+    """One case: inputs from (case, h.seed), the call (gate: once, device
+    memory poisoned; bench: h.warmup + h.iters calls timed with CUDA events),
+    the path check, the outputs into h.out, a line of timings on stderr."""
+    import torch
+    import triton
+
     t_import = time.perf_counter()
     plan = split_plan(fla, case)
     x = make_inputs(case, h.seed)
     torch.cuda.synchronize()
     t_inputs = time.perf_counter()
-    info = {"role": role, "fla": version, "site": fla.site, "intracard_cp": intracard_cp, "case": asdict(case),
-            "plan": plan, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__}
-    import triton
-
-    info["triton"] = triton.__version__
+    info = {"role": role, "fla": fla.version, "site": fla.site, "intracard_cp": fla.intracard_cp, "case": asdict(case),
+            "plan": plan, "gpu": torch.cuda.get_device_name(), "torch": torch.__version__, "triton": triton.__version__}
 
     if h.mode == "gate":
-        poison_device_memory()
+        poison_device_memory(True)
         o, ht = call_chunk_kda(fla, case, x)
         torch.cuda.synchronize()
         t_call = time.perf_counter()
         info["first_call_s"] = round(t_call - t_inputs, 3)
     elif h.mode == "bench":
+        poison_device_memory(False)  # a session's earlier gate request turned it on
         times = []
         start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         for i in range(h.warmup + h.iters):
@@ -361,11 +434,10 @@ def run_fla_harness(role: str, version: str, intracard_cp: bool, argv: list[str]
     _check_path_taken(fla, plan, info)
     write_outputs(h, case, o[0], ht)
     t_end = time.perf_counter()
-    info["calls"] = fla.calls
+    info["calls"] = dict(fla.calls)
     info["seconds"] = {"import": round(t_import - t0, 3), "inputs": round(t_inputs - t_import, 3),
                        "op": round(t_call - t_inputs, 3), "write": round(t_end - t_call, 3)}
     print("fla-intracard-cp: " + json.dumps(info), file=sys.stderr, flush=True)
-    return 0
 
 
 def _check_path_taken(fla: Fla, plan: dict, info: dict) -> None:
