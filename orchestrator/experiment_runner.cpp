@@ -365,17 +365,31 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
     bench_options.trusted = out.reference_arm;
     {
-      // The ceilings of the device the arms run on: the CPU, or the GPU the
-      // benchmark holds (by index into nvidia-smi's list, or by UUID).
-      std::string device = "cpu";
+      // The ceilings of what the arms can reach: the CPU and the GPU the
+      // benchmark holds (by index into nvidia-smi's list, or by UUID), or,
+      // when it holds none (no --gpus: CUDA_VISIBLE_DEVICES is left as
+      // found), the CPU and every GPU of the machine. Each figure is the
+      // largest of theirs: an arm's process can use any of them, so its
+      // achieved rate is bounded by the fastest, never by the CPU's alone
+      // (a GPU kernel against a CPU's memcpy rate is not implausible).
+      std::vector<std::string> devices = {"cpu"};
+      const auto& gpus = out.environment.gpus;
       if (!bench_options.gpu.empty()) {
-        device = bench_options.gpu;
-        const auto& gpus = out.environment.gpus;
+        std::string device = bench_options.gpu;
         if (std::all_of(device.begin(), device.end(), ::isdigit) && std::stoul(device) < gpus.size()) {
           device = gpus[std::stoul(device)].value("uuid", device);
         }
+        devices.push_back(device);
+      } else {
+        for (const auto& g : gpus) {
+          if (g.contains("uuid")) devices.push_back(g["uuid"].get<std::string>());
+        }
       }
-      if (const auto measured = ledger.latest_ceilings(out.environment.host, device)) bench_options.ceilings = ceilings_of(*measured);
+      std::vector<MachineCeilings> measured;
+      for (const auto& d : devices) {
+        if (auto c = ledger.latest_ceilings(out.environment.host, d)) measured.push_back(std::move(*c));
+      }
+      if (!measured.empty()) bench_options.ceilings = fastest_ceilings(measured);
     }
     if (m.base.revision != kWorktree) {
       const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);

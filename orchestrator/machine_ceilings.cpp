@@ -83,4 +83,17 @@ Ceilings ceilings_of(const MachineCeilings& m) {
                   fmt::format("{} on {} ({}) at {}", m.tool, m.host, m.device_name.empty() ? m.device : m.device_name, m.measured_at)};
 }
 
+Ceilings fastest_ceilings(const std::vector<MachineCeilings>& devices) {
+  const MachineCeilings* bytes = &devices.front();
+  const MachineCeilings* flops = &devices.front();
+  for (const auto& d : devices) {
+    if (d.bytes_per_s > bytes->bytes_per_s) bytes = &d;
+    if (d.flops_per_s > flops->flops_per_s) flops = &d;
+  }
+  Ceilings c = ceilings_of(*bytes);
+  c.flops_per_s = flops->flops_per_s;
+  if (flops != bytes && flops->flops_per_s > 0) c.source += "; FLOP/s: " + ceilings_of(*flops).source;
+  return c;
+}
+
 }  // namespace densefeed

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -43,5 +44,10 @@ std::optional<MachineCeilings> measure_gpu_ceilings(const std::filesystem::path&
 
 // What the bench stage compares with.
 Ceilings ceilings_of(const MachineCeilings& m);
+
+// The ceilings of a process that can use every one of `devices` (the CPU and
+// the GPUs it may see): each figure the largest of theirs, the source naming
+// the measurement each comes from. `devices` must not be empty.
+Ceilings fastest_ceilings(const std::vector<MachineCeilings>& devices);
 
 }  // namespace densefeed

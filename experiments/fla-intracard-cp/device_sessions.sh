@@ -11,7 +11,11 @@
 # run of a profile pays Triton's compile and fla's autotuning per shape, on
 # the H200 minutes for precision's 11), VERSIONS (default 0.6.0: the first
 # is timed cold and warm, the others after it), BUDGET (seconds for all
-# steps, default 540). Every 30 s it prints each session's last stderr line.
+# steps, default 540), COLD_JOBS (jobs of the cold run, default JOBS),
+# FLOOR_COLD (1: also time the floor on an empty Triton cache; default 0:
+# the floor runs once, warm, on a copy of what the gate's two revisions
+# compiled, so both start from the same compiled kernels and autotuning
+# results). Every 30 s it prints each session's last stderr line.
 set -uo pipefail
 bundle=$(realpath "$1"); out=$(realpath "$2")
 cd "$(dirname "$0")"
@@ -37,10 +41,10 @@ rm -rf .densefeed /tmp/floor-triton
     for f in .densefeed/ledger-runs/*/session-*/stderr.log; do [ -s "$f" ] && echo "    $f: $(tail -c 300 "$f" | tail -1 | cut -c1-200)"; done
   done ) &
 monitor=$!
-run_gate() {  # label version
+run_gate() {  # label version [jobs]
   local s=$SECONDS
   timeout "$(left)" densefeed --trust-worktree run "experiments/fla-$2-intracard-cp-session.yaml" --profile "$profile" \
-    --no-bench --jobs "$jobs" --seed 20261201 --json > "$out/$1.json" 2> "$out/$1.err"
+    --no-bench --jobs "${3:-$jobs}" --seed 20261201 --json > "$out/$1.json" 2> "$out/$1.err"
   echo "$1: fla $2, exit $? in $(( SECONDS - s )) s"
 }
 floor() {  # label version
@@ -50,12 +54,17 @@ floor() {  # label version
   echo "$1: exit $? in $(( SECONDS - s )) s; $(tail -1 "$out/$1.jsonl")"
 }
 
-step "densefeed, sessions, sandbox on, cold cache: fla ${versions[0]}"
-run_gate gate-cold "${versions[0]}"
+step "densefeed, sessions, sandbox on, cold cache: fla ${versions[0]}, ${COLD_JOBS:-$jobs} job(s)"
+run_gate gate-cold "${versions[0]}" "${COLD_JOBS:-$jobs}"
 step "densefeed, sessions, sandbox on, warm cache: fla ${versions[0]}"
 run_gate gate-warm "${versions[0]}"
-step "in-process floor, cold Triton cache: fla ${versions[0]}"
-floor floor-cold "${versions[0]}"
+if [ "${FLOOR_COLD:-0}" = 1 ]; then
+  step "in-process floor, cold Triton cache: fla ${versions[0]}"
+  floor floor-cold "${versions[0]}"
+else
+  mkdir -p /tmp/floor-triton
+  for c in .densefeed/ledger-caches/*/triton; do cp -r "$c/." /tmp/floor-triton/; done
+fi
 step "in-process floor, warm Triton cache: fla ${versions[0]}"
 floor floor-warm "${versions[0]}"
 for v in "${versions[@]:1}"; do

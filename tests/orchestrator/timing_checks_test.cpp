@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "bench_work.h"
+#include "machine_ceilings.h"
 
 namespace densefeed {
 namespace {
@@ -167,6 +168,38 @@ TEST(TimingChecks, WorkExpressionsAreEvaluatedOverCaseKeysAndBadOnesNamed) {
   }
   EXPECT_THROW(evaluate_work("T - T", {{"T", 3}}), std::invalid_argument);
   EXPECT_THROW(evaluate_work("4 *", {{"T", 3}}), std::invalid_argument);
+}
+
+// A process that may use the CPU and a GPU is bounded by the faster of them:
+// a GPU kernel moving 2 TB/s is not "faster than the machine" because the
+// CPU's memcpy reached 68 GB/s (the H200 run of 2026-12-01 flagged both arms
+// of kda-decode on CUDA against the CPU's ceiling), while a forger claiming
+// 40 TB/s is still beyond the GPU's 4.2 TB/s.
+TEST(TimingChecks, PlausibilityBoundsAnArmByTheFastestDeviceItCanUse) {
+  MachineCeilings cpu, gpu;
+  cpu.device = "cpu";
+  cpu.device_name = "a CPU";
+  cpu.bytes_per_s = 68e9;
+  cpu.tool = "memcpy";
+  gpu.device = "GPU-1234";
+  gpu.device_name = "NVIDIA H200";
+  gpu.bytes_per_s = 4.224e12;
+  gpu.flops_per_s = 892.9e12;
+  gpu.tool = "densefeed-gpu-ceilings";
+  const Ceilings both = fastest_ceilings({cpu, gpu});
+  EXPECT_DOUBLE_EQ(both.bytes_per_s, 4.224e12);
+  EXPECT_DOUBLE_EQ(both.flops_per_s, 892.9e12);
+  EXPECT_NE(both.source.find("NVIDIA H200"), std::string::npos) << both.source;
+  CaseTiming honest{"batch=8", 0.03174, 0.02483, 67896320.0, std::nullopt};
+  EXPECT_TRUE(check_ceilings(honest, both).empty());
+  EXPECT_EQ(check_ceilings(honest, fastest_ceilings({cpu})).size(), 2u);  // what the bug did
+  CaseTiming forged{"batch=8", 0.03174, 67896320.0 / 40e12 * 1e3, 67896320.0, std::nullopt};
+  const auto flags = check_ceilings(forged, both);
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_EQ(flags[0].arm, "candidate");
+  // The order of the devices does not matter, and a CPU-only list is the CPU's.
+  EXPECT_DOUBLE_EQ(fastest_ceilings({gpu, cpu}).bytes_per_s, 4.224e12);
+  EXPECT_DOUBLE_EQ(fastest_ceilings({cpu}).bytes_per_s, 68e9);
 }
 
 }  // namespace

@@ -40,6 +40,7 @@ for c in d["stages"]["gate"]["cases"]:
 b = d["stages"].get("bench") or {}
 print(json.dumps(b, indent=None)[:3000])
 PY
+(( aa > 0 )) || { echo "total $(( SECONDS - T0 )) s"; exit 0; }
 echo "== A/A: kda-decode v0 on CUDA against itself, $aa comparisons (t=$(( SECONDS - T0 )) s)"
 df bench calibrate kda-decode --param version=v0 --param device=cuda --comparisons "$aa" --ledger "$W/l.db" --json > "$out/kda-aa.json" 2> "$W/aa.err"; echo "exit $?"; tail -3 "$W/aa.err"
 head -c 2500 "$out/kda-aa.json"; echo
