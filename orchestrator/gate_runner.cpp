@@ -130,9 +130,11 @@ struct SessionSlot {
   int started_reference = 0, started_candidate = 0;
 };
 
-// Runs `job` as one request to its arm's session on this thread (session.h).
-void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec& gate, std::uint64_t seed,
-                        const GateRunOptions& options, const std::string& gpu) {
+// Starts the session of `job`'s arm on this thread unless one is running
+// (after one ended, a new one). A session's command names no case, so any
+// job of the arm starts the same one.
+void ensure_session(const Job& job, SessionSlot& slot, int thread, const GateSpec& gate, const GateRunOptions& options,
+                    const std::string& gpu) {
   auto& session = job.untrusted ? slot.candidate : slot.reference;
   int& started = job.untrusted ? slot.started_candidate : slot.started_reference;
   const char* arm = job.untrusted ? "candidate" : "reference";
@@ -176,6 +178,15 @@ void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec&
     session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange", fmt::format("the {}'s session", arm));
     ++started;
   }
+}
+
+// Runs `job` as one request to its arm's session on this thread (session.h).
+void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec& gate, std::uint64_t seed,
+                        const GateRunOptions& options, const std::string& gpu) {
+  ensure_session(job, slot, thread, gate, options, gpu);
+  auto& session = job.untrusted ? slot.candidate : slot.reference;
+  const int started = job.untrusted ? slot.started_candidate : slot.started_reference;
+  const char* arm = job.untrusted ? "candidate" : "reference";
   SessionRequest request;
   request.mode = "gate";
   request.case_values = job.case_json;
@@ -224,6 +235,24 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
     const std::string gpu = slots ? options.gpus[static_cast<std::size_t>(t)] : "";
     threads.emplace_back([&, gpu, t] {
       SessionSlot slot;
+      // Both arms' sessions start at once, so the candidate's start (an
+      // interpreter, torch, a CUDA context: seconds) overlaps the
+      // reference's start and requests instead of following them. Only
+      // when this thread has a job of each arm ahead of it.
+      if (sessions && static_cast<std::size_t>(t) < jobs.size()) {
+        try {
+          const Job* first[2] = {nullptr, nullptr};
+          for (const Job* j : jobs) {
+            if (!first[j->untrusted]) first[j->untrusted] = j;
+          }
+          for (const Job* j : first) {
+            if (j) ensure_session(*j, slot, t, gate, options, gpu);
+          }
+        } catch (...) {
+          std::lock_guard lock(failure_mutex);
+          failure = std::current_exception();
+        }
+      }
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         try {
           if (sessions) run_job_in_session(*jobs[i], slot, t, gate, seed, options, gpu);
