@@ -225,6 +225,16 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
   for (const auto& c : g.cases) cases.push_back(c.label);
   J bench = J::array();
   for (const auto& c : g.bench.cases) bench.push_back(c.label);
+  // Who times the benchmark: the gate's frozen driver, or the candidate.
+  J driver = nullptr;
+  if (const auto& d = g.bench.driver) {
+    driver = {{"command", d->command}};
+    if (!d->library.empty()) driver["kernel"] = {{"library", d->library}, {"symbol", d->symbol}};
+    else driver["kernel"] = {{"module", d->module}, {"function", d->function}, {"path", d->path}};
+  }
+  J work = J::object();
+  if (!g.bench.work.bytes.empty()) work["bytes"] = g.bench.work.bytes;
+  if (!g.bench.work.flops.empty()) work["flops"] = g.bench.work.flops;
   return {{"gate", g.name},
           {"description", g.description},
           {"file", g.file.string()},
@@ -240,7 +250,9 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"gpus", g.gpus},
           {"protocol", g.sessions ? "session" : "process"},
           {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"looks", g.bench.looks},
-                     {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench}}},
+                     {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench},
+                     {"timing", g.bench.driver ? "driver" : "candidate"}, {"driver", driver}, {"work", work},
+                     {"max_speedup", g.bench.max_speedup}}},
           {"freezes", g.freezes},
           {"wrong_candidates", could_fail}};
 }
@@ -263,7 +275,22 @@ std::string render_gate_text(const nlohmann::ordered_json& d) {
   }
   for (const auto& [name, n] : d["profiles"].items()) s += fmt::format("  profile {}: {} case(s)\n", name, n.get<std::size_t>());
   s += fmt::format("  timeout per process: {} s\n", d["timeout_s"].get<double>());
+  s += fmt::format("  protocol: {}\n", d["protocol"].get<std::string>());
   s += fmt::format("  bench cases: {}\n", d["bench"]["cases"].dump());
+  const auto& b = d["bench"];
+  if (b["driver"].is_null()) {
+    s += "  bench timed by: the candidate's harness (no bench.driver; promotion needs --accept-candidate-timing)\n";
+  } else {
+    const auto& k = b["driver"]["kernel"];
+    s += fmt::format("  bench timed by: the frozen driver {} loading {}\n",
+                     fmt::join(b["driver"]["command"].get<std::vector<std::string>>(), " "),
+                     k.contains("library") ? fmt::format("{} from the arm's bin folders ({})", k["library"].get<std::string>(), k["symbol"].get<std::string>())
+                                           : fmt::format("{}.{} from the arm's tree ({})", k["module"].get<std::string>(), k["function"].get<std::string>(),
+                                                         k["path"].get<std::string>()));
+  }
+  s += fmt::format("  bench work: {}; speedups above {}x need a person's acceptance\n",
+                   b["work"].empty() ? std::string("not declared (no check against the machine's ceilings)") : b["work"].dump(),
+                   b["max_speedup"].get<double>());
   s += fmt::format("  freezes: {}\n", d["freezes"].dump());
   for (const auto& [name, o] : d["outputs"].items()) {
     for (const auto& t : o["trend"]) {

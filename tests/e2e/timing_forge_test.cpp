@@ -233,6 +233,30 @@ class TimingForge : public ::testing::Test {
   int counter_ = 0;
 };
 
+// `gate show` says who times a gate's benchmark, what work it declares and
+// the speedup above which a person must accept it, so a reviewer sees before
+// any run whether its speedups will be densefeed's measurement.
+TEST_F(TimingForge, GateShowSaysWhoTimesTheBenchmarkAndWhatWorkItDeclares) {
+  const auto driven = df({"gate", "show", "driven", "--json"});
+  ASSERT_EQ(driven.exit_code, 0) << driven.err;
+  const J d = J::parse(driven.out);
+  EXPECT_EQ(d["bench"]["timing"], "driver");
+  EXPECT_EQ(d["bench"]["driver"]["kernel"]["module"], "k");
+  EXPECT_EQ(d["bench"]["driver"]["kernel"]["function"], "run");
+  EXPECT_EQ(d["bench"]["work"], J::object());
+  EXPECT_EQ(d["bench"]["max_speedup"], 50);
+  const J self = J::parse(df({"gate", "show", "self", "--json"}).out);
+  EXPECT_EQ(self["bench"]["timing"], "candidate");
+  EXPECT_TRUE(self["bench"]["driver"].is_null());
+  EXPECT_EQ(self["bench"]["work"]["bytes"], "16 * n");
+  const auto text = df({"gate", "show", "self"});
+  EXPECT_NE(text.out.find("bench timed by: the candidate's harness"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("bench work: {\"bytes\":\"16 * n\"}"), std::string::npos) << text.out;
+  const auto dtext = df({"gate", "show", "driven"});
+  EXPECT_NE(dtext.out.find("bench timed by: the frozen driver python3 {project}/drv.py"), std::string::npos) << dtext.out;
+  EXPECT_NE(dtext.out.find("k.run from the arm's tree"), std::string::npos) << dtext.out;
+}
+
 TEST_F(TimingForge, ForgedSamplesOfASlowerCandidateAreRedNotFaster) {
   const auto [code, r] = run("self", "forge");
   EXPECT_EQ(code, 1) << r.dump(1);
