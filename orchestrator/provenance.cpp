@@ -1,5 +1,7 @@
 #include "provenance.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -63,6 +65,34 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
       if (!program.empty()) p.harness_sha256[program.string()] = hash_or_note(program);
     } catch (const std::exception&) {
       // A command that cannot be rendered fails when it runs; provenance only records.
+    }
+  }
+  // The benchmark's timer and what it loads: the frozen driver's program
+  // (rendered in the trusted context, as it runs) and the candidate's kernel,
+  // the library or module the driver will load from the candidate's tree.
+  if (const auto& d = gate->bench.driver; d && reference != nullptr && !d->command.empty()) {
+    try {
+      const auto rendered = arm_command(d->command, {first_case, nlohmann::ordered_json::object(), 0, "OUT"}, *reference);
+      const auto program = command_program(rendered, *reference);
+      if (!program.empty()) p.harness_sha256[program.string()] = hash_or_note(program);
+    } catch (const std::exception&) {
+    }
+    if (candidate != nullptr) {
+      std::error_code ec;
+      if (!d->library.empty()) {
+        // The first of the arm's bin folders that holds it (kernels/common/driver.h).
+        for (const auto& dir : candidate->exe_dirs) {
+          if (std::filesystem::is_regular_file(dir / d->library, ec)) {
+            p.harness_sha256[(dir / d->library).string()] = hash_or_note(dir / d->library);
+            break;
+          }
+        }
+      } else if (!d->module.empty()) {
+        auto rel = d->module;
+        std::replace(rel.begin(), rel.end(), '.', '/');
+        const auto file = candidate->project / d->path / (rel + ".py");
+        p.harness_sha256[file.lexically_normal().string()] = hash_or_note(file);
+      }
     }
   }
   return p;

@@ -32,7 +32,9 @@ struct Provenance {
   std::vector<std::string> notes;
   bool dirty = false;         // tracked files under the project folder differ from HEAD
   // sha256 of each program the gate's commands run: a harness script (not
-  // its interpreter) or an executable, by path.
+  // its interpreter) or an executable, by path; with a bench driver also its
+  // program and the candidate's kernel it loads (the library from the arm's
+  // bin folders, or the module's .py file from the arm's tree).
   std::map<std::string, std::string> harness_sha256;
   // sha256 of the gate file, the lock and every frozen file, as the gate store has them.
   std::map<std::string, std::string> frozen_sha256;

@@ -398,6 +398,15 @@ TEST_F(TimingForge, AnHonestTwoTimesCandidateUnderTheTrustedDriverIsFaster) {
   const J timed = J::parse(testing::read_file(round0 / "timed.json"));
   EXPECT_EQ(timed["iterations"].size(), 16u);
   EXPECT_TRUE(std::filesystem::exists(round0 / "timed" / "0" / "y.npy"));
+  // The provenance hashes the timer and the kernel it loaded: the frozen
+  // driver's script and the candidate's module.
+  std::vector<std::string> hashed;
+  for (const auto& [path, sha] : r["stages"]["gate"]["provenance"]["harness_sha256"].items()) {
+    hashed.push_back(std::filesystem::path(path).filename().string());
+    EXPECT_EQ(sha.get<std::string>().size(), 64u) << path << " " << sha;
+  }
+  EXPECT_TRUE(has(hashed, "drv.py")) << r["stages"]["gate"]["provenance"].dump(1);
+  EXPECT_TRUE(has(hashed, "k.py")) << r["stages"]["gate"]["provenance"].dump(1);
   // Promotion needs no acceptance of candidate timing.
   const auto p = df({"promote", std::to_string(id), "--by", "carol"});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
