@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "error_trend.h"
+#include "experiment_summary.h"
 #include "trace_report.h"
 #include "next_steps.h"
 #include "printable.h"
@@ -514,6 +515,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"values", c.gate_case.values},
                      {"verdict", to_string(c.verdict)},
                      {"reason", c.reason},
+                     {"failure", to_json(c.failure)},
+                     {"candidate_ranks", c.candidate_ranks},
                      {"outputs", outputs},
                      {"reference_wall_s", c.reference_wall_s},
                      {"candidate_wall_s", c.candidate_wall_s},

@@ -90,6 +90,10 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
     EXPECT_LT(at - guard, 200u) << "a trusted launch that is not the reference's";
   }
   EXPECT_EQ(trusted, 1u);
+  // ...and both ways of running a job build their launch there.
+  std::size_t uses = 0;
+  for (std::size_t at = gate.find("job_launch("); at != std::string::npos; at = gate.find("job_launch(", at + 1)) ++uses;
+  EXPECT_EQ(uses, 3u) << "job_launch's definition, run_job and run_job_in_session";
   // Every executor ends in untrusted_launch.h: the local one here, the
   // Slurm one on the compute node through the local one (slurm-serve).
   const std::string local = read(kOrchestrator / "local_executor.cpp");
