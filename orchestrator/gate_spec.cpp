@@ -310,6 +310,12 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
                              "benchmarked shape must be gated",
                              bench_cases[i].dump()));
       }
+      // The bench stage runs one process per arm and round.
+      if (case_ranks(gate, match->values) > 1) {
+        doc.fail(fmt::format("/bench/cases/{}", i),
+                 fmt::format("benchmark case {} runs {} ranks; multi-rank benchmarks are not supported (the bench stage runs one "
+                             "process per arm): bench only one-rank cases", bench_cases[i].dump(), case_ranks(gate, match->values)));
+      }
       gate.bench.cases.push_back(*match);
     }
     gate.bench.max_speedup = b.value("max_speedup", gate.bench.max_speedup);

@@ -217,6 +217,8 @@ TEST_F(MultiRank, BadRanksAreRefusedNamingTheGateFileAndField) {
   expect_refused(dir_ / "nokey", "ranks: \"{case.world}\"\n", "{T: [64], D: [8], ranks: [2]}", "it gives nothing");
   expect_refused(dir_ / "text", "ranks: two\n", "{T: [64], D: [8], ranks: [2]}", "ranks");
   expect_refused(dir_ / "rk", "rank_outputs: per_rank\n", "{T: [64], D: [8], ranks: [2]}", "rank_outputs needs ranks");
+  expect_refused(dir_ / "bench", "ranks: \"{case.ranks}\"\nbench:\n  cases: [{T: 64, D: 8, ranks: 2}]\n",
+                 "{T: [64], D: [8], ranks: [2]}", "multi-rank benchmarks are not supported");
 }
 
 TEST_F(MultiRank, RanksWithASessionGateAreRefused) {
