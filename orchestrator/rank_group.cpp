@@ -82,6 +82,7 @@ int free_loopback_port() {
 std::vector<RankOutcome> run_rank_group(const RankGroupSpec& spec) {
   const int world = static_cast<int>(spec.ranks.size());
   const int port = free_loopback_port();
+  g_stop.store(false);
   std::vector<std::string> inherited;
   if (const char* v = std::getenv("CUDA_VISIBLE_DEVICES")) inherited = split(v, ',');
   std::vector<RankOutcome> out(spec.ranks.size());

@@ -78,7 +78,8 @@ int free_loopback_port();
 // rank gets rank_environment() with one free_loopback_port() for the group,
 // and, when its env sets no CUDA_VISIBLE_DEVICES and the inherited one
 // lists at least one device per rank (a Slurm job's --gres=gpu:N), the
-// K-th of those devices. Throws InfraError for its own failures only.
+// K-th of those devices. One group at a time per process (SIGTERM ends the
+// running one). Throws InfraError for its own failures only.
 std::vector<RankOutcome> run_rank_group(const RankGroupSpec& spec);
 
 // `densefeed rank-group SPEC`: reads SPEC (rank_group_to_json), runs it,

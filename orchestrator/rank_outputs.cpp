@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "npy_writer.h"
 #include "tensor_file.h"
 
 namespace densefeed {
@@ -69,6 +70,9 @@ void concatenate_npy(const std::vector<std::filesystem::path>& files, std::size_
   for (std::size_t k = 0; k < files.size(); ++k) {
     const auto [d, offset] = npy_descr_and_offset(files[k]);
     if (k == 0) descr = d;
+    if (d != descr) {
+      throw std::runtime_error(fmt::format("{}: stored as '{}' where rank 0's is '{}'; the ranks' files must agree", files[k].string(), d, descr));
+    }
     std::ifstream in(files[k], std::ios::binary);
     in.seekg(static_cast<std::streamoff>(offset));
     std::string bytes(parts[k].size() * parts[k].element_bytes(), '\0');
@@ -77,16 +81,8 @@ void concatenate_npy(const std::vector<std::filesystem::path>& files, std::size_
     block.push_back(outer ? bytes.size() / outer : 0);
     data.push_back(std::move(bytes));
   }
-  std::string dims;
-  for (auto s : shape) dims += std::to_string(s) + ", ";
-  if (shape.size() > 1) dims.resize(dims.size() - 2);
-  std::string header = fmt::format("{{'descr': '{}', 'fortran_order': False, 'shape': ({}), }}", descr, dims);
-  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
-  header += '\n';
+  const std::string header = npy_header(descr, shape);
   std::ofstream out(out_file, std::ios::binary | std::ios::trunc);
-  out.write("\x93NUMPY\x01\x00", 8);
-  const unsigned char len[2] = {static_cast<unsigned char>(header.size() & 0xff), static_cast<unsigned char>(header.size() >> 8)};
-  out.write(reinterpret_cast<const char*>(len), 2);
   out << header;
   for (std::size_t o = 0; o < outer; ++o) {
     for (std::size_t k = 0; k < data.size(); ++k) out.write(data[k].data() + o * block[k], static_cast<std::streamsize>(block[k]));
