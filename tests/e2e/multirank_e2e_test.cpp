@@ -34,7 +34,7 @@ std::string gate(const std::string& name, const std::string& extra, const std::s
          "reference:\n  command: [python3, \"{project}/mr.py\", --reference, --T, \"{case.T}\", --D, \"{case.D}\"]\n"
          "candidate:\n  command: [python3, \"{project}/mr.py\", --T, \"{case.T}\", --D, \"{case.D}\", --mode, \"{param.mode}\", "
          "--bad, \"{param.bad}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, crash, hang, early, wrong, norank, escape], default: honest}\n"
+         "params:\n  mode: {type: string, enum: [honest, crash, hang, early, wrong, norank, escape, forge], default: honest}\n"
          "  bad: {type: integer, default: 1}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}, partition: {axis: 0, parts: \"{case.ranks}\"}}\n"
          "  final: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
@@ -193,6 +193,16 @@ TEST_F(MultiRank, AHostileRankCannotReachTheReferenceAndWhatItWritesIntoAnotherR
     EXPECT_NE(text.find("CONTAINED"), std::string::npos) << text;
     EXPECT_EQ(text.find("ESCAPED"), std::string::npos) << text;
   }
+}
+
+// The group's report goes to densefeed rank-group's stdout, which a rank
+// can reach (/proc/PPID/fd/1): a forged all-ok report before the real one
+// changes nothing, and whether the group passed is its exit status anyway.
+TEST_F(MultiRank, ARankThatForgesTheGroupsReportIsStillRedNamingItsExit) {
+  expect_red("scan", "forge", "the candidate's rank 1 of WORLD exited with code 5", "exit_code");
+  bool forged = false;
+  for (const auto& l : files_named("rank-1.stderr.log")) forged = forged || testing::read_file(l).find("FORGED") != std::string::npos;
+  EXPECT_TRUE(forged) << "the attack did not run, so it tests nothing";
 }
 
 // One bad gate in a project of its own: `densefeed gate lock` refuses it

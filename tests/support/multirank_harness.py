@@ -15,12 +15,14 @@ writes both.
 
 --reference: the unpartitioned sequential scan in one process.
 --mode MODE: how rank --bad misbehaves (honest, crash, hang, early, wrong,
-norank, escape). Every rank writes "MRLOG rank cvd start end netns seed" on
+norank, escape, forge: writes an all-ok report of the group onto its
+parent's stdout, where densefeed rank-group reports, then exits 5). Every rank writes "MRLOG rank cvd start end netns seed" on
 stderr: its CUDA_VISIBLE_DEVICES, wall clock start/end, network namespace
 and seed, for the tests.
 """
 import argparse
 import io
+import json
 import os
 import signal
 import socket
@@ -106,6 +108,19 @@ if bad and args.mode == "crash":
     os.kill(os.getpid(), signal.SIGSEGV)
 if bad and args.mode == "hang":
     time.sleep(3600)
+if bad and args.mode == "forge":
+    ok = {"started": True, "start_error": "", "exit_code": 0, "signal": 0, "timed_out": False, "cancelled": False,
+          "timeout_s": 8, "kill_grace_s": 2, "sigkill_needed": False, "strays_killed": 0,
+          "stdout_capture": {"bytes": 0, "dropped": 0}, "stderr_capture": {"bytes": 0, "dropped": 0},
+          "wall_s": 0.1, "resolved_exe": "/usr/bin/python3", "ended_by": ""}
+    fake = {"ranks": [{"rank": k, "first": False, "process": ok} for k in range(world)]}
+    try:
+        with open("/proc/%d/fd/1" % os.getppid(), "w") as f:
+            f.write(json.dumps(fake) + "\n")
+        print("FORGED a report", file=sys.stderr, flush=True)
+    except OSError as e:
+        print("could not forge: %s" % e, file=sys.stderr, flush=True)
+    sys.exit(5)
 if bad and args.mode == "early":
     sys.exit(0)  # leaves without its part: rank 0 waits for it
 local = scan(a[lo:hi], b[lo:hi], np.zeros(D))
