@@ -5,9 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <condition_variable>
-#include <mutex>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -135,7 +135,9 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
     for (int k = 0; k < job.ranks; ++k) {
       std::map<std::string, std::string> rank;
       const auto out = gate.per_rank_outputs ? job.dir / "out" / fmt::format("rank-{}", k) : job.dir / "out";
-      std::filesystem::create_directories(out);
+      std::error_code ec;
+      std::filesystem::create_directories(out, ec);
+      if (ec) throw InfraError(fmt::format("{}: cannot create rank {}'s output folder: {}", out.string(), k, ec.message()));
       rank["DENSEFEED_OUT"] = out.string();
       if (static_cast<std::size_t>(k) < gpus.size() && !gpus[static_cast<std::size_t>(k)].empty()) {
         rank["CUDA_VISIBLE_DEVICES"] = gpus[static_cast<std::size_t>(k)];
@@ -149,7 +151,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
   job.result = r.result.process;
   job.rank_outcomes = r.result.ranks;
   job.limit = r.result.limit;
-  job.gpu = job.ranks > 1 ? fmt::format("{}", fmt::join(gpus, ";")) : r.gpu;
+  job.gpu = job.ranks > 1 && !gpus.empty() ? fmt::format("{}", fmt::join(gpus, ";")) : r.gpu;
   job.placement = r.placement;
   job.scheduler_state = r.scheduler_state;
   job.queue_s = r.queue_s;
@@ -319,8 +321,10 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
 // "the candidate was killed by signal 11 (SIGSEGV); last stderr line: ...".
 // The reason stays one line (the ledger lists it per case); the last lines
 // themselves go with the case (log_tail) into the report.
-std::string process_failure(const char* who, const Job& job, const LogTail& tail) {
-  std::string reason = fmt::format("{} {}", who, job.result.describe());
+// `ended`: who ended how ("the candidate was killed by ..."; for a
+// multi-rank case, which rank and what became of the others).
+std::string process_failure(const std::string& ended, const Job& job, const LogTail& tail) {
+  std::string reason = ended;
   if (!job.limit.empty()) reason += "; it exceeded " + job.limit;
   // Under a scheduler, the job and how the scheduler saw it end.
   if (!job.scheduler_state.empty() && job.result.ended_by.empty()) reason += fmt::format(" ({} ended {})", job.placement, job.scheduler_state);
@@ -584,16 +588,10 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       cr.failure = process_failure_value(who_failed, job.result);
       if (job.result.ok() && !job.limit.empty()) cr.failure = Failure{FailureKind::limit, who_failed, {}, {}, "", "", job.limit};
       if (job.untrusted && !job.result.started) cr.failure.kind = FailureKind::sandbox;
-      cr.reason = process_failure(who, job, tail);
-      if (rank) {
-        cr.failure.rank = rank->rank;
-        Job shown = job;
-        shown.result = rank->process;
-        cr.reason = process_failure(who, shown, tail);
-        const std::string said = fmt::format("{} {}", who, rank->process.describe());
-        cr.reason = fmt::format("{}'s {}{}", who, describe_ranks(job.rank_outcomes),
-                                cr.reason.size() > said.size() ? cr.reason.substr(said.size()) : "");
-      }
+      if (rank) cr.failure.rank = rank->rank;
+      cr.reason = process_failure(rank ? fmt::format("{}'s {}", who, describe_ranks(job.rank_outcomes))
+                                       : fmt::format("{} {}", who, job.result.describe()),
+                                  job, tail);
       if (!job.session_failure.empty()) {
         cr.failure.kind = job.session_kind;
         cr.failure.detail = job.session_failure;
