@@ -239,6 +239,8 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"profiles", profiles},
           {"timeout_s", g.timeout_s},
           {"gpus", g.gpus},
+          {"ranks", g.ranks},
+          {"rank_outputs", g.per_rank_outputs ? "per_rank" : "gathered"},
           {"protocol", g.sessions ? "session" : "process"},
           {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"looks", g.bench.looks},
                      {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench}}},
@@ -264,6 +266,9 @@ std::string render_gate_text(const nlohmann::ordered_json& d) {
   }
   for (const auto& [name, n] : d["profiles"].items()) s += fmt::format("  profile {}: {} case(s)\n", name, n.get<std::size_t>());
   s += fmt::format("  timeout per process: {} s\n", d["timeout_s"].get<double>());
+  if (d.value("ranks", std::string("1")) != "1") {
+    s += fmt::format("  ranks per candidate: {} ({} outputs)\n", d["ranks"].get<std::string>(), d["rank_outputs"].get<std::string>());
+  }
   s += fmt::format("  bench cases: {}\n", d["bench"]["cases"].dump());
   s += fmt::format("  freezes: {}\n", d["freezes"].dump());
   for (const auto& [name, o] : d["outputs"].items()) {

@@ -135,6 +135,17 @@ TEST_F(MultiRank, TwoAndFourRanksExchangingOverLoopbackInTheSandboxAreGreen) {
   }
 }
 
+TEST_F(MultiRank, GateShowSaysTheRanksAndWhereTheirOutputsGo) {
+  const auto r = testing::run_cli(kExe, {"gate", "show", "scanrk", "--json"}, repo_, testing::project_env(dir_ / "home"));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const J d = J::parse(r.out);
+  EXPECT_EQ(d["ranks"], "{case.ranks}");
+  EXPECT_EQ(d["rank_outputs"], "per_rank");
+  EXPECT_EQ(d["gpus"], 1);  // each rank's own, the default when ranks > 1
+  const auto text = testing::run_cli(kExe, {"gate", "show", "scanrk"}, repo_, testing::project_env(dir_ / "home"));
+  EXPECT_NE(text.out.find("ranks per candidate: {case.ranks} (per_rank outputs)"), std::string::npos) << text.out;
+}
+
 TEST_F(MultiRank, PerRankOutputsAreGatheredAlongThePartitionAxisAndGreen) {
   const auto [code, r] = run("scanrk", "honest");
   ASSERT_EQ(code, 0) << r.dump(1).substr(0, 4000);
@@ -143,6 +154,24 @@ TEST_F(MultiRank, PerRankOutputsAreGatheredAlongThePartitionAxisAndGreen) {
   const auto gathered = files_named("gathered");
   ASSERT_EQ(gathered.size(), 2u);
   for (const auto& g : gathered) EXPECT_TRUE(std::filesystem::exists(g / "y.npy")) << g;
+}
+
+// --no-sandbox (a person's choice): the same group and verdicts, and still
+// nothing of the arm outlives it.
+TEST_F(MultiRank, WithoutTheSandboxRanksAreGreenAndACrashIsStillRedWithNothingLeft) {
+  for (const auto& [mode, want] : {std::pair<std::string, int>{"honest", 0}, {"crash", 1}}) {
+    const auto r = testing::run_cli(kExe, {"run", manifest("scan", mode, 1).string(), "--json", "--jobs", "2", "--no-bench", "--no-sandbox"},
+                                    repo_, testing::project_env(dir_ / "home"));
+    EXPECT_EQ(r.exit_code, want) << mode << ": " << r.out.substr(0, 3000) << r.err;
+    EXPECT_EQ(testing::processes_left_mentioning(repo_.string() + "/mr.py"), std::vector<int>{}) << mode;
+    const J doc = J::parse(r.out, nullptr, false);
+    ASSERT_FALSE(doc.is_discarded()) << r.out;
+    EXPECT_EQ(doc["sandbox"]["mode"], "off");
+    if (mode == "crash") {
+      EXPECT_NE(case_with(doc, 4)["reason"].get<std::string>().find("rank 1 of 4 was killed by signal 11 (SIGSEGV)"), std::string::npos)
+          << case_with(doc, 4)["reason"];
+    }
+  }
 }
 
 TEST_F(MultiRank, ACrashingRankIsRedNamingItAndTheOtherRanksAreEndedWithIt) {
