@@ -48,7 +48,11 @@ TEST(MultiRank, EveryRankGetsItsRankTheSharedMasterAndMulticastOff) {
 
 TEST(MultiRank, TheFirstRankToFailEndsTheOthersAndIsNamed) {
   testing::TempDir dir;
-  const auto outcomes = run_rank_group(shell_group(dir, {"sleep 60", "exit 3", "sleep 60", "exit 0"}));
+  // Rank 1 fails only once rank 3 has exited 0 and been reaped (its pid gone).
+  const std::string r3 = (dir / "r3").string();
+  const auto outcomes = run_rank_group(shell_group(
+      dir, {"sleep 60", "while [ ! -s " + r3 + " ]; do sleep 0.01; done; while kill -0 $(cat " + r3 + ") 2>/dev/null; do sleep 0.01; done; exit 3",
+            "sleep 60", "echo $$ > " + r3 + ".tmp && mv " + r3 + ".tmp " + r3 + "; exit 0"}));
   ASSERT_EQ(outcomes.size(), 4u);
   EXPECT_TRUE(outcomes[1].first);
   EXPECT_EQ(outcomes[1].process.exit_code, 3);
