@@ -26,6 +26,7 @@
 #include "ledger.h"
 #include "process_runner.h"
 #include "slurm_executor.h"
+#include "rank_group.h"
 #include "slurm_serve.h"
 #include "report.h"
 #include "verdict_document.h"
@@ -438,6 +439,12 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   auto serve_dir = std::make_shared<std::string>();
   serve->add_option("DIR", *serve_dir)->required();
   verbs.push_back({serve, [serve_dir] { return slurm_serve(*serve_dir); }});
+  // What a multi-rank command runs in its sandbox (hidden: rank_group.h).
+  auto* group = app.add_subcommand("rank-group", "");
+  group->group("");
+  auto group_spec = std::make_shared<std::string>();
+  group->add_option("SPEC", *group_spec)->required();
+  verbs.push_back({group, [group_spec] { return rank_group_main(*group_spec); }});
   return verbs;
 }
 

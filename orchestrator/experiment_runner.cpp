@@ -78,6 +78,8 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
     out.candidate_params = resolve_params(m, "candidate", m.candidate, *out.gate);
     out.base_params = resolve_params(m, "base", m.base, *out.gate);
     out.gate->profile_cases(options.profile);  // an unknown profile is bad input now, not after recording
+    // A case that needs more GPUs than this run holds, before anything is recorded.
+    if (executor().assigns_gpus()) require_gpus(*out.gate, out.gate->profile_cases(options.profile), options.gpus);
     if (uses_python(m, *out.gate)) python = harness_python(options.project);
   } else {
     out.candidate_params = m.candidate.params;

@@ -38,6 +38,7 @@ nlohmann::ordered_json to_json(const Failure& f) {
   if (f.exit_code) j["exit_code"] = *f.exit_code;
   if (!f.output.empty()) j["output"] = f.output;
   if (!f.metric.empty()) j["metric"] = f.metric;
+  if (f.rank) j["rank"] = *f.rank;
   return j;
 }
 

@@ -37,6 +37,7 @@ struct Failure {
   std::string output;            // missing/malformed/tolerance: the gate's output name
   std::string metric;            // tolerance: rel_l2 | max_abs | elementwise | max_ulp
   std::string detail;            // one line for people: the file, what was wrong (never parsed)
+  std::optional<int> rank;       // a multi-rank case (rank_group.h): the rank that failed (0-based)
 
   bool failed() const { return kind != FailureKind::none; }
 };

@@ -1,10 +1,13 @@
 #include "gate_runner.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -16,6 +19,7 @@
 #include "executor.h"
 #include "process_runner.h"
 #include "printable.h"
+#include "rank_outputs.h"
 #include "session.h"
 #include "sha256.h"
 #include "tensor_file.h"
@@ -45,6 +49,8 @@ struct Job {
   std::string session_failure;
   std::optional<SessionCaseRecord> session;
   std::filesystem::path log_dir;  // where its stdout.log/stderr.log are ('' = dir; a session's folder)
+  int ranks = 1;                  // processes of a multi-rank case (gate `ranks`; the reference's is 1)
+  std::vector<RankOutcome> rank_outcomes;  // how each rank ended, in rank order (rank_group.h); empty for one process
   ProcessResult result;
 };
 
@@ -68,18 +74,13 @@ std::map<std::string, std::string> hash_outputs(const std::filesystem::path& out
   return hashes;
 }
 
-void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options, const std::string& gpu) {
-  std::map<std::string, std::string> env;
-  env["DENSEFEED_MODE"] = "gate";
-  env["DENSEFEED_CASE"] = job.case_json.dump();
-  env["DENSEFEED_SEED"] = std::to_string(seed);
-  env["DENSEFEED_OUT"] = (job.dir / "out").string();
-  if (!gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = gpu;
-  const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
-  AllocationRequest request;
-  request.name = "gate-" + job.dir.filename().string();
-  request.gpus = gate.gpus;
-  request.time_limit = std::chrono::seconds(static_cast<long long>(std::ceil(gate.timeout_s)));
+// The Launch of one of `job`'s processes: the reference's trusted
+// ProcessSpec (densefeed's environment, from the gate store) or the
+// candidate's UntrustedCommand, run from `dir` with the protocol's `env`,
+// writing into `writable` (untrusted only) and its logs into dir.
+Launch job_launch(const Job& job, const std::filesystem::path& dir, const std::map<std::string, std::string>& env,
+                  std::chrono::milliseconds timeout, std::vector<std::filesystem::path> writable, const GateSpec& gate,
+                  const GateRunOptions& options) {
   Launch launch;
   if (!job.untrusted) {
     // The reference: trusted, from the gate store, with densefeed's environment.
@@ -90,28 +91,67 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
     spec.env = job.arm->env;
     for (const auto& [k, v] : cache_environment(job.arm->cache_dir)) spec.env[k] = v;
     for (const auto& [k, v] : env) spec.env[k] = v;
-    spec.cwd = job.dir;
-    spec.stdout_path = job.dir / "stdout.log";
-    spec.stderr_path = job.dir / "stderr.log";
+    spec.cwd = dir;
+    spec.stdout_path = dir / "stdout.log";
+    spec.stderr_path = dir / "stderr.log";
     spec.timeout = timeout;
   } else {
     UntrustedCommand& c = launch.untrusted;
     c.argv = job.argv;
     c.arm = job.arm;
     c.env = env;
-    c.cwd = job.dir;
-    c.writable = {job.dir / "out"};
+    c.cwd = dir;
+    c.writable = std::move(writable);
     c.readable = options.sandbox_readable;
-    c.stdout_path = job.dir / "stdout.log";
-    c.stderr_path = job.dir / "stderr.log";
+    c.stdout_path = dir / "stdout.log";
+    c.stderr_path = dir / "stderr.log";
     c.timeout = timeout;
     c.limits = gate.limits;
     c.sandbox = options.sandbox;
   }
+  return launch;
+}
+
+// `gpus`: what the job holds, one entry per rank ('' entries: none); a
+// single process gets gpus[0].
+void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options,
+             const std::vector<std::string>& gpus) {
+  std::map<std::string, std::string> env;
+  env["DENSEFEED_MODE"] = "gate";
+  env["DENSEFEED_CASE"] = job.case_json.dump();
+  env["DENSEFEED_SEED"] = std::to_string(seed);
+  env["DENSEFEED_OUT"] = (job.dir / "out").string();
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+  AllocationRequest request;
+  request.name = "gate-" + job.dir.filename().string();
+  // Each rank its own GPUs: a scheduler gives the job all of them at once.
+  request.gpus = gate.gpus * job.ranks;
+  request.time_limit = std::chrono::seconds(static_cast<long long>(std::ceil(gate.timeout_s)));
+  Launch launch = job_launch(job, job.dir, env, timeout, {job.dir / "out"}, gate, options);
+  if (job.ranks > 1) {
+    // Every rank: the same case and seed; its own GPU and, with per-rank
+    // outputs, its own folder (made here, so that a missing one is the
+    // rank's doing).
+    for (int k = 0; k < job.ranks; ++k) {
+      std::map<std::string, std::string> rank;
+      const auto out = gate.per_rank_outputs ? job.dir / "out" / fmt::format("rank-{}", k) : job.dir / "out";
+      std::error_code ec;
+      std::filesystem::create_directories(out, ec);
+      if (ec) throw InfraError(fmt::format("{}: cannot create rank {}'s output folder: {}", out.string(), k, ec.message()));
+      rank["DENSEFEED_OUT"] = out.string();
+      if (static_cast<std::size_t>(k) < gpus.size() && !gpus[static_cast<std::size_t>(k)].empty()) {
+        rank["CUDA_VISIBLE_DEVICES"] = gpus[static_cast<std::size_t>(k)];
+      }
+      launch.untrusted.rank_env.push_back(std::move(rank));
+    }
+  } else if (!gpus.empty() && !gpus[0].empty()) {
+    (launch.trusted ? launch.trusted_spec.env : launch.untrusted.env)["CUDA_VISIBLE_DEVICES"] = gpus[0];
+  }
   const LaunchResult r = run_launch(launch, request);
   job.result = r.result.process;
+  job.rank_outcomes = r.result.ranks;
   job.limit = r.result.limit;
-  job.gpu = r.gpu;
+  job.gpu = job.ranks > 1 && !gpus.empty() ? fmt::format("{}", fmt::join(gpus, ";")) : r.gpu;
   job.placement = r.placement;
   job.scheduler_state = r.scheduler_state;
   job.queue_s = r.queue_s;
@@ -144,37 +184,11 @@ void ensure_session(const Job& job, SessionSlot& slot, int thread, const GateSpe
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     std::filesystem::create_directories(dir, ec);
-    Launch launch;
     std::map<std::string, std::string> env = {{"DENSEFEED_MODE", "gate"}};
     if (!gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = gpu;
     // A session lives for the run; each request has the case's timeout.
     const auto lifetime = std::chrono::hours(24 * 7);
-    if (!job.untrusted) {
-      launch.trusted = true;
-      ProcessSpec& spec = launch.trusted_spec;
-      spec.argv = job.argv;
-      spec.exe_dirs = job.arm->exe_dirs;
-      spec.env = job.arm->env;
-      for (const auto& [k, v] : cache_environment(job.arm->cache_dir)) spec.env[k] = v;
-      for (const auto& [k, v] : env) spec.env[k] = v;
-      spec.cwd = dir;
-      spec.stdout_path = dir / "stdout.log";
-      spec.stderr_path = dir / "stderr.log";
-      spec.timeout = lifetime;
-    } else {
-      UntrustedCommand& c = launch.untrusted;
-      c.argv = job.argv;
-      c.arm = job.arm;
-      c.env = env;
-      c.cwd = dir;
-      c.writable = {dir / "exchange"};
-      c.readable = options.sandbox_readable;
-      c.stdout_path = dir / "stdout.log";
-      c.stderr_path = dir / "stderr.log";
-      c.timeout = lifetime;
-      c.limits = gate.limits;
-      c.sandbox = options.sandbox;
-    }
+    Launch launch = job_launch(job, dir, env, lifetime, {dir / "exchange"}, gate, options);
     session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange", fmt::format("the {}'s session", arm));
     ++started;
   }
@@ -216,8 +230,39 @@ void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec&
   if (a.ended) session.reset();
 }
 
+// Slots (GPUs of --gpus, or CPU job slots) that jobs take whole sets of: a
+// job of N ranks waits until N are free at once and holds them until it
+// ends, so no slot ever serves two processes at a time.
+class SlotPool {
+ public:
+  explicit SlotPool(std::size_t n) : free_(n, true) {}
+  std::vector<std::size_t> take(std::size_t n) {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return static_cast<std::size_t>(std::count(free_.begin(), free_.end(), true)) >= n; });
+    std::vector<std::size_t> taken;
+    for (std::size_t i = 0; i < free_.size() && taken.size() < n; ++i) {
+      if (free_[i]) free_[i] = false, taken.push_back(i);
+    }
+    return taken;
+  }
+  void give(const std::vector<std::size_t>& slots) {
+    {
+      std::lock_guard lock(mutex_);
+      for (auto i : slots) free_[i] = true;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::vector<bool> free_;
+};
+
 // Runs `jobs` on `n` threads (one per GPU when there are GPUs); each job is
-// independent.
+// independent. A multi-rank job holds one GPU per rank (gate.gpus each).
+// Throws InputError before anything starts when a job needs more GPUs than
+// the run holds: it could never start.
 void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options) {
   std::atomic<std::size_t> next{0};
   std::vector<std::thread> threads;
@@ -231,6 +276,22 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
   // job of its own, and a session harness serves its one case
   // (densefeed_harness.serve handles both).
   const bool sessions = gate.sessions && executor().name() == "local";
+  // What a job takes of the pool: a GPU slot per rank (gate.gpus each), or
+  // on a CPU a job slot per rank, at most all of them.
+  const std::size_t per_rank = static_cast<std::size_t>(std::max(1, gate.gpus));
+  const auto needs = [&](const Job& j) -> std::size_t {
+    if (j.ranks <= 1) return 1;
+    const std::size_t want = static_cast<std::size_t>(j.ranks) * per_rank;
+    return slots ? want : std::min(want, static_cast<std::size_t>(threads_wanted));
+  };
+  if (slots) {
+    std::vector<Case> multi;
+    for (const Job* j : jobs) {
+      if (j->ranks > 1) multi.push_back(Case{j->case_json, ""});
+    }
+    require_gpus(gate, multi, options.gpus);
+  }
+  SlotPool pool(static_cast<std::size_t>(threads_wanted));
   for (int t = 0; t < threads_wanted; ++t) {
     const std::string gpu = slots ? options.gpus[static_cast<std::size_t>(t)] : "";
     threads.emplace_back([&, gpu, t] {
@@ -255,8 +316,26 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
       }
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         try {
-          if (sessions) run_job_in_session(*jobs[i], slot, t, gate, seed, options, gpu);
-          else run_job(*jobs[i], gate, seed, options, gpu);
+          if (sessions) {
+            run_job_in_session(*jobs[i], slot, t, gate, seed, options, gpu);
+            continue;
+          }
+          const auto held = pool.take(needs(*jobs[i]));
+          std::vector<std::string> gpus;
+          if (slots) {
+            for (std::size_t r = 0; r < held.size(); r += per_rank) {
+              std::vector<std::string> mine;
+              for (std::size_t g = r; g < r + per_rank && g < held.size(); ++g) mine.push_back(options.gpus[held[g]]);
+              gpus.push_back(fmt::format("{}", fmt::join(mine, ",")));
+            }
+          }
+          try {
+            run_job(*jobs[i], gate, seed, options, gpus);
+          } catch (...) {
+            pool.give(held);
+            throw;
+          }
+          pool.give(held);
         } catch (...) {
           std::lock_guard lock(failure_mutex);
           failure = std::current_exception();
@@ -271,8 +350,10 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
 // "the candidate was killed by signal 11 (SIGSEGV); last stderr line: ...".
 // The reason stays one line (the ledger lists it per case); the last lines
 // themselves go with the case (log_tail) into the report.
-std::string process_failure(const char* who, const Job& job, const LogTail& tail) {
-  std::string reason = fmt::format("{} {}", who, job.result.describe());
+// `ended`: who ended how ("the candidate was killed by ..."; for a
+// multi-rank case, which rank and what became of the others).
+std::string process_failure(const std::string& ended, const Job& job, const LogTail& tail) {
+  std::string reason = ended;
   if (!job.limit.empty()) reason += "; it exceeded " + job.limit;
   // Under a scheduler, the job and how the scheduler saw it end.
   if (!job.scheduler_state.empty() && job.result.ended_by.empty()) reason += fmt::format(" ({} ended {})", job.placement, job.scheduler_state);
@@ -422,6 +503,20 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
   return o;
 }
 
+void require_gpus(const GateSpec& gate, const std::vector<Case>& cases, const std::vector<std::string>& gpus) {
+  if (gpus.empty()) return;
+  const int per_rank = std::max(1, gate.gpus);
+  for (const auto& c : cases) {
+    const int ranks = case_ranks(gate, c.values);
+    if (ranks <= 1 || static_cast<std::size_t>(ranks * per_rank) <= gpus.size()) continue;
+    throw InputError(gate.file.string(), {}, "ranks",
+                     fmt::format("case {} needs {} GPUs ({} ranks x {} GPU(s) each) but this run holds {} (GPUs {}): it could never "
+                                 "start; give the run (the worker's slot) at least {} GPUs, or run fewer ranks",
+                                 c.values.dump(), ranks * per_rank, ranks, per_rank, gpus.size(), fmt::join(gpus, ","),
+                                 ranks * per_rank));
+  }
+}
+
 GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
                     const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
@@ -473,6 +568,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cand.case_json = c.values;
     cand.arm = &options.candidate;
     cand.untrusted = true;
+    cand.ranks = case_ranks(gate, c.values);
   }
 
   std::vector<Job*> jobs;
@@ -499,6 +595,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.reference_process = ref.result;
     cr.candidate_process = cand.result;
     cr.candidate_gpu = cand.gpu;
+    cr.candidate_ranks = cand.ranks;
     cr.candidate_placement = cand.placement;
     cr.reference_placement = ref.placement;
     cr.candidate_containment = cand.containment;
@@ -509,15 +606,21 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
 
     const auto fail = [&](Verdict v, const char* who, const Job& job) {
       const auto logs = job.log_dir.empty() ? job.dir : job.log_dir;
+      // A multi-rank case: the failed rank's own logs and words.
+      const auto rank = failed_rank(job.rank_outcomes);
       // A session's stdout carries its answers: its stderr is the tail.
-      const LogTail tail = job.log_dir.empty() ? log_tail(logs / "stdout.log", logs / "stderr.log")
-                                               : LogTail{"stderr", file_tail(logs / "stderr.log")};
+      const LogTail tail = rank ? log_tail(rank_log(job.dir, rank->rank, "stdout"), rank_log(job.dir, rank->rank, "stderr"))
+                           : job.log_dir.empty() ? log_tail(logs / "stdout.log", logs / "stderr.log")
+                                                 : LogTail{"stderr", file_tail(logs / "stderr.log")};
       cr.verdict = v;
       const FailureWho who_failed = v == Verdict::error ? FailureWho::reference : FailureWho::candidate;
       cr.failure = process_failure_value(who_failed, job.result);
       if (job.result.ok() && !job.limit.empty()) cr.failure = Failure{FailureKind::limit, who_failed, {}, {}, "", "", job.limit};
       if (job.untrusted && !job.result.started) cr.failure.kind = FailureKind::sandbox;
-      cr.reason = process_failure(who, job, tail);
+      if (rank) cr.failure.rank = rank->rank;
+      cr.reason = process_failure(rank ? fmt::format("{}'s {}", who, describe_ranks(job.rank_outcomes))
+                                       : fmt::format("{} {}", who, job.result.describe()),
+                                  job, tail);
       if (!job.session_failure.empty()) {
         cr.failure.kind = job.session_kind;
         cr.failure.detail = job.session_failure;
@@ -562,8 +665,13 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
                               "something else wrote into {}; no output of this case is compared",
                               which, (ref.dir / "out").string());
     } else {
-      for (const auto& out : gate.outputs) {
-        cr.outputs.push_back(compare_output(out, cr.gate_case.values, ref.dir / "out", cand.dir / "out"));
+      if (cand.ranks > 1 && gate.per_rank_outputs) {
+        cr.outputs = compare_rank_outputs(gate.outputs, cr.gate_case.values, ref.dir / "out", cand.dir / "out", cand.ranks,
+                                          cand.dir / "gathered");
+      } else {
+        for (const auto& out : gate.outputs) {
+          cr.outputs.push_back(compare_output(out, cr.gate_case.values, ref.dir / "out", cand.dir / "out"));
+        }
       }
       for (const auto& o : cr.outputs) {
         if (o.comparison.verdict == Verdict::green) continue;

@@ -71,7 +71,8 @@ struct CaseResult {
   // The reference's is shared by the cases that share its run.
   ProcessResult reference_process;
   ProcessResult candidate_process;
-  std::string candidate_gpu;  // CUDA_VISIBLE_DEVICES the candidate ran with ('' = unchanged: no GPU assignment)
+  std::string candidate_gpu;  // CUDA_VISIBLE_DEVICES the candidate ran with ('' = unchanged: no GPU assignment; ranks: "0;1", rank 0's first)
+  int candidate_ranks = 1;    // processes the candidate ran as (gate ranks)
   // Where the executor ran each (executor.h LaunchResult::placement):
   // "local", "slurm job 42 on node1".
   std::string candidate_placement;
@@ -123,6 +124,13 @@ struct GateResult {
 // reference's.
 OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json& case_values,
                             const std::filesystem::path& ref_dir, const std::filesystem::path& cand_dir);
+
+// Refuses (InputError naming the gate file and `ranks`) a multi-rank case
+// that needs more GPUs (ranks x the gate's gpus, at least 1 each) than
+// `gpus`, the GPUs a run holds: it could never start, where a case that
+// fits waits for its whole set. Nothing is checked for an empty `gpus`
+// (CPU, or a scheduler that places jobs).
+void require_gpus(const GateSpec& gate, const std::vector<Case>& cases, const std::vector<std::string>& gpus);
 
 // Runs the cases. A reference command whose rendered argv is the same for
 // several cases (it does not use the parameters they differ in) runs once and

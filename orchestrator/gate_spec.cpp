@@ -72,6 +72,18 @@ void check_command(const YamlDocument& doc, const std::string& pointer, const st
 
 }  // namespace
 
+int case_ranks(const GateSpec& gate, const nlohmann::ordered_json& case_values) {
+  if (gate.ranks.rfind("{case.", 0) != 0) return std::stoi(gate.ranks);
+  const std::string key = gate.ranks.substr(6, gate.ranks.size() - 7);
+  const auto it = case_values.find(key);
+  if (it == case_values.end() || !it->is_number_integer() || it->get<long long>() < 1 || it->get<long long>() > 64) {
+    throw InputError(gate.file.string(), {}, "ranks",
+                     fmt::format("'{}' needs the case's {} to be an integer from 1 to 64; the case gives {}", gate.ranks, key,
+                                 it == case_values.end() ? "nothing" : it->dump()));
+  }
+  return static_cast<int>(it->get<long long>());
+}
+
 const ParamSpec* GateSpec::find_param(const std::string& param_name) const {
   for (const auto& p : params) {
     if (p.name == param_name) return &p;
@@ -119,6 +131,8 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
   gate.timeout_s = v.value("timeout_s", kDefaultHarnessTimeoutS);
   gate.gpus = v.value("gpus", 0);
   gate.sessions = v.value("protocol", std::string("process")) == "session";
+  if (v.contains("ranks")) gate.ranks = v["ranks"].is_string() ? v["ranks"].get<std::string>() : std::to_string(v["ranks"].get<int>());
+  gate.per_rank_outputs = v.value("rank_outputs", std::string("gathered")) == "per_rank";
   if (v.contains("limits")) {
     const auto& l = v["limits"];
     const auto mib = [&](const char* key, std::uint64_t fallback) {
@@ -220,6 +234,30 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
     if (select_cases(gate.cases, f).empty()) doc.fail("/profiles/" + pname, "the profile selects no case");
   }
 
+  // ranks: a positive integer in every case; not with sessions, which
+  // serve every case from one process per arm.
+  if (v.contains("ranks")) {
+    if (gate.ranks.rfind("{case.", 0) == 0) {
+      const std::string key = gate.ranks.substr(6, gate.ranks.size() - 7);
+      for (const auto& c : gate.cases) {
+        const auto it = c.values.find(key);
+        if (it == c.values.end() || !it->is_number_integer() || it->get<long long>() < 1 || it->get<long long>() > 64) {
+          doc.fail("/ranks", fmt::format("ranks is '{}', so case '{}' must give {} as an integer from 1 to 64; it gives {}",
+                                         gate.ranks, c.label, key, it == c.values.end() ? "nothing" : it->dump()));
+        }
+      }
+    }
+    bool multi = false;
+    for (const auto& c : gate.cases) multi = multi || case_ranks(gate, c.values) > 1;
+    if (gate.sessions && multi) {
+      doc.fail("/ranks", "multi-rank cases are not supported with protocol: session (a session serves every case from one "
+                         "process per arm); use protocol: process for a gate with ranks");
+    }
+    if (multi && !v.contains("gpus")) gate.gpus = 1;
+  }
+  if (v.contains("rank_outputs") && !v.contains("ranks")) {
+    doc.fail("/rank_outputs", "rank_outputs needs ranks: a one-process case has one output folder");
+  }
   check_command(doc, "/reference/command", gate.reference_command, gate);
   check_command(doc, "/candidate/command", gate.candidate_command, gate);
   for (const auto& out : gate.outputs) {
@@ -271,6 +309,12 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
                  fmt::format("benchmark case {} is not one of the gate's correctness cases: every "
                              "benchmarked shape must be gated",
                              bench_cases[i].dump()));
+      }
+      // The bench stage runs one process per arm and round.
+      if (case_ranks(gate, match->values) > 1) {
+        doc.fail(fmt::format("/bench/cases/{}", i),
+                 fmt::format("benchmark case {} runs {} ranks; multi-rank benchmarks are not supported (the bench stage runs one "
+                             "process per arm): bench only one-rank cases", bench_cases[i].dump(), case_ranks(gate, match->values)));
       }
       gate.bench.cases.push_back(*match);
     }

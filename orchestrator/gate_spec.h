@@ -116,7 +116,14 @@ struct GateSpec {
   std::vector<Case> cases;
   std::map<std::string, ProfileFilter> profiles;
   double timeout_s = kDefaultHarnessTimeoutS;  // per harness process, seconds
-  int gpus = 0;  // GPUs each harness process holds alone (executor.h AllocationRequest::gpus)
+  int gpus = 0;  // GPUs each harness process (each rank) holds alone (executor.h AllocationRequest::gpus); 1 when ranks > 1 and unset
+  // ranks: processes per case of the candidate's (and base's) command
+  // (rank_group.h): an integer ("4") or "{case.KEY}"; "1" = one process.
+  // The reference is always one process.
+  std::string ranks = "1";
+  // rank_outputs: per_rank: rank K writes out/rank-K; false (gathered): all
+  // ranks share out/ and rank 0 writes the outputs there.
+  bool per_rank_outputs = false;
   // protocol: session: the harnesses serve requests (session.h), one process
   // per arm and job slot; false: one process per case (the default).
   bool sessions = false;
@@ -135,6 +142,11 @@ struct GateSpec {
 };
 
 struct GateStore;
+
+// How many ranks a case of `gate` runs: gate.ranks, or the case's value of
+// its "{case.KEY}". load_gate has checked that every case gives a positive
+// integer; throws InputError naming the gate file and field otherwise.
+int case_ranks(const GateSpec& gate, const nlohmann::ordered_json& case_values);
 
 // Names of the gates in the store (its gates folder's *.yaml), sorted.
 std::vector<std::string> list_gates(const GateStore& store);

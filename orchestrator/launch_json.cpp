@@ -74,7 +74,8 @@ nlohmann::json launch_to_json(const Launch& launch) {
                     {"processes", c.limits.processes},
                     {"file_size_bytes", c.limits.file_size_bytes},
                     {"tmp_bytes", c.limits.tmp_bytes}}},
-                  {"sandbox", c.sandbox}};
+                  {"sandbox", c.sandbox},
+                  {"rank_env", c.rank_env}};
   return j;
 }
 
@@ -119,40 +120,30 @@ std::unique_ptr<DecodedLaunch> launch_from_json(const nlohmann::json& j) {
   u.limits.file_size_bytes = lim.at("file_size_bytes").get<std::uint64_t>();
   u.limits.tmp_bytes = lim.at("tmp_bytes").get<std::uint64_t>();
   u.sandbox = c.at("sandbox").get<bool>();
+  u.rank_env = c.value("rank_env", std::vector<std::map<std::string, std::string>>{});
   return d;
 }
 
-nlohmann::json launch_result_to_json(const LaunchResult& r) {
-  const ProcessResult& p = r.result.process;
-  return {{"process",
-           {{"started", p.started},
-            {"start_error", p.start_error},
-            {"exit_code", p.exit_code},
-            {"signal", p.signal},
-            {"timed_out", p.timed_out},
-            {"cancelled", p.cancelled},
-            {"timeout_s", p.timeout_s},
-            {"kill_grace_s", p.kill_grace_s},
-            {"sigkill_needed", p.sigkill_needed},
-            {"strays_killed", p.strays_killed},
-            {"stdout_capture", capture(p.stdout_capture)},
-            {"stderr_capture", capture(p.stderr_capture)},
-            {"wall_s", p.wall_s},
-            {"resolved_exe", p.resolved_exe},
-            {"ended_by", p.ended_by}}},
-          {"limit", r.result.limit},
-          {"sandboxed", r.result.sandboxed},
-          {"containment", r.result.containment},
-          {"gpu", r.gpu},
-          {"placement", r.placement},
-          {"infrastructure", r.infrastructure},
-          {"started_at", r.started_at}};
+nlohmann::json process_result_to_json(const ProcessResult& p) {
+  return {{"started", p.started},
+          {"start_error", p.start_error},
+          {"exit_code", p.exit_code},
+          {"signal", p.signal},
+          {"timed_out", p.timed_out},
+          {"cancelled", p.cancelled},
+          {"timeout_s", p.timeout_s},
+          {"kill_grace_s", p.kill_grace_s},
+          {"sigkill_needed", p.sigkill_needed},
+          {"strays_killed", p.strays_killed},
+          {"stdout_capture", capture(p.stdout_capture)},
+          {"stderr_capture", capture(p.stderr_capture)},
+          {"wall_s", p.wall_s},
+          {"resolved_exe", p.resolved_exe},
+          {"ended_by", p.ended_by}};
 }
 
-LaunchResult launch_result_from_json(const nlohmann::json& j) {
-  LaunchResult r;
-  const J& p = j.at("process");
-  ProcessResult& q = r.result.process;
+ProcessResult process_result_from_json(const nlohmann::json& p) {
+  ProcessResult q;
   q.started = p.at("started").get<bool>();
   q.start_error = p.at("start_error").get<std::string>();
   q.exit_code = p.at("exit_code").get<int>();
@@ -168,9 +159,30 @@ LaunchResult launch_result_from_json(const nlohmann::json& j) {
   q.wall_s = p.at("wall_s").get<double>();
   q.resolved_exe = p.at("resolved_exe").get<std::string>();
   q.ended_by = p.at("ended_by").get<std::string>();
+  return q;
+}
+
+nlohmann::json launch_result_to_json(const LaunchResult& r) {
+  J ranks = J::array();
+  for (const auto& k : r.result.ranks) ranks.push_back(rank_outcome_to_json(k));
+  return {{"process", process_result_to_json(r.result.process)},
+          {"limit", r.result.limit},
+          {"sandboxed", r.result.sandboxed},
+          {"containment", r.result.containment},
+          {"ranks", ranks},
+          {"gpu", r.gpu},
+          {"placement", r.placement},
+          {"infrastructure", r.infrastructure},
+          {"started_at", r.started_at}};
+}
+
+LaunchResult launch_result_from_json(const nlohmann::json& j) {
+  LaunchResult r;
+  r.result.process = process_result_from_json(j.at("process"));
   r.result.limit = j.at("limit").get<std::string>();
   r.result.sandboxed = j.at("sandboxed").get<bool>();
   r.result.containment = j.at("containment").get<std::string>();
+  for (const auto& k : j.value("ranks", J::array())) r.result.ranks.push_back(rank_outcome_from_json(k));
   r.gpu = j.at("gpu").get<std::string>();
   r.placement = j.at("placement").get<std::string>();
   r.infrastructure = j.at("infrastructure").get<std::string>();

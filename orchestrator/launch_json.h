@@ -30,6 +30,9 @@ struct DecodedLaunch {
 std::unique_ptr<DecodedLaunch> launch_from_json(const nlohmann::json& j);
 
 nlohmann::json launch_result_to_json(const LaunchResult& r);
+// One ProcessResult, every field (launch results, rank_group.h's report).
+nlohmann::json process_result_to_json(const ProcessResult& p);
+ProcessResult process_result_from_json(const nlohmann::json& j);
 LaunchResult launch_result_from_json(const nlohmann::json& j);
 
 }  // namespace densefeed

@@ -10,6 +10,7 @@
 #include <fmt/ranges.h>
 
 #include "error_trend.h"
+#include "experiment_summary.h"
 #include "trace_report.h"
 #include "next_steps.h"
 #include "printable.h"
@@ -248,6 +249,8 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"profiles", profiles},
           {"timeout_s", g.timeout_s},
           {"gpus", g.gpus},
+          {"ranks", g.ranks},
+          {"rank_outputs", g.per_rank_outputs ? "per_rank" : "gathered"},
           {"protocol", g.sessions ? "session" : "process"},
           {"bench", {{"warmup", g.bench.warmup}, {"iters", g.bench.iters}, {"looks", g.bench.looks},
                      {"max_seconds_per_case", g.bench.max_seconds_per_case}, {"cases", bench},
@@ -276,6 +279,9 @@ std::string render_gate_text(const nlohmann::ordered_json& d) {
   for (const auto& [name, n] : d["profiles"].items()) s += fmt::format("  profile {}: {} case(s)\n", name, n.get<std::size_t>());
   s += fmt::format("  timeout per process: {} s\n", d["timeout_s"].get<double>());
   s += fmt::format("  protocol: {}\n", d["protocol"].get<std::string>());
+  if (d.value("ranks", std::string("1")) != "1") {
+    s += fmt::format("  ranks per candidate: {} ({} outputs)\n", d["ranks"].get<std::string>(), d["rank_outputs"].get<std::string>());
+  }
   s += fmt::format("  bench cases: {}\n", d["bench"]["cases"].dump());
   const auto& b = d["bench"];
   if (b["driver"].is_null()) {
@@ -541,6 +547,8 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"values", c.gate_case.values},
                      {"verdict", to_string(c.verdict)},
                      {"reason", c.reason},
+                     {"failure", to_json(c.failure)},
+                     {"candidate_ranks", c.candidate_ranks},
                      {"outputs", outputs},
                      {"reference_wall_s", c.reference_wall_s},
                      {"candidate_wall_s", c.candidate_wall_s},

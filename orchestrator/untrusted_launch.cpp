@@ -16,6 +16,7 @@
 #include <fmt/ranges.h>
 
 #include "error.h"
+#include "install_paths.h"
 
 extern char** environ;
 
@@ -255,8 +256,51 @@ std::map<std::string, std::string> untrusted_environment(const std::map<std::str
   return env;
 }
 
-UntrustedResult launch_untrusted(const UntrustedCommand& c) {
+std::filesystem::path rank_log(const std::filesystem::path& cwd, int rank, const char* stream) {
+  return cwd / "ranks" / fmt::format("rank-{}.{}.log", rank, stream);
+}
+
+UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
   UntrustedResult result;
+  UntrustedCommand c = c_in;
+  // The ranks of a multi-rank command: one command, `densefeed rank-group`,
+  // in one sandbox (rank_group.h says why one). Their harness's folder is
+  // shown as a single rank's would be.
+  std::filesystem::path rank_exe;
+  const bool ranked = !c.rank_env.empty();
+  if (ranked) {
+    const std::size_t n = c.rank_env.size();
+    std::error_code ec;
+    std::filesystem::create_directories(c.cwd / "ranks", ec);
+    if (ec) throw InfraError(fmt::format("{}: cannot create the ranks' log folder: {}", (c.cwd / "ranks").string(), ec.message()));
+    RankGroupSpec group;
+    group.timeout = c.timeout;
+    for (std::size_t k = 0; k < n; ++k) {
+      RankCommand r;
+      r.argv = c.argv;
+      if (c.arm) r.exe_dirs = c.arm->exe_dirs;
+      r.env = c.rank_env[k];
+      r.cwd = c.cwd;
+      r.stdout_path = rank_log(c.cwd, static_cast<int>(k), "stdout");
+      r.stderr_path = rank_log(c.cwd, static_cast<int>(k), "stderr");
+      group.ranks.push_back(std::move(r));
+    }
+    const auto spec_file = c.cwd / "rank-group.json";
+    {
+      std::ofstream out(spec_file);
+      out << rank_group_to_json(group).dump(1) << "\n";
+      if (!out) throw InfraError(fmt::format("{}: cannot write the rank group", spec_file.string()));
+    }
+    rank_exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], c.arm ? c.arm->exe_dirs : std::vector<std::filesystem::path>{});
+    c.argv = {running_executable().string(), "rank-group", spec_file.string()};
+    c.writable.push_back(c.cwd / "ranks");
+    // The group ends its ranks at their own timeout and reports which; this
+    // one is the backstop for the group itself.
+    c.timeout += 2 * kDefaultKillGrace + std::chrono::seconds(5);
+    c.limits.memory_bytes *= n;
+    c.limits.processes = c.limits.processes * n + 4;
+    c.limits.tmp_bytes *= n;
+  }
   const SandboxStatus status = require_sandbox(c.sandbox);
   result.sandboxed = status.on();
   ProcessSpec spec;
@@ -308,6 +352,7 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c) {
     if (const auto exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], spec.exe_dirs); !exe.empty()) {
       policy.readable.push_back(std::filesystem::absolute(exe).parent_path());
     }
+    if (!rank_exe.empty()) policy.readable.push_back(std::filesystem::absolute(rank_exe).parent_path());
     if (!c.cwd.empty()) policy.readable.push_back(c.cwd);
     policy.cwd = c.cwd;
     policy.tmp_bytes = c.limits.tmp_bytes;
@@ -325,6 +370,22 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c) {
   result.process = run_process(spec);
   result.limit = limit_hit(result.process, cgroup, c.limits, rlimit_as, c.stderr_path);
   result.process.strays_killed += cgroup.kill_all();
+  if (ranked) {
+    result.ranks = read_rank_outcomes(c.stdout_path);
+    // Whether it passed is the group's own exit status; the report (which a
+    // rank could have written over) only names the rank that failed.
+    if (!result.process.ok()) {
+      for (const auto& r : result.ranks) {
+        if (r.first && !r.process.ok()) {
+          const double wall = result.process.wall_s;
+          const std::size_t strays = result.process.strays_killed;
+          result.process = r.process;
+          result.process.wall_s = wall;
+          result.process.strays_killed += strays;
+        }
+      }
+    }
+  }
   return result;
 }
 

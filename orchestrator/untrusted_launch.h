@@ -32,6 +32,7 @@
 #include "process_limits.h"
 #include "failure.h"
 #include "process_runner.h"
+#include "rank_group.h"
 #include "sandbox.h"
 #include "workspace.h"
 
@@ -55,6 +56,12 @@ struct UntrustedCommand {
   // ProcessSpec::stdin_fd, ::leader): local launches only, never serialised.
   int stdin_fd = -1;
   std::atomic<int>* leader = nullptr;
+  // A multi-rank command (rank_group.h): one entry per rank, what rank K
+  // adds to `env` (its DENSEFEED_OUT, CUDA_VISIBLE_DEVICES). Empty: one
+  // process. When set, all ranks run as one command in one sandbox (their
+  // loopback shared), with `timeout` each and the limits scaled by the
+  // rank count; their logs go to cwd/ranks/rank-K.{stdout,stderr}.log.
+  std::vector<std::map<std::string, std::string>> rank_env;
 };
 
 struct UntrustedResult {
@@ -65,6 +72,11 @@ struct UntrustedResult {
   std::string limit;
   bool sandboxed = false;
   std::string containment;  // "bwrap, cgroup (memory, pids)", "no sandbox (--no-sandbox), rlimits": for messages
+  // A multi-rank command's ranks, in rank order, as its group reported
+  // them (empty for one process, or when the group left no report). When
+  // the group failed and named the rank that took it down, `process` is
+  // that rank's result.
+  std::vector<RankOutcome> ranks;
 
   bool ok() const { return process.ok() && limit.empty(); }
   // process.describe(), then "; it exceeded <limit>" when it hit one.
@@ -80,6 +92,10 @@ Failure failure_value(FailureWho who, const UntrustedResult& r);
 // (--no-sandbox); otherwise sandbox_status(true), and when bwrap cannot start
 // throws InfraError naming why (fail closed: exit 3 before anything runs).
 SandboxStatus require_sandbox(bool requested);
+
+// Where a multi-rank command's rank K writes its stdout and stderr:
+// cwd/ranks/rank-K.stdout.log and .stderr.log.
+std::filesystem::path rank_log(const std::filesystem::path& cwd, int rank, const char* stream);
 
 // Runs one untrusted command to completion. Never throws for what the
 // command does; throws InfraError when the sandbox was asked for and cannot

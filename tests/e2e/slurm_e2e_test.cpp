@@ -9,6 +9,7 @@
 //   - a case whose job is scancelled from outside is error after one retry,
 //     never red; a job past its time limit is red with TIMEOUT named;
 //   - two 1-GPU cases are placed on different fake GPUs (recorded);
+//   - a 2-rank case (issue 20) asks --gres=gpu:2 and its ranks get one GPU each;
 //   - `densefeed cancel` of a running experiment leaves no job in squeue;
 //   - a worker killed outright leaves its job running; the next worker start
 //     cancels it and runs the experiment again.
@@ -19,6 +20,7 @@
 #include <signal.h>
 
 #include <chrono>
+#include <regex>
 #include <set>
 #include <thread>
 
@@ -103,7 +105,16 @@ class SlurmE2E : public ::testing::Test {
                    {"gates/slow.yaml", gate("slow", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 60\n")},
                    {"gates/limit.yaml", gate("limit", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 300\n")},
                    {"gates/tight.yaml", gate("tight", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 2\n")},
-                   {"gates/gpu.yaml", gate("gpu", "cases:\n  grid:\n    - {n: [1000, 2000]}\ntimeout_s: 60\ngpus: 1\n")}},
+                   {"gates/gpu.yaml", gate("gpu", "cases:\n  grid:\n    - {n: [1000, 2000]}\ntimeout_s: 60\ngpus: 1\n")},
+                   {"mr.py", testing::read_file(kRoot / "tests" / "support" / "multirank_harness.py")},
+                   {"gates/mr.yaml",
+                    "gate: mr\ndescription: a chunked scan over 2 ranks\nranks: 2\nrank_outputs: per_rank\n"
+                    "reference:\n  command: [python3, \"{project}/mr.py\", --reference, --T, \"{case.T}\", --D, \"4\"]\n"
+                    "candidate:\n  command: [python3, \"{project}/mr.py\", --T, \"{case.T}\", --D, \"4\", --bad, \"{param.bad}\"]\n"
+                    "params:\n  bad: {type: integer, default: 1}\n"
+                    "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}, partition: {axis: 0, parts: 2}}\n"
+                    "  final: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                    "cases:\n  grid:\n    - {T: [32]}\nprofiles: {quick: {}, full: {}}\ntimeout_s: 60\nfreezes: [mr.py]\n"}},
                   kExe, env()),
               "");
   }
@@ -382,6 +393,34 @@ TEST_F(SlurmE2E, TwoOneGpuCasesArePlacedOnDifferentFakeGpus) {
     EXPECT_EQ(capture["candidate"]["placement"].get<std::string>().rfind("slurm job ", 0), 0u) << line;
   }
   EXPECT_EQ(recorded, (std::set<std::string>{"0", "1"})) << q.out << q.err;
+}
+
+// Issue 20: a 2-rank case is one job asking --gres=gpu:2; its ranks split
+// the job's GPUs, one each, and exchange over loopback in the node's sandbox.
+TEST_F(SlurmE2E, MultiRankTwoRankCaseAsksGresGpu2AndIsGreen) {
+  const auto m = dir_ / "mr.yaml";
+  testing::write_file(m, "experiment: mr\nhypothesis: h\npredicted_effect: p\ngate: mr\n"
+                         "candidate: {revision: WORKTREE, params: {bad: 1}}\nbase: {revision: WORKTREE, params: {bad: 7}}\n");
+  const auto r = df({"run", m.string(), "--json", "--executor", "slurm", "--no-bench"});
+  const J report = J::parse(r.out, nullptr, false);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const J& c = report["stages"]["gate"]["cases"][0];
+  EXPECT_EQ(c["verdict"], "green");
+  EXPECT_EQ(c["candidate_ranks"], 2);
+  const std::string placement = c["candidate_placement"];
+  ASSERT_EQ(placement.rfind("slurm job ", 0), 0u) << placement;
+  const std::string job = placement.substr(10, placement.find(' ', 10) - 10);
+  const auto show = testing::run_cli("/usr/bin/scontrol", {"show", "job", job, "-o"}, repo_, env());
+  EXPECT_NE(show.out.find("gpu:2"), std::string::npos) << show.out << show.err;
+  // Each rank saw one GPU of the job's two.
+  std::set<std::string> gpus;
+  const std::regex line(R"(MRLOG (\d+) (\S+) )");
+  for (const auto& e : std::filesystem::recursive_directory_iterator(repo_ / ".densefeed")) {
+    if (e.path().parent_path().filename() != "ranks" || e.path().extension() != ".log") continue;
+    const std::string text = testing::read_file(e.path());
+    for (std::sregex_iterator it(text.begin(), text.end(), line), end; it != end; ++it) gpus.insert((*it)[2]);
+  }
+  EXPECT_EQ(gpus, (std::set<std::string>{"0", "1"}));
 }
 
 TEST_F(SlurmE2E, TheCandidateIsSandboxedOnTheNodeAsLocally) {

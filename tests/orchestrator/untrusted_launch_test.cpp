@@ -45,6 +45,7 @@ const std::map<std::string, std::string> kMayStartProcesses = {
     {"local_executor.cpp", "the executor that runs launches here: launch_trusted for a reference, launch_untrusted otherwise"},
     {"slurm_executor.cpp", "sbatch, squeue and scancel: densefeed's own commands to the scheduler"},
     {"machine_ceilings.cpp", "densefeed-gpu-ceilings, densefeed's own program installed beside it"},
+    {"rank_group.cpp", "the ranks of one multi-rank command, inside the sandbox launch_untrusted made for them (densefeed rank-group)"},
 };
 // Stages that run a manifest's or a revision's commands.
 const std::vector<std::string> kUntrustedStages = {"gate_runner.cpp", "bench_runner.cpp", "trace_stage.cpp", "acceptance_runner.cpp",
@@ -78,8 +79,8 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
     EXPECT_EQ(text.find("run_process("), std::string::npos) << name << " starts a process without the launcher";
     EXPECT_EQ(text.find("sandbox_argv("), std::string::npos) << name << " builds its own sandbox";
   }
-  // The gate's trusted launches are the reference's: as a process per case,
-  // and as a session (both under `if (!job.untrusted)`).
+  // The gate's trusted launch is the reference's, built once (job_launch,
+  // under `if (!job.untrusted)`) for a process per case and for a session.
   const std::string gate = read(kOrchestrator / "gate_runner.cpp");
   std::size_t trusted = 0;
   for (std::size_t at = gate.find("launch.trusted = true"); at != std::string::npos; at = gate.find("launch.trusted = true", at + 1)) {
@@ -88,7 +89,11 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
     EXPECT_NE(guard, std::string::npos);
     EXPECT_LT(at - guard, 200u) << "a trusted launch that is not the reference's";
   }
-  EXPECT_EQ(trusted, 2u);
+  EXPECT_EQ(trusted, 1u);
+  // ...and both ways of running a job build their launch there.
+  std::size_t uses = 0;
+  for (std::size_t at = gate.find("job_launch("); at != std::string::npos; at = gate.find("job_launch(", at + 1)) ++uses;
+  EXPECT_EQ(uses, 3u) << "job_launch's definition, run_job and run_job_in_session";
   // Every executor ends in untrusted_launch.h: the local one here, the
   // Slurm one on the compute node through the local one (slurm-serve).
   const std::string local = read(kOrchestrator / "local_executor.cpp");
