@@ -152,8 +152,26 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
   // Shallow folders first, so that a deeper bind is not covered by a wider one.
   auto readable = policy.readable;
   std::sort(readable.begin(), readable.end(), [&](const auto& a, const auto& b) { return norm(a).string().size() < norm(b).string().size(); });
+  // A folder reached through a symbolic link (a project's build folder
+  // linked elsewhere, say) is shown at its real place, where the link in
+  // whatever holds it points, and the link's own place gets the link when
+  // nothing shown holds it: bwrap cannot mount on a link whose target is
+  // not in the sandbox. A real place inside what is hidden (the workspace)
+  // is never shown through a link.
   const auto bind_ro = [&](const std::filesystem::path& p) {
-    if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--ro-bind", norm(p).string(), norm(p).string()});
+    if (!std::filesystem::exists(p, ec)) return;
+    const auto real = std::filesystem::canonical(p, ec);
+    if (ec || real == norm(p)) {
+      argv.insert(argv.end(), {"--ro-bind", norm(p).string(), norm(p).string()});
+      return;
+    }
+    for (const auto& h : policy.hidden) {
+      if (inside(real, h)) return;
+    }
+    argv.insert(argv.end(), {"--ro-bind", real.string(), real.string()});
+    bool held = false;
+    for (const auto& q : readable) held = held || (norm(q) != norm(p) && inside(p, q));
+    if (!held) argv.insert(argv.end(), {"--symlink", real.string(), norm(p).string()});
   };
   // 1. what is shown; 2. what of it is hidden again (the workspace: runs,
   // builds, exports, the ledger), only where something shown holds it;

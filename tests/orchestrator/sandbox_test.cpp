@@ -184,6 +184,33 @@ TEST_F(SandboxTest, WithoutItTheSameScriptSucceedsEverywhere) {
   EXPECT_TRUE(std::filesystem::remove(tmp_file_));
 }
 
+// A shown folder reached through a symbolic link (a project whose build/bin
+// links to a build elsewhere, as on the H200 run of 2026-12-01, where bwrap
+// refused to mount on the link) is shown at its real place, so the link in
+// the shown project resolves inside; a link into what is hidden (the
+// workspace: the reference's outputs) shows nothing through it.
+TEST_F(SandboxTest, AFolderShownThroughALinkIsShownAtItsRealPlaceAndNeverIntoTheHidden) {
+  std::filesystem::create_directories(dir_ / "elsewhere");
+  testing::write_file(dir_ / "elsewhere" / "tool.txt", "tool\n");
+  std::filesystem::create_directory_symlink(dir_ / "elsewhere", dir_ / "run" / "bin");
+  std::filesystem::create_directory_symlink(dir_ / "hidden", dir_ / "run" / "peek");
+  SandboxPolicy policy = policy_for(dir_);
+  policy.readable.push_back(dir_ / "run" / "bin");
+  policy.readable.push_back(dir_ / "run" / "peek");
+  const auto r = run_script(dir_,
+                            "cat bin/tool.txt; if cat peek/secret.txt 2>/dev/null; then echo peek:read; else echo peek:refused; fi",
+                            sandbox_argv(policy));
+  ASSERT_TRUE(r.ok()) << r.describe() << testing::read_file(dir_ / "stderr.log");
+  EXPECT_EQ(testing::read_file(dir_ / "stdout.log"), "tool\npeek:refused\n");
+  // A linked folder nothing shown holds: the link is made inside too.
+  std::filesystem::create_directory_symlink(dir_ / "elsewhere", dir_ / "alone");
+  SandboxPolicy lone = policy_for(dir_);
+  lone.readable.push_back(dir_ / "alone");
+  const auto r2 = run_script(dir_, "cat " + (dir_ / "alone" / "tool.txt").string(), sandbox_argv(lone));
+  ASSERT_TRUE(r2.ok()) << r2.describe() << testing::read_file(dir_ / "stderr.log");
+  EXPECT_EQ(testing::read_file(dir_ / "stdout.log"), "tool\n");
+}
+
 TEST_F(SandboxTest, ASignalInsideIsReportedAsThatSignal) {
   const auto r = run_script(dir_, "kill -SEGV $$", sandbox_argv(policy_for(dir_)));
   EXPECT_EQ(r.signal, SIGSEGV);
