@@ -463,7 +463,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         bc.decision.verdict = BenchVerdict::inconclusive;
         bc.decision.reason = fmt::format("inconclusive: {} ({})", f.reason, bc.decision.reason);
       }
-      if (f.kind == TimingFlagKind::drift) continue;
+      if (f.kind == TimingFlagKind::drift || f.kind == TimingFlagKind::wall_unreliable) continue;
       const std::string text = fmt::format("case {}: {}", bc.bench_case.label, f.reason);
       if (f.arm == "candidate") {
         fail_stage(Verdict::red, FailureWho::candidate, to_string(f.kind), text);

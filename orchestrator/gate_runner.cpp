@@ -20,6 +20,7 @@
 #include "process_runner.h"
 #include "printable.h"
 #include "rank_outputs.h"
+#include "rank_group.h"
 #include "session.h"
 #include "sha256.h"
 #include "tensor_file.h"
@@ -144,8 +145,16 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
       }
       launch.untrusted.rank_env.push_back(std::move(rank));
     }
-  } else if (!gpus.empty() && !gpus[0].empty()) {
-    (launch.trusted ? launch.trusted_spec.env : launch.untrusted.env)["CUDA_VISIBLE_DEVICES"] = gpus[0];
+  } else {
+    if (!gpus.empty() && !gpus[0].empty()) {
+      (launch.trusted ? launch.trusted_spec.env : launch.untrusted.env)["CUDA_VISIBLE_DEVICES"] = gpus[0];
+    }
+    // A one-rank case of a gate with ranks is rank 0 of 1, with the same
+    // variables (a torch env:// harness reads them on its unpartitioned
+    // point too); its outputs are the case's out/ as for one process.
+    if (job.untrusted && gate.ranks != "1") {
+      for (const auto& [k, v] : rank_environment(0, 1, free_loopback_port())) launch.untrusted.env[k] = v;
+    }
   }
   const LaunchResult r = run_launch(launch, request);
   job.result = r.result.process;
@@ -524,6 +533,8 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
   // Fail closed: no reference is started when no candidate may be.
   gate_result.sandbox = require_sandbox(options.sandbox);
   const auto ref_names = placeholders(gate.reference_command);
+  const bool names_a_case_key =
+      std::any_of(ref_names.begin(), ref_names.end(), [](const std::string& n) { return n.rfind("case.", 0) == 0; });
 
   std::map<std::vector<std::string>, std::size_t> reference_index;  // argv (with {out} unrendered) -> job
   std::vector<Job> references;
@@ -540,14 +551,18 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       if (ref_names.count("case." + k)) ref_case[k] = v;
     }
     // A session's command names no case: the case comes with the request,
-    // so every case asks the reference's session for its own.
-    if (gate.sessions) ref_case = c.values;
+    // so every case asks the reference's session for its own. A process
+    // reference whose command names no case key either can learn its case
+    // only from DENSEFEED_CASE (densefeed_harness.serve reads it there): it
+    // gets the whole case and runs for each, never once for all with {}.
+    const bool whole_case = gate.sessions || !names_a_case_key;
+    if (whole_case) ref_case = c.values;
     // Rendered as it runs ({project}, {gate_dir}, python3 included), with the
     // output folder left as a placeholder: cases that differ only in what the
     // reference ignores share one reference process.
     TemplateValues key_values{c.values, nlohmann::ordered_json::object(), options.seed, "{out}"};
     auto key = arm_command(gate.reference_command, key_values, options.reference);
-    if (gate.sessions) key.push_back(c.label);
+    if (whole_case) key.push_back(c.label);
     auto [it, inserted] = reference_index.try_emplace(key, references.size());
     if (inserted) {
       Job ref;

@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -29,6 +30,22 @@ namespace bp = boost::process;
 
 namespace densefeed {
 namespace {
+
+// In a child between fork and exec (async-signal-safe calls only): marks
+// every descriptor above stderr close-on-exec, so the program starts with 0,
+// 1 and 2 alone. close_range(2) (Linux 5.11) in one call, else fcntl(2) over
+// every number below RLIMIT_NOFILE's soft limit.
+void close_inherited_fds() {
+#if defined(SYS_close_range) && defined(CLOSE_RANGE_CLOEXEC)
+  if (::syscall(SYS_close_range, 3u, ~0u, CLOSE_RANGE_CLOEXEC) == 0) return;
+#endif
+  rlimit lim{};
+  const long top = ::getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? static_cast<long>(lim.rlim_cur) : 65536;
+  for (long fd = 3; fd < top; ++fd) {
+    const int flags = ::fcntl(static_cast<int>(fd), F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC)) ::fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
+  }
+}
 
 // Process groups now running, for the termination handler. Slots hold a
 // pgid or 0; lock-free atomics are async-signal-safe.
@@ -223,6 +240,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
                         for (int fd : *join_fds) {
                           if (::write(fd, "0", 1) != 1) ::_exit(126);  // never run outside its cgroup
                         }
+                        // Nothing densefeed holds, or inherited from whoever
+                        // started it (a CI job's pipes, a socket, a file
+                        // opened for appending), reaches the command: only
+                        // its stdin, stdout and stderr.
+                        close_inherited_fds();
                         for (const auto& [resource, bytes] : {std::pair{RLIMIT_AS, as_bytes}, std::pair{RLIMIT_FSIZE, fsize_bytes}}) {
                           if (bytes == 0) continue;
                           const rlimit lim{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
@@ -360,6 +382,7 @@ pid_t start_detached(const std::vector<std::string>& argv, const std::filesystem
     ::dup2(out, STDOUT_FILENO);
     ::dup2(err, STDERR_FILENO);
     if (::chdir(dir.c_str()) != 0) ::_exit(127);
+    close_inherited_fds();
     ::execv(args[0], args.data());
     ::_exit(127);
   }

@@ -88,9 +88,15 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
           }
         }
       } else if (!d->module.empty()) {
+        // What Python imports for that name from that folder: a package
+        // (NAME/__init__.py) before a module (NAME.py), as its path finder
+        // looks (importlib's FileFinder), so a package beside the module is
+        // the file hashed, not the module it shadows.
         auto rel = d->module;
         std::replace(rel.begin(), rel.end(), '.', '/');
-        const auto file = candidate->project / d->path / (rel + ".py");
+        const auto base = candidate->project / d->path;
+        const auto package = base / rel / "__init__.py";
+        const auto file = std::filesystem::is_regular_file(package, ec) ? package : base / (rel + ".py");
         p.harness_sha256[file.lexically_normal().string()] = hash_or_note(file);
       }
     }

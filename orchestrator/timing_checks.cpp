@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -82,6 +83,7 @@ const char* to_string(TimingFlagKind k) {
     case TimingFlagKind::faster_than_machine: return "faster_than_machine";
     case TimingFlagKind::drift: return "drift";
     case TimingFlagKind::beyond_bound: return "beyond_bound";
+    case TimingFlagKind::wall_unreliable: return "wall_unreliable";
   }
   return "unknown";
 }
@@ -153,12 +155,35 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   const double b_slope = b.per_iteration_s * 1e3, c_slope = c.per_iteration_s * 1e3;
   const double se = std::hypot(b.per_iteration_se_s, c.per_iteration_se_s) * 1e3;
   const double b_untimed = b_slope - base_claimed_ms, c_untimed = c_slope - candidate_claimed_ms;
-  const double excess = c_untimed - b_untimed;  // > 0: the candidate's wall grows by more than it claims, beyond the base's overhead
+  // Untimed time per iteration is never negative for an arm whose samples
+  // are intervals inside its run: a base slope below its claims is the
+  // machine's noise, and is not credited to the candidate's excess.
+  const double excess = c_untimed - std::max(0.0, b_untimed);  // > 0: the candidate's wall grows by more than it claims, beyond the base's overhead
   const double bar = std::max(kUnseenFraction * base_claimed_ms, kSignificanceZ * se);
   nlohmann::ordered_json figures = {{"base_wall_per_iteration_ms", b_slope},        {"base_claimed_ms", base_claimed_ms},
                                     {"candidate_wall_per_iteration_ms", c_slope},   {"candidate_claimed_ms", candidate_claimed_ms},
                                     {"slope_se_ms", se},                            {"excess_ms", excess},
                                     {"bar_ms", bar}};
+  // The base's own claims against its own wall growth, by the same rule as
+  // the candidate's below: when they fail it too, the wall times do not
+  // follow the iteration counts in this run (a loaded machine delayed most
+  // rounds of one count: an A/A of an honest trusted driver beside two
+  // builds gave both arms negative slopes), and neither arm can be judged
+  // from them. Not red (nothing shows the candidate cheated) and never
+  // faster: the case is inconclusive.
+  if (base_claimed_ms - b_slope > std::max(kClaimsFraction * base_claimed_ms, kSignificanceZ * b.per_iteration_se_s * 1e3)) {
+    TimingFlag f;
+    f.kind = TimingFlagKind::wall_unreliable;
+    f.arm = "both";
+    f.reason = fmt::format(
+        "the wall times do not follow the iteration counts: each extra iteration makes the base's process run {} longer "
+        "although its samples say {} (the candidate: {} for {}), so the machine's load, not the code, moved them and the "
+        "outside checks cannot judge this benchmark; rerun on an idle machine",
+        ms(b_slope), ms(base_claimed_ms), ms(c_slope), ms(candidate_claimed_ms));
+    f.figures = figures;
+    flags.push_back(std::move(f));
+    return flags;
+  }
   if (excess > bar) {
     TimingFlag f;
     f.kind = TimingFlagKind::unseen_time;
@@ -170,10 +195,16 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
         ms(c_slope), ms(candidate_claimed_ms), ms(b_slope), ms(base_claimed_ms), ms(excess), ms(bar));
     f.figures = figures;
     flags.push_back(std::move(f));
-  } else if (candidate_claimed_ms - c_slope > std::max(kClaimsFraction * candidate_claimed_ms, kSignificanceZ * c.per_iteration_se_s * 1e3)) {
-    // Judged against the candidate's own wall growth and its own error only:
-    // against the base's overhead (excess < -bar) a base delayed by a loaded
-    // machine in its longer rounds made an honest self-timed 2x red here.
+  } else if (const double credit = std::max(0.0, base_claimed_ms - b_slope);
+             candidate_claimed_ms - c_slope - credit >
+             std::max(kClaimsFraction * candidate_claimed_ms, kSignificanceZ * (credit > 0 ? se : c.per_iteration_se_s * 1e3))) {
+    // The candidate's claims beyond its own wall growth, less what the base
+    // showed of the same in this run (the machine's share: a base can only
+    // claim more than its wall grows by when the load moved its rounds),
+    // against its own slope's error, or both slopes' when the base's is
+    // subtracted. Never the base's opposite (its wall
+    // growing by more than it claims: a base a loaded machine delayed in
+    // its longer rounds made an honest self-timed 2x red that way).
     TimingFlag f;
     f.kind = TimingFlagKind::claims_unrepeated;
     f.arm = "candidate";

@@ -26,6 +26,7 @@ enum class TimingFlagKind {
   faster_than_machine,  // achieved bytes/s or FLOP/s above the machine's measured ceiling
   drift,                // both arms' times moved together in round order (trend or step)
   beyond_bound,         // a speedup above the gate's max_speedup: a person must accept it
+  wall_unreliable,      // the base's own wall growth contradicts its claims too: a loaded machine, no judgement of either arm
 };
 
 const char* to_string(TimingFlagKind k);

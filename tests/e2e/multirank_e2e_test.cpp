@@ -52,7 +52,8 @@ class MultiRank : public ::testing::Test {
                                        {"gates/scan.yaml", gate("scan", "ranks: \"{case.ranks}\"\n")},
                                        {"gates/scanrk.yaml", gate("scanrk", "ranks: \"{case.ranks}\"\nrank_outputs: per_rank\n")},
                                        {"gates/wide.yaml", gate("wide", "ranks: \"{case.ranks}\"\n",
-                                                                "{T: [64, 96], D: [8], ranks: [2, 4]}")}},
+                                                                "{T: [64, 96], D: [8], ranks: [2, 4]}")},
+                                       {"gates/one.yaml", gate("one", "ranks: \"{case.ranks}\"\n", "{T: [64], D: [8], ranks: [1, 2]}")}},
                                       kExe, testing::project_env(dir_ / "home")),
               "");
   }
@@ -103,6 +104,16 @@ class MultiRank : public ::testing::Test {
   testing::TempDir dir_;
   std::filesystem::path repo_;
 };
+
+// The unpartitioned point of a ranks sweep (ranks: 1) is rank 0 of 1, with
+// the same variables as every other point (a new user's harness read
+// DENSEFEED_RANK and went red on it with a KeyError).
+TEST_F(MultiRank, AOneRankCaseOfARanksGateIsRankZeroOfOne) {
+  const auto [code, r] = run("one", "honest");
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 4000);
+  EXPECT_EQ(case_with(r, 1)["verdict"], "green") << case_with(r, 1).dump(1);
+  EXPECT_EQ(case_with(r, 2)["verdict"], "green") << case_with(r, 2).dump(1);
+}
 
 TEST_F(MultiRank, TwoAndFourRanksExchangingOverLoopbackInTheSandboxAreGreen) {
   const auto [code, r] = run("scan", "honest");

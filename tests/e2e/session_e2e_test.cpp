@@ -9,6 +9,7 @@
 //   gate `five`  cases n = 10 .. 50; the candidate misbehaves at n = 30 only
 //   gate `one`   one case, for a session that never answers
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -88,6 +89,21 @@ class Session : public ::testing::Test {
                                       {{"s.py", kHarness},
                                        {"gates/five.yaml", gate("five", "[10, 20, 30, 40, 50]", 10)},
                                        {"gates/one.yaml", gate("one", "[10]", 3)},
+                                       {"p.py", "import os\nfrom densefeed_harness import serve\n"
+                                                "for fd in range(3, 64):\n"  // whatever densefeed's caller left open
+                                                "    try: os.write(fd, b'LEAK from a harness\\n')\n"
+                                                "    except OSError: pass\n"
+                                                "def handle(h):\n"
+                                                "    h.write_output('y', 2 * h.rng().standard_normal(int(h.case['n'])))\n"
+                                                "serve(handle)\n"},
+                                       {"gates/serveproc.yaml",
+                                        "gate: serveproc\ndescription: y = 2 x, one process per case, the case from DENSEFEED_CASE\n"
+                                        "reference:\n  command: [python3, \"{project}/p.py\"]\n"
+                                        "candidate:\n  command: [python3, \"{project}/p.py\", \"{param.mode}\"]\n"
+                                        "params:\n  mode: {type: string, enum: [honest, steady], default: honest}\n"
+                                        "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                                        "cases:\n  grid:\n    - {n: [10, 20, 30]}\nprofiles: {quick: {}, full: {}}\n"
+                                        "timeout_s: 30\nfreezes: [p.py]\n"},
                                        {"gates/cpp.yaml",
                                         "gate: cpp\ndescription: y = 2 x by a C++ session harness\nprotocol: session\n"
                                         "reference:\n  command: [\"" SESSION_HARNESS_EXE "\"]\n"
@@ -235,6 +251,37 @@ TEST_F(Session, ACppSessionHarnessServesEveryCaseAndAnErrorAnswerFailsOnlyItsCas
   EXPECT_EQ(verdicts(doc2)[20], "red");
   EXPECT_EQ(verdicts(doc2)[30], "green");
   EXPECT_EQ(doc2["stages"]["gate"]["cases"][2]["candidate_session"]["session"], 2) << doc2["stages"]["gate"]["cases"][2].dump(1);
+}
+
+// densefeed_harness.serve also serves one process per case, from
+// DENSEFEED_CASE. A reference whose command names no case key can learn its
+// case nowhere else: it runs once per case with the whole case, never once
+// for all cases with {} (a new user's first try: KeyError 'rows', or worse,
+// a default size taken for every case).
+TEST_F(Session, AProcessReferenceThatNamesNoCaseKeyGetsEachCaseWhole) {
+  const auto [code, r] = run("serveproc", "steady");
+  EXPECT_EQ(code, 0) << r.dump(1).substr(0, 3000);
+  const std::map<int, std::string> want = {{10, "green"}, {20, "green"}, {30, "green"}};
+  EXPECT_EQ(verdicts(r), want);
+  const auto runs = repo_ / ".densefeed" / "ledger-runs" / std::to_string(r["experiment_id"].get<int>());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(std::filesystem::exists(runs / fmt::format("reference-{:03}", i) / "out" / "y.npy")) << i;
+}
+
+// Descriptors densefeed inherits (a CI job's pipes, a file its caller opened
+// for appending) never reach a harness: p.py writes to every descriptor from
+// 3 to 63 it finds open, and the file densefeed's caller held as fd 7 stays
+// as it was (a hostile candidate wrote 20 lines through it before).
+TEST_F(Session, DescriptorsDensefeedInheritsNeverReachAHarness) {
+  const auto target = dir_ / "outside.txt";
+  testing::write_file(target, "untouched\n");
+  const auto m = dir_ / "leak.yaml";
+  testing::write_file(m, "experiment: leak\nhypothesis: h\npredicted_effect: p\ngate: serveproc\n"
+                         "candidate: {revision: WORKTREE, params: {mode: steady}}\nbase: {revision: WORKTREE}\n");
+  const auto r = testing::run_cli("/bin/bash", {"-c", "exec 7>>\"$0\"; exec \"$1\" run \"$2\" --json --no-bench",
+                                                target.string(), kExe, m.string()},
+                                  repo_, testing::project_env(dir_ / "home"));
+  EXPECT_EQ(r.exit_code, 0) << r.out.substr(0, 2000) << r.err;
+  EXPECT_EQ(testing::read_file(target), "untouched\n");
 }
 
 TEST_F(Session, ASessionsCommandMayNotTakeTheCase) {

@@ -257,6 +257,25 @@ TEST_F(TimingForge, GateShowSaysWhoTimesTheBenchmarkAndWhatWorkItDeclares) {
   EXPECT_NE(dtext.out.find("k.run from the arm's tree"), std::string::npos) << dtext.out;
 }
 
+// A package k/ beside the module k.py is what Python imports for `k` (its
+// path finder looks for a package first): the provenance hashes the file
+// that runs, not the module it shadows (a hostile branch added k/ and the
+// ledger recorded main's k.py).
+TEST_F(TimingForge, AKernelPackageShadowingTheModuleIsTheFileTheProvenanceHashes) {
+  testing::write_file(repo_ / "k" / "__init__.py", kKernel);
+  const auto [code, r] = run("driven", "honest", "", "honest", {"--no-bench"}, ", t0: 1");
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 3000);
+  std::vector<std::string> hashed;
+  for (const auto& [path, sha] : r["stages"]["gate"]["provenance"]["harness_sha256"].items()) hashed.push_back(path);
+  const auto is = [&](const std::string& tail) {
+    return std::any_of(hashed.begin(), hashed.end(), [&](const std::string& p) {
+      return p.size() >= tail.size() && p.compare(p.size() - tail.size(), tail.size(), tail) == 0;
+    });
+  };
+  EXPECT_TRUE(is("/k/__init__.py")) << r["stages"]["gate"]["provenance"].dump(1);
+  EXPECT_FALSE(is("/k.py")) << r["stages"]["gate"]["provenance"].dump(1);
+}
+
 TEST_F(TimingForge, ForgedSamplesOfASlowerCandidateAreRedNotFaster) {
   const auto [code, r] = run("self", "forge");
   EXPECT_EQ(code, 1) << r.dump(1);

@@ -102,6 +102,50 @@ TEST(TimingChecks, ARoundALoadedMachineDelayedDoesNotFlagAnHonestCandidate) {
   EXPECT_EQ(check_wall_growth(base, forged, 16.5, 10).size(), 1u);
 }
 
+// As seen in an A/A of an honest trusted driver while two builds ran beside
+// it: three of the five short rounds of each arm were delayed by about
+// 150-250 ms, so both arms' fitted slopes came out negative (-6.3 and
+// -8.4 ms against 0.78 and 0.85 ms claimed) while the residuals' median
+// deviation stayed small, and claims_unrepeated called honest samples
+// forged. No robust fit survives most rounds of one count being delayed, but
+// the base then fails the same rule: the case is inconclusive
+// (wall_unreliable), not red and never faster; a forgery on a quiet machine
+// is still seen.
+TEST(TimingChecks, DelayedShortRoundsOfAnHonestArmDoNotMakeItsClaimsLookForged) {
+  auto base = rounds(9, 16, 300, 0.78, 0.78, 3);
+  auto cand = rounds(9, 16, 300, 0.85, 0.85, 3);
+  for (int r : {0, 4, 8}) base[static_cast<std::size_t>(r)].wall_s += 0.150 + 0.05 * r / 4;
+  for (int r : {2, 4, 6}) cand[static_cast<std::size_t>(r)].wall_s += 0.200 + 0.025 * r / 2;
+  const WallFit fc = fit_wall(cand);
+  ASSERT_TRUE(fc.fitted);
+  EXPECT_LT(fc.per_iteration_s * 1e3, 0) << "the delays must be able to turn the slope negative, as they did";
+  // The base's own claims then fail the same rule: the case is
+  // inconclusive, neither arm judged from these wall times.
+  const auto loaded = check_wall_growth(base, cand, 0.78, 0.85);
+  ASSERT_EQ(loaded.size(), 1u);
+  EXPECT_EQ(loaded[0].kind, TimingFlagKind::wall_unreliable);
+  EXPECT_EQ(loaded[0].arm, "both");
+  // A base the load moved less than its claims bar, beside that candidate:
+  // what the base showed is the machine's share, taken off the candidate's.
+  auto mild = rounds(9, 16, 300, 0.78, 0.78, 3);
+  for (int r : {0, 4, 8}) mild[static_cast<std::size_t>(r)].wall_s += 0.003;
+  EXPECT_TRUE(check_wall_growth(mild, rounds(9, 16, 300, 0.85, 0.85, 3), 0.78, 0.85).empty());
+  // The same candidate against a base whose rounds the load spared: its
+  // claims cannot be told from forged ones, and are flagged as such.
+  const auto alone = check_wall_growth(rounds(9, 16, 300, 0.78, 0.78, 3), cand, 0.78, 0.85);
+  ASSERT_EQ(alone.size(), 1u);
+  EXPECT_EQ(alone[0].kind, TimingFlagKind::claims_unrepeated);
+  // A base below its claims is not credited to the candidate: an honest
+  // candidate beside it is not unseen_time.
+  auto low_base = rounds(9, 16, 300, 0.5, 0.78, 3);  // its wall grows by 0.5 ms for 0.78 claimed: within the claims bar
+  EXPECT_TRUE(check_wall_growth(low_base, rounds(9, 16, 300, 0.85, 0.85, 3), 0.78, 0.85).empty());
+  // Quiet rounds: claims of 30 ms for 1 ms of work per iteration are seen.
+  const auto quiet = rounds(9, 16, 300, 1, 30, 3);
+  const auto flags = check_wall_growth(rounds(9, 16, 300, 1, 1, 3), quiet, 1, 30);
+  ASSERT_EQ(flags.size(), 1u);
+  EXPECT_EQ(flags[0].kind, TimingFlagKind::claims_unrepeated);
+}
+
 TEST(TimingChecks, DriftOfBothArmsTogetherIsFlaggedOppositeOrSteadyArmsNot) {
   std::vector<double> base, cand, steady_b, steady_c;
   for (int r = 0; r < 15; ++r) {
