@@ -1,5 +1,7 @@
 #include "rank_group.h"
 
+#include <sys/prctl.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -122,6 +124,11 @@ std::vector<RankOutcome> run_rank_group(const RankGroupSpec& spec) {
 }
 
 int rank_group_main(const std::filesystem::path& spec_file) {
+  // The ranks run as this process's user inside the same sandbox: not
+  // dumpable, none of them can ptrace it to change the report or the exit
+  // status its pass or fail rests on (prctl(2) PR_SET_DUMPABLE; a rank's
+  // execve makes its own process dumpable again, not this one).
+  ::prctl(PR_SET_DUMPABLE, 0);
   struct sigaction sa{};
   sa.sa_handler = on_stop;
   ::sigaction(SIGTERM, &sa, nullptr);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "command_template.h"
 #include "npy_writer.h"
 #include "tensor_file.h"
 
@@ -41,22 +42,31 @@ std::pair<std::string, std::size_t> npy_descr_and_offset(const std::filesystem::
 }  // namespace
 
 void concatenate_npy(const std::vector<std::filesystem::path>& files, std::size_t axis, const std::string& dtype,
-                     const std::filesystem::path& out_file) {
+                     const std::filesystem::path& out_file, const std::vector<std::size_t>& shard_lengths) {
   std::vector<TensorFile> parts;
   for (std::size_t k = 0; k < files.size(); ++k) {
-    parts.push_back(TensorFile::open_npy(files[k], dtype));
+    try {
+      parts.push_back(TensorFile::open_npy(files[k], dtype));
+    } catch (const std::exception& e) {
+      throw RankFileError(k, e.what());
+    }
     const TensorFile& t = parts.back();
-    if (t.fortran_order()) throw std::runtime_error(fmt::format("{}: Fortran order; rank outputs are gathered in C order", files[k].string()));
-    if (t.dtype() != dtype) throw std::runtime_error(fmt::format("{}: dtype {} but the gate declares {}", files[k].string(), t.dtype(), dtype));
+    if (t.fortran_order()) throw RankFileError(k, fmt::format("{}: Fortran order; rank outputs are gathered in C order", files[k].string()));
+    if (t.dtype() != dtype) throw RankFileError(k, fmt::format("{}: dtype {} but the gate declares {}", files[k].string(), t.dtype(), dtype));
     if (axis >= t.shape().size()) {
-      throw std::runtime_error(fmt::format("{}: shape ({}) has no axis {} to gather the ranks along", files[k].string(),
+      throw RankFileError(k, fmt::format("{}: shape ({}) has no axis {} to gather the ranks along", files[k].string(),
                                            fmt::join(t.shape(), ", "), axis));
     }
     auto a = t.shape(), b = parts[0].shape();
     a[axis] = b[axis] = 0;
     if (a != b) {
-      throw std::runtime_error(fmt::format("{}: shape ({}) does not match rank 0's ({}) outside axis {}", files[k].string(),
+      throw RankFileError(k, fmt::format("{}: shape ({}) does not match rank 0's ({}) outside axis {}", files[k].string(),
                                            fmt::join(t.shape(), ", "), fmt::join(parts[0].shape(), ", "), axis));
+    }
+    if (k < shard_lengths.size() && t.shape()[axis] != shard_lengths[k]) {
+      throw RankFileError(k, fmt::format("{}: {} along axis {} where rank {}'s part of the reference is {} long: each rank "
+                                         "writes its own shard, not another's", files[k].string(), t.shape()[axis], axis, k,
+                                         shard_lengths[k]));
     }
   }
   auto shape = parts[0].shape();
@@ -68,16 +78,22 @@ void concatenate_npy(const std::vector<std::filesystem::path>& files, std::size_
   std::vector<std::size_t> block;  // bytes of one outer index's slab, per rank
   std::string descr;
   for (std::size_t k = 0; k < files.size(); ++k) {
-    const auto [d, offset] = npy_descr_and_offset(files[k]);
+    std::pair<std::string, std::size_t> at;
+    try {
+      at = npy_descr_and_offset(files[k]);
+    } catch (const std::exception& e) {
+      throw RankFileError(k, e.what());
+    }
+    const auto& [d, offset] = at;
     if (k == 0) descr = d;
     if (d != descr) {
-      throw std::runtime_error(fmt::format("{}: stored as '{}' where rank 0's is '{}'; the ranks' files must agree", files[k].string(), d, descr));
+      throw RankFileError(k, fmt::format("{}: stored as '{}' where rank 0's is '{}'; the ranks' files must agree", files[k].string(), d, descr));
     }
     std::ifstream in(files[k], std::ios::binary);
     in.seekg(static_cast<std::streamoff>(offset));
     std::string bytes(parts[k].size() * parts[k].element_bytes(), '\0');
     in.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!in) throw std::runtime_error(fmt::format("{}: truncated data", files[k].string()));
+    if (!in) throw RankFileError(k, fmt::format("{}: truncated data", files[k].string()));
     block.push_back(outer ? bytes.size() / outer : 0);
     data.push_back(std::move(bytes));
   }
@@ -134,14 +150,43 @@ std::vector<OutputResult> compare_rank_outputs(const std::vector<OutputSpec>& ou
         }
       }
       if (missing) continue;
-      try {
-        concatenate_npy(files, *out.partition_axis, out.dtype, gathered / (out.name + ".npy"));
-      } catch (const std::exception& e) {
-        int k = 0;
-        for (std::size_t i = 0; i < files.size(); ++i) {
-          if (std::string(e.what()).rfind(files[i].string(), 0) == 0) k = static_cast<int>(i);
+      // Each rank's length along the axis: its part of the reference's when
+      // the gate cuts the axis into one part per rank, else anything but 0.
+      std::vector<std::size_t> lengths;
+      std::size_t parts = 0;
+      if (!out.partition_parts.empty()) {
+        try {
+          parts = std::stoul(render_command({out.partition_parts}, {case_values, nlohmann::ordered_json::object(), 0, ""})[0]);
+        } catch (const std::exception&) {
+          parts = 0;
         }
-        results.push_back(red(out, FailureKind::malformed_output, k, e.what()));
+      }
+      try {
+        const auto ref = TensorFile::open_npy(ref_out / (out.name + ".npy"), out.reference_dtype);
+        const auto axis = *out.partition_axis;
+        if (axis < ref.shape().size() && parts == static_cast<std::size_t>(ranks)) {
+          const std::size_t len = ref.shape()[axis], r = static_cast<std::size_t>(ranks);
+          for (std::size_t k = 0; k < r; ++k) lengths.push_back((((k + 1) * len + r - 1) / r) - ((k * len + r - 1) / r));
+        }
+      } catch (const std::exception&) {
+        // An unreadable reference is compare_output's to report.
+      }
+      try {
+        concatenate_npy(files, *out.partition_axis, out.dtype, gathered / (out.name + ".npy"), lengths);
+        if (lengths.empty()) {
+          for (std::size_t k = 0; k < files.size(); ++k) {
+            const auto t = TensorFile::open_npy(files[k], out.dtype);
+            if (*out.partition_axis < t.shape().size() && t.shape()[*out.partition_axis] == 0) {
+              throw RankFileError(k, fmt::format("{}: empty along axis {}: each rank writes a shard of its own",
+                                                 files[k].string(), *out.partition_axis));
+            }
+          }
+        }
+      } catch (const RankFileError& e) {
+        results.push_back(red(out, FailureKind::malformed_output, static_cast<int>(e.rank), e.what()));
+        continue;
+      } catch (const std::exception& e) {
+        results.push_back(red(out, FailureKind::malformed_output, 0, e.what()));
         continue;
       }
       results.push_back(compare_output(out, case_values, ref_out, gathered));

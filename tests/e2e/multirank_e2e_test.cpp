@@ -34,7 +34,7 @@ std::string gate(const std::string& name, const std::string& extra, const std::s
          "reference:\n  command: [python3, \"{project}/mr.py\", --reference, --T, \"{case.T}\", --D, \"{case.D}\"]\n"
          "candidate:\n  command: [python3, \"{project}/mr.py\", --T, \"{case.T}\", --D, \"{case.D}\", --mode, \"{param.mode}\", "
          "--bad, \"{param.bad}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, crash, hang, early, wrong, norank, escape, forge], default: honest}\n"
+         "params:\n  mode: {type: string, enum: [honest, crash, hang, early, wrong, norank, escape, forge, lopsided, ptrace], default: honest}\n"
          "  bad: {type: integer, default: 1}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}, partition: {axis: 0, parts: \"{case.ranks}\"}}\n"
          "  final: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
@@ -113,6 +113,35 @@ TEST_F(MultiRank, AOneRankCaseOfARanksGateIsRankZeroOfOne) {
   ASSERT_EQ(code, 0) << r.dump(1).substr(0, 4000);
   EXPECT_EQ(case_with(r, 1)["verdict"], "green") << case_with(r, 1).dump(1);
   EXPECT_EQ(case_with(r, 2)["verdict"], "green") << case_with(r, 2).dump(1);
+}
+
+// Per-rank shards are each rank's own: rank 0 writing the whole sequence
+// and rank 1 an empty shard concatenates to the right answer, but rank 1
+// computed nothing (a hostile trial recorded this green). When the gate cuts
+// the axis into one part per rank, each rank's length is its part's.
+TEST_F(MultiRank, ARankWritingAnotherRanksShardIsRedNotGreen) {
+  const auto [code, r] = run("scanrk", "lopsided");
+  EXPECT_EQ(code, 1) << r.dump(1).substr(0, 4000);
+  for (int ranks : {2, 4}) {
+    const J& c = case_with(r, ranks);
+    EXPECT_EQ(c["verdict"], "red") << ranks << ": " << c.dump(1).substr(0, 3000);
+    EXPECT_NE(c["reason"].get<std::string>().find("each rank writes its own shard"), std::string::npos) << c["reason"];
+  }
+}
+
+// The group's launcher decides from its own children's exit statuses; a
+// rank (the same user, the same sandbox) cannot ptrace it to change them.
+TEST_F(MultiRank, ARankCannotPtraceTheGroupsLauncher) {
+  const auto [code, r] = run("scan", "ptrace");
+  EXPECT_EQ(code, 0) << r.dump(1).substr(0, 4000);
+  std::size_t tried = 0;
+  for (const auto& log : files_named("rank-1.stderr.log")) {
+    const std::string text = testing::read_file(log);
+    if (text.find("PTRACE attach") == std::string::npos) continue;
+    ++tried;
+    EXPECT_NE(text.find("PTRACE attach refused"), std::string::npos) << log << ": " << text;
+  }
+  EXPECT_EQ(tried, 2u) << "rank 1 of both cases tried";
 }
 
 TEST_F(MultiRank, TwoAndFourRanksExchangingOverLoopbackInTheSandboxAreGreen) {

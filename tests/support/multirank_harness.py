@@ -15,7 +15,8 @@ writes both.
 
 --reference: the unpartitioned sequential scan in one process.
 --mode MODE: how rank --bad misbehaves (honest, crash, hang, early, wrong,
-norank, escape, forge: writes an all-ok report of the group onto its
+norank, escape, lopsided (rank 0 writes every shard, rank --bad none), ptrace (tries to
+attach to the group's launcher, then goes on honestly), forge: writes an all-ok report of the group onto its
 parent's stdout, where densefeed rank-group reports, then exits 5). Every rank writes "MRLOG rank cvd start end netns seed" on
 stderr: its CUDA_VISIBLE_DEVICES, wall clock start/end, network namespace
 and seed, for the tests.
@@ -121,6 +122,15 @@ if bad and args.mode == "forge":
     except OSError as e:
         print("could not forge: %s" % e, file=sys.stderr, flush=True)
     sys.exit(5)
+if bad and args.mode == "ptrace":
+    # Attaching to the group's launcher (its parent), whose exit status and
+    # report decide whether the ranks passed: it must be refused.
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    got = libc.ptrace(16, os.getppid(), None, None)  # PTRACE_ATTACH
+    print("PTRACE attach %s" % ("accepted" if got == 0 else "refused errno %d" % ctypes.get_errno()), file=sys.stderr, flush=True)
+    if got == 0:
+        libc.ptrace(17, os.getppid(), None, None)  # PTRACE_DETACH
 if bad and args.mode == "early":
     sys.exit(0)  # leaves without its part: rank 0 waits for it
 local = scan(a[lo:hi], b[lo:hi], np.zeros(D))
@@ -165,6 +175,14 @@ else:
 # The shard's states from its incoming state: P_t * S + Q_t.
 y = np.cumprod(a[lo:hi], axis=0) * incoming + local
 per_rank = os.path.basename(out.rstrip("/")).startswith("rank-")
+if per_rank and args.mode == "lopsided":
+    # Rank 0 writes the whole sequence (every rank draws all of the input)
+    # and rank --bad an empty shard: the concatenation is right, the bad
+    # rank computed nothing.
+    if rank == 0:
+        y = scan(a, b, s0)
+    elif bad:
+        y = np.zeros((0, D))
 if per_rank:
     np.save(os.path.join(out, "y.npy"), y)
     np.save(os.path.join(out, "final.npy"), final)
