@@ -175,7 +175,13 @@ class SlurmE2E : public ::testing::Test {
   void learn_prefix(const std::string& job_id) {
     job_ids_.insert(job_id);
     const auto j = jobs();
-    if (auto it = j.find(job_id); it != j.end()) prefix_ = it->second.first.substr(0, it->second.first.find("-e") + 1);
+    // "densefeed-<8 hex of the ledger>-": up to the hyphen after the hash
+    // (the hash itself may begin with 'e': a search for "-e" then stopped at
+    // "densefeed-" and took every test's jobs for this one's, 1 run in 16).
+    const std::string head = "densefeed-";
+    if (auto it = j.find(job_id); it != j.end() && it->second.first.rfind(head, 0) == 0) {
+      prefix_ = it->second.first.substr(0, it->second.first.find('-', head.size()) + 1);
+    }
   }
 
   testing::TempDir dir_;
