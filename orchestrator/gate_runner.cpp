@@ -475,11 +475,7 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
   CompareOptions options;
   options.candidate_dtype = out.dtype;
   if (out.partition_axis) {
-    std::size_t parts = 0;
-    if (!out.partition_parts.empty()) {
-      parts = std::stoul(render_command({out.partition_parts}, {case_values, nlohmann::ordered_json::object(), 0, ""})[0]);
-    }
-    options.partition = Partition{*out.partition_axis, parts};
+    options.partition = Partition{*out.partition_axis, partition_parts(out, case_values)};
   }
   // Judged whatever the candidate wrote: whether the case could fail at all
   // is a property of the gate and this reference, not of the candidate.

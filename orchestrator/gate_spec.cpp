@@ -84,6 +84,11 @@ int case_ranks(const GateSpec& gate, const nlohmann::ordered_json& case_values) 
   return static_cast<int>(it->get<long long>());
 }
 
+std::size_t partition_parts(const OutputSpec& out, const nlohmann::ordered_json& case_values) {
+  if (out.partition_parts.empty()) return 0;
+  return std::stoul(render_command({out.partition_parts}, {case_values, nlohmann::ordered_json::object(), 0, ""})[0]);
+}
+
 const ParamSpec* GateSpec::find_param(const std::string& param_name) const {
   for (const auto& p : params) {
     if (p.name == param_name) return &p;

@@ -148,6 +148,13 @@ struct GateStore;
 // integer; throws InputError naming the gate file and field otherwise.
 int case_ranks(const GateSpec& gate, const nlohmann::ordered_json& case_values);
 
+// How many equal slices output `out` is cut into along its partition axis
+// for a case: partition.parts rendered over the case's values, or 0 (one
+// slice per position) when the gate gives none. Throws std::invalid_argument
+// or std::out_of_range (std::stoul) when the rendered value is not a whole
+// number.
+std::size_t partition_parts(const OutputSpec& out, const nlohmann::ordered_json& case_values);
+
 // Names of the gates in the store (its gates folder's *.yaml), sorted.
 std::vector<std::string> list_gates(const GateStore& store);
 

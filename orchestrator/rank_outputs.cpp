@@ -6,7 +6,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "command_template.h"
 #include "npy_writer.h"
 #include "tensor_file.h"
 
@@ -62,6 +61,9 @@ void concatenate_npy(const std::vector<std::filesystem::path>& files, std::size_
     if (a != b) {
       throw RankFileError(k, fmt::format("{}: shape ({}) does not match rank 0's ({}) outside axis {}", files[k].string(),
                                            fmt::join(t.shape(), ", "), fmt::join(parts[0].shape(), ", "), axis));
+    }
+    if (shard_lengths.empty() && t.shape()[axis] == 0) {
+      throw RankFileError(k, fmt::format("{}: empty along axis {}: each rank writes a shard of its own", files[k].string(), axis));
     }
     if (k < shard_lengths.size() && t.shape()[axis] != shard_lengths[k]) {
       throw RankFileError(k, fmt::format("{}: {} along axis {} where rank {}'s part of the reference is {} long: each rank "
@@ -154,12 +156,10 @@ std::vector<OutputResult> compare_rank_outputs(const std::vector<OutputSpec>& ou
       // the gate cuts the axis into one part per rank, else anything but 0.
       std::vector<std::size_t> lengths;
       std::size_t parts = 0;
-      if (!out.partition_parts.empty()) {
-        try {
-          parts = std::stoul(render_command({out.partition_parts}, {case_values, nlohmann::ordered_json::object(), 0, ""})[0]);
-        } catch (const std::exception&) {
-          parts = 0;
-        }
+      try {
+        parts = partition_parts(out, case_values);
+      } catch (const std::exception&) {
+        parts = 0;  // compare_output reports a parts value that renders to no number
       }
       try {
         const auto ref = TensorFile::open_npy(ref_out / (out.name + ".npy"), out.reference_dtype);
@@ -173,15 +173,6 @@ std::vector<OutputResult> compare_rank_outputs(const std::vector<OutputSpec>& ou
       }
       try {
         concatenate_npy(files, *out.partition_axis, out.dtype, gathered / (out.name + ".npy"), lengths);
-        if (lengths.empty()) {
-          for (std::size_t k = 0; k < files.size(); ++k) {
-            const auto t = TensorFile::open_npy(files[k], out.dtype);
-            if (*out.partition_axis < t.shape().size() && t.shape()[*out.partition_axis] == 0) {
-              throw RankFileError(k, fmt::format("{}: empty along axis {}: each rank writes a shard of its own",
-                                                 files[k].string(), *out.partition_axis));
-            }
-          }
-        }
       } catch (const RankFileError& e) {
         results.push_back(red(out, FailureKind::malformed_output, static_cast<int>(e.rank), e.what()));
         continue;

@@ -38,7 +38,7 @@ struct RankFileError : std::runtime_error {
 // out_file (a .npy of the same dtype, C order). The files must be .npy,
 // C order, of `dtype`, equal in every dimension but `axis`; with
 // `shard_lengths` (one per file) each file's length along `axis` must be
-// its entry. Throws RankFileError naming the rank's file and what was wrong.
+// its entry, without them none may be 0. Throws RankFileError naming the rank's file and what was wrong.
 void concatenate_npy(const std::vector<std::filesystem::path>& files, std::size_t axis, const std::string& dtype,
                      const std::filesystem::path& out_file, const std::vector<std::size_t>& shard_lengths = {});
 

@@ -160,10 +160,19 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   // machine's noise, and is not credited to the candidate's excess.
   const double excess = c_untimed - std::max(0.0, b_untimed);  // > 0: the candidate's wall grows by more than it claims, beyond the base's overhead
   const double bar = std::max(kUnseenFraction * base_claimed_ms, kSignificanceZ * se);
-  nlohmann::ordered_json figures = {{"base_wall_per_iteration_ms", b_slope},        {"base_claimed_ms", base_claimed_ms},
+  const nlohmann::ordered_json figures = {{"base_wall_per_iteration_ms", b_slope},        {"base_claimed_ms", base_claimed_ms},
                                     {"candidate_wall_per_iteration_ms", c_slope},   {"candidate_claimed_ms", candidate_claimed_ms},
                                     {"slope_se_ms", se},                            {"excess_ms", excess},
                                     {"bar_ms", bar}};
+  const auto flag = [&](TimingFlagKind kind, const char* arm, std::string reason) {
+    TimingFlag f;
+    f.kind = kind;
+    f.arm = arm;
+    f.reason = std::move(reason);
+    f.figures = figures;
+    flags.push_back(std::move(f));
+    return flags;
+  };
   // The base's own claims against its own wall growth, by the same rule as
   // the candidate's below: when they fail it too, the wall times do not
   // follow the iteration counts in this run (a loaded machine delayed most
@@ -171,49 +180,35 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   // builds gave both arms negative slopes), and neither arm can be judged
   // from them. Not red (nothing shows the candidate cheated) and never
   // faster: the case is inconclusive.
-  if (base_claimed_ms - b_slope > std::max(kClaimsFraction * base_claimed_ms, kSignificanceZ * b.per_iteration_se_s * 1e3)) {
-    TimingFlag f;
-    f.kind = TimingFlagKind::wall_unreliable;
-    f.arm = "both";
-    f.reason = fmt::format(
-        "the wall times do not follow the iteration counts: each extra iteration makes the base's process run {} longer "
-        "although its samples say {} (the candidate: {} for {}), so the machine's load, not the code, moved them and the "
-        "outside checks cannot judge this benchmark; rerun on an idle machine",
-        ms(b_slope), ms(base_claimed_ms), ms(c_slope), ms(candidate_claimed_ms));
-    f.figures = figures;
-    flags.push_back(std::move(f));
-    return flags;
+  const double base_gap = -b_untimed;  // what the base claims beyond its wall growth
+  if (base_gap > std::max(kClaimsFraction * base_claimed_ms, kSignificanceZ * b.per_iteration_se_s * 1e3)) {
+    return flag(TimingFlagKind::wall_unreliable, "both",
+                fmt::format("the wall times do not follow the iteration counts: each extra iteration makes the base's process "
+                            "run {} longer although its samples say {} (the candidate: {} for {}), so the machine's load, not the "
+                            "code, moved them and the outside checks cannot judge this benchmark; rerun on an idle machine",
+                            ms(b_slope), ms(base_claimed_ms), ms(c_slope), ms(candidate_claimed_ms)));
   }
   if (excess > bar) {
-    TimingFlag f;
-    f.kind = TimingFlagKind::unseen_time;
-    f.arm = "candidate";
-    f.reason = fmt::format(
-        "the timer does not see the work: each extra iteration makes the candidate's process run {} longer but its samples "
-        "say {} (the base: {} for {}); {} per iteration happen outside what was timed (bar {}), as with a missing device "
-        "synchronisation, a side stream or forged samples",
-        ms(c_slope), ms(candidate_claimed_ms), ms(b_slope), ms(base_claimed_ms), ms(excess), ms(bar));
-    f.figures = figures;
-    flags.push_back(std::move(f));
-  } else if (const double credit = std::max(0.0, base_claimed_ms - b_slope);
-             candidate_claimed_ms - c_slope - credit >
-             std::max(kClaimsFraction * candidate_claimed_ms, kSignificanceZ * (credit > 0 ? se : c.per_iteration_se_s * 1e3))) {
-    // The candidate's claims beyond its own wall growth, less what the base
-    // showed of the same in this run (the machine's share: a base can only
-    // claim more than its wall grows by when the load moved its rounds),
-    // against its own slope's error, or both slopes' when the base's is
-    // subtracted. Never the base's opposite (its wall
-    // growing by more than it claims: a base a loaded machine delayed in
-    // its longer rounds made an honest self-timed 2x red that way).
-    TimingFlag f;
-    f.kind = TimingFlagKind::claims_unrepeated;
-    f.arm = "candidate";
-    f.reason = fmt::format(
-        "the candidate's samples say {} per iteration but each extra iteration makes its process run only {} longer (the "
-        "base: {} for {}): what was timed is not what each iteration does",
-        ms(candidate_claimed_ms), ms(c_slope), ms(b_slope), ms(base_claimed_ms));
-    f.figures = figures;
-    flags.push_back(std::move(f));
+    return flag(TimingFlagKind::unseen_time, "candidate",
+                fmt::format("the timer does not see the work: each extra iteration makes the candidate's process run {} longer "
+                            "but its samples say {} (the base: {} for {}); {} per iteration happen outside what was timed (bar {}), "
+                            "as with a missing device synchronisation, a side stream or forged samples",
+                            ms(c_slope), ms(candidate_claimed_ms), ms(b_slope), ms(base_claimed_ms), ms(excess), ms(bar)));
+  }
+  // The candidate's claims beyond its own wall growth, less what the base
+  // showed of the same in this run (the machine's share: a base can only
+  // claim more than its wall grows by when the load moved its rounds),
+  // against its own slope's error, or both slopes' when the base's is
+  // subtracted. Never the base's opposite (its wall growing by more than it
+  // claims: a base a loaded machine delayed in its longer rounds made an
+  // honest self-timed 2x red that way).
+  const double credit = std::max(0.0, base_gap);
+  if (candidate_claimed_ms - c_slope - credit >
+      std::max(kClaimsFraction * candidate_claimed_ms, kSignificanceZ * (credit > 0 ? se : c.per_iteration_se_s * 1e3))) {
+    return flag(TimingFlagKind::claims_unrepeated, "candidate",
+                fmt::format("the candidate's samples say {} per iteration but each extra iteration makes its process run only {} "
+                            "longer (the base: {} for {}): what was timed is not what each iteration does",
+                            ms(candidate_claimed_ms), ms(c_slope), ms(b_slope), ms(base_claimed_ms)));
   }
   return flags;
 }
