@@ -166,7 +166,11 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
       return;
     }
     for (const auto& h : policy.hidden) {
-      if (inside(real, h)) return;
+      // The hidden folder by its own real place too: a workspace under a
+      // linked folder is reached by the same real path.
+      std::error_code hec;
+      const auto real_h = std::filesystem::weakly_canonical(h, hec);
+      if (inside(real, h) || (!hec && inside(real, real_h))) return;
     }
     argv.insert(argv.end(), {"--ro-bind", real.string(), real.string()});
     bool held = false;

@@ -202,6 +202,17 @@ TEST_F(SandboxTest, AFolderShownThroughALinkIsShownAtItsRealPlaceAndNeverIntoThe
                             sandbox_argv(policy));
   ASSERT_TRUE(r.ok()) << r.describe() << testing::read_file(dir_ / "stderr.log");
   EXPECT_EQ(testing::read_file(dir_ / "stdout.log"), "tool\npeek:refused\n");
+  // The hidden folder named through a link of its own: a link to its real
+  // place still shows nothing of it.
+  std::filesystem::create_directory_symlink(dir_ / "hidden", dir_ / "hidden-alias");
+  std::filesystem::create_directory_symlink(dir_ / "hidden", dir_ / "run" / "peek2");
+  SandboxPolicy aliased = policy_for(dir_);
+  aliased.hidden = {dir_ / "hidden-alias"};
+  aliased.readable.push_back(dir_ / "run" / "peek2");
+  const auto r3 = run_script(dir_, "if cat peek2/secret.txt 2>/dev/null; then echo peek2:read; else echo peek2:refused; fi",
+                             sandbox_argv(aliased));
+  ASSERT_TRUE(r3.ok()) << r3.describe() << testing::read_file(dir_ / "stderr.log");
+  EXPECT_EQ(testing::read_file(dir_ / "stdout.log"), "peek2:refused\n");
   // A linked folder nothing shown holds: the link is made inside too.
   std::filesystem::create_directory_symlink(dir_ / "elsewhere", dir_ / "alone");
   SandboxPolicy lone = policy_for(dir_);
