@@ -183,6 +183,15 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   // and each arm stays on the benchmark's GPU throughout.
   const bool sessions = gate.sessions && !driven && executor().name() == "local";
   std::unique_ptr<HarnessSession> arm_sessions[2];  // base, candidate
+  // Destroyed before the sessions: both wind down at once.
+  struct CloseInputs {
+    std::unique_ptr<HarnessSession>* sessions;
+    ~CloseInputs() {
+      for (int i = 0; i < 2; ++i) {
+        if (sessions[i]) sessions[i]->close_input();
+      }
+    }
+  } close_inputs{arm_sessions};
   int sessions_started[2] = {0, 0};
   std::string session_failure;  // why the last request failed ('' = answered ok)
   const auto run_in_session = [&](const UntrustedCommand& spec, bool is_base, const nlohmann::ordered_json& case_values,

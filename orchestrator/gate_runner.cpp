@@ -177,6 +177,13 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
 struct SessionSlot {
   std::unique_ptr<HarnessSession> reference, candidate;
   int started_reference = 0, started_candidate = 0;
+  // Both sessions wind down at once: each one's destructor then waits for
+  // an exit already under way.
+  ~SessionSlot() {
+    for (auto* s : {reference.get(), candidate.get()}) {
+      if (s) s->close_input();
+    }
+  }
 };
 
 // Starts the session of `job`'s arm on this thread unless one is running
@@ -540,18 +547,24 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
-    // The reference sees only the case parameters its command uses: its
-    // identity is its command.
+    // The reference sees only the case parameters its command uses, and
+    // those the gate's reference.case_keys names: its identity is its
+    // command and those keys' values.
+    const auto& keyed = gate.reference_case_keys;
     nlohmann::ordered_json ref_case = nlohmann::ordered_json::object();
     for (const auto& [k, v] : c.values.items()) {
-      if (ref_names.count("case." + k)) ref_case[k] = v;
+      if (ref_names.count("case." + k) ||
+          (keyed && std::find(keyed->begin(), keyed->end(), k) != keyed->end())) {
+        ref_case[k] = v;
+      }
     }
-    // A session's command names no case: the case comes with the request,
-    // so every case asks the reference's session for its own. A process
-    // reference whose command names no case key either can learn its case
-    // only from DENSEFEED_CASE (densefeed_harness.serve reads it there): it
-    // gets the whole case and runs for each, never once for all with {}.
-    const bool whole_case = gate.sessions || !names_a_case_key;
+    // Without case_keys, a session's command names no case: the case comes
+    // with the request, so every case asks the reference's session for its
+    // own. A process reference whose command names no case key either can
+    // learn its case only from DENSEFEED_CASE (densefeed_harness.serve reads
+    // it there): it gets the whole case and runs for each, never once for
+    // all with {}.
+    const bool whole_case = !keyed && (gate.sessions || !names_a_case_key);
     if (whole_case) ref_case = c.values;
     // Rendered as it runs ({project}, {gate_dir}, python3 included), with the
     // output folder left as a placeholder: cases that differ only in what the
@@ -559,6 +572,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     TemplateValues key_values{c.values, nlohmann::ordered_json::object(), options.seed, "{out}"};
     auto key = arm_command(gate.reference_command, key_values, options.reference);
     if (whole_case) key.push_back(c.label);
+    if (keyed) key.push_back(ref_case.dump());
     auto [it, inserted] = reference_index.try_emplace(key, references.size());
     if (inserted) {
       Job ref;

@@ -132,6 +132,9 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
   gate.file = std::filesystem::absolute(path);
   gate.description = trim_trailing_space(v.value("description", ""));
   gate.reference_command = v["reference"]["command"].get<std::vector<std::string>>();
+  if (v["reference"].contains("case_keys")) {
+    gate.reference_case_keys = v["reference"]["case_keys"].get<std::vector<std::string>>();
+  }
   gate.candidate_command = v["candidate"]["command"].get<std::vector<std::string>>();
   gate.timeout_s = v.value("timeout_s", kDefaultHarnessTimeoutS);
   gate.gpus = v.value("gpus", 0);
@@ -237,6 +240,20 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
     for (const auto& [key, allowed] : filter.items()) f[key] = allowed.get<std::vector<nlohmann::ordered_json>>();
     gate.profiles[pname] = f;
     if (select_cases(gate.cases, f).empty()) doc.fail("/profiles/" + pname, "the profile selects no case");
+  }
+
+  // reference.case_keys: each names a key every case defines, or cases
+  // that differ in it could never be told apart.
+  if (gate.reference_case_keys) {
+    for (std::size_t k = 0; k < gate.reference_case_keys->size(); ++k) {
+      const std::string& key = (*gate.reference_case_keys)[k];
+      for (const auto& c : gate.cases) {
+        if (!c.values.contains(key)) {
+          doc.fail(fmt::format("/reference/case_keys/{}", k),
+                   fmt::format("case key '{}' is not defined by case '{}' (add it to cases.defaults)", key, c.label));
+        }
+      }
+    }
   }
 
   // ranks: a positive integer in every case; not with sessions, which

@@ -110,6 +110,12 @@ struct GateSpec {
   std::string description;
   std::filesystem::path file;  // absolute path of the gate file
   std::vector<std::string> reference_command;  // argv templates
+  // reference.case_keys: the case keys the reference's outputs depend on
+  // beside those its command names; cases that agree on them share one
+  // reference run, whose case (request or DENSEFEED_CASE) holds only them.
+  // Unset: the keys its command names, or every key where its command can
+  // name none (protocol: session) or names none (one run per case).
+  std::optional<std::vector<std::string>> reference_case_keys;
   std::vector<std::string> candidate_command;
   std::vector<ParamSpec> params;
   std::vector<OutputSpec> outputs;

@@ -242,6 +242,7 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
           {"lock", lock_problems.empty() ? "ok" : "NOT OK"},
           {"lock_problems", lock_problems},
           {"reference_command", g.reference_command},
+          {"reference_case_keys", g.reference_case_keys ? J(*g.reference_case_keys) : J(nullptr)},
           {"candidate_command", g.candidate_command},
           {"params", params},
           {"outputs", outputs},
@@ -266,6 +267,10 @@ std::string render_gate_text(const nlohmann::ordered_json& d) {
   s += fmt::format("  lock: {}\n", d["lock"].get<std::string>());
   for (const auto& p : d["lock_problems"]) s += "    " + p.get<std::string>() + "\n";
   s += "  reference: " + fmt::format("{}", fmt::join(d["reference_command"].get<std::vector<std::string>>(), " ")) + "\n";
+  if (d.contains("reference_case_keys") && d["reference_case_keys"].is_array()) {
+    s += fmt::format("    depends on case keys {} (cases that agree on them share one reference run)\n",
+                     fmt::join(d["reference_case_keys"].get<std::vector<std::string>>(), ", "));
+  }
   s += "  candidate: " + fmt::format("{}", fmt::join(d["candidate_command"].get<std::vector<std::string>>(), " ")) + "\n";
   for (const auto& [name, p] : d["params"].items()) {
     s += fmt::format("  param {}: {} {} default {} — {}\n", name, p["type"].get<std::string>(), p["enum"].dump(),

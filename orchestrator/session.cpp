@@ -83,9 +83,13 @@ HarnessSession::HarnessSession(Launch launch, fs::path exchange, std::string who
   });
 }
 
+void HarnessSession::close_input() {
+  if (!input_closed_.exchange(true)) ::shutdown(write_fd_, SHUT_WR);
+}
+
 HarnessSession::~HarnessSession() {
-  ::shutdown(write_fd_, SHUT_WR);
-  for (int i = 0; i < 500 && !done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  close_input();
+  for (int i = 0; i < 100 && !done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   cancel_ = true;
   thread_.join();
   ::close(write_fd_);

@@ -75,9 +75,15 @@ class HarnessSession {
   // candidate's session"). Throws InfraError when the pipe or folders cannot
   // be made; a command that cannot start shows at the first request.
   HarnessSession(Launch launch, std::filesystem::path exchange, std::string who);
-  // Closes the session's stdin (a serving harness exits at end of input),
-  // waits up to 5 s for it to exit, then kills it.
+  // Closes the session's stdin (close_input), waits up to 1 s for it to
+  // exit, then kills it: after its last answer nothing it does is read, and
+  // an interpreter's teardown (torch, a CUDA context: seconds) is no part of
+  // the verdict's time.
   ~HarnessSession();
+  // Ends the session's input now (a serving harness exits at end of input),
+  // so that several sessions wind down at once before they are destroyed.
+  // Idempotent.
+  void close_input();
   HarnessSession(const HarnessSession&) = delete;
   HarnessSession& operator=(const HarnessSession&) = delete;
 
@@ -102,6 +108,7 @@ class HarnessSession {
   std::atomic<int> leader_{0};
   std::atomic<bool> cancel_{false};
   std::atomic<bool> done_{false};
+  std::atomic<bool> input_closed_{false};
   mutable std::mutex mutex_;
   LaunchResult result_;
   std::thread thread_;

@@ -15,7 +15,9 @@
 # FLOOR_COLD (1: also time the floor on an empty Triton cache; default 0:
 # the floor runs once, warm, on a copy of what the gate's two revisions
 # compiled, so both start from the same compiled kernels and autotuning
-# results). Every 30 s it prints each session's last stderr line.
+# results), REPEAT (default 1: how many times the warm gate and the warm
+# floor are timed, in turn). Every 30 s it prints each session's last
+# stderr line.
 set -uo pipefail
 bundle=$(realpath "$1"); out=$(realpath "$2")
 cd "$(dirname "$0")"
@@ -56,8 +58,6 @@ floor() {  # label version
 
 step "densefeed, sessions, sandbox on, cold cache: fla ${versions[0]}, ${COLD_JOBS:-$jobs} job(s)"
 run_gate gate-cold "${versions[0]}" "${COLD_JOBS:-$jobs}"
-step "densefeed, sessions, sandbox on, warm cache: fla ${versions[0]}"
-run_gate gate-warm "${versions[0]}"
 if [ "${FLOOR_COLD:-0}" = 1 ]; then
   step "in-process floor, cold Triton cache: fla ${versions[0]}"
   floor floor-cold "${versions[0]}"
@@ -65,8 +65,14 @@ else
   mkdir -p /tmp/floor-triton
   for c in .densefeed/ledger-caches/*/triton; do cp -r "$c/." /tmp/floor-triton/; done
 fi
-step "in-process floor, warm Triton cache: fla ${versions[0]}"
-floor floor-warm "${versions[0]}"
+# Warm gate and warm floor in turn, REPEAT times, so that both see the same
+# state of the machine.
+for i in $(seq "${REPEAT:-1}"); do
+  step "densefeed, sessions, sandbox on, warm cache: fla ${versions[0]} ($i of ${REPEAT:-1})"
+  run_gate "gate-warm-$i" "${versions[0]}"
+  step "in-process floor, warm Triton cache: fla ${versions[0]} ($i of ${REPEAT:-1})"
+  floor "floor-warm-$i" "${versions[0]}"
+done
 for v in "${versions[@]:1}"; do
   step "densefeed, sessions, sandbox on: fla $v (its first run: the cache holds 0.6.0's reference kernels only)"
   run_gate "gate-$v" "$v"
@@ -97,4 +103,5 @@ for path in sorted(glob.glob(f"{out}/gate-*.json")):
                 f"cand s{cs.get('session')}r{cs.get('request')} {cs.get('wall_s', 0):.2f} s {cs.get('rss_bytes', 0) / 2**30:.2f} GiB")
         print(f"  {c['verdict']:5} {c['case']:42} {sess} | {'; '.join(cells) or c.get('reason', '')[:160]}")
 PY
+for f in "$out"/floor-*.jsonl; do [ -s "$f" ] && echo "$(basename "$f" .jsonl): $(tail -1 "$f")"; done
 echo "total: $(( SECONDS - T0 )) s"

@@ -38,6 +38,7 @@
 #include "harness_args.h"
 #include "harness_env.h"
 #include "npy_writer.h"
+#include "session_serve.h"
 #include "samples_writer.h"
 
 namespace {
@@ -257,7 +258,9 @@ void run_bench_cuda(const Config& c) {
 }
 #endif
 
-int run(int argc, char** argv) {
+// One case: `own` as argv[1..], `env` the protocol's variables (the
+// process's, or a session request's). Throws UsageError for a bad argument.
+int run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& env) {
   CLI::App app{"affine_chain: context-parallel state passing of a gated-delta-rule layer (CPU, CUDA)",
                "affine_chain"};
   RawArgs raw;
@@ -280,7 +283,7 @@ int run(int argc, char** argv) {
   app.add_option("--device", raw.device, "cpu | cuda");
   app.add_option("--mma-accumulate", raw.mma_accumulate,
                  "cuda, TF32 precisions: residual (default) | fp32 | tensor-core");
-  std::vector<std::string> args = densefeed::cli11_args(argc, argv);
+  std::vector<std::string> args = densefeed::cli11_args(own);
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
@@ -290,7 +293,7 @@ int run(int argc, char** argv) {
   }
   Config config;
   try {
-    config = resolve(raw, densefeed::read_harness_env());
+    config = resolve(raw, env);
   } catch (const densefeed::HarnessEnvError& e) {
     throw UsageError(e.what());
   } catch (const densefeed::HarnessArgError& e) {
@@ -311,6 +314,26 @@ int run(int argc, char** argv) {
     run_gate<double>(config);
   } else {
     run_gate<float>(config);
+  }
+  return kExitOk;
+}
+
+// The gate's case keys and the flags they stand for (gates/cp-affine-chain.yaml).
+const std::vector<std::pair<std::string, std::string>> kCaseFlags = {
+    {"T", "--T"}, {"seq_lens", "--seq-lens"}, {"H", "--heads"}, {"K", "--dim-k"}, {"V", "--dim-v"},
+    {"regime", "--regime"}, {"shards", "--shards"}};
+
+// Serves harness sessions (session_serve.h): in one, each request's case
+// gives the flags of kCaseFlags, its seed and its output folder; outside
+// one, a single case from the flags or DENSEFEED_CASE.
+int run(int argc, char** argv) {
+  const std::vector<std::string> own(argv + 1, argv + argc);
+  try {
+    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
+      run_case(densefeed::case_args(own, c, kCaseFlags), env);
+    });
+  } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
   }
   return kExitOk;
 }

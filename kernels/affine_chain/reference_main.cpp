@@ -25,6 +25,7 @@
 #include "harness_args.h"
 #include "harness_env.h"
 #include "npy_writer.h"
+#include "session_serve.h"
 #include "reference.h"
 
 namespace {
@@ -109,7 +110,9 @@ void run_gate(const Config& c) {
   densefeed::write_npy(c.out / "final_state.npy", out, shape);
 }
 
-int run(int argc, char** argv) {
+// One case: `own` as argv[1..], `env` the protocol's variables (the
+// process's, or a session request's). Throws UsageError for a bad argument.
+int run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& env) {
   CLI::App app{"affine_chain_reference: the cp-affine-chain gate's reference, the unpartitioned "
                "path in fp64 (CPU)",
                "affine_chain_reference"};
@@ -124,7 +127,7 @@ int run(int argc, char** argv) {
   app.add_option("--regime", raw.regime, "long-memory | fast-decay")->required();
   app.add_option("--seed", raw.seed, "u64 input seed (default: DENSEFEED_SEED)");
   app.add_option("--out", raw.out, "output directory (default: DENSEFEED_OUT)");
-  std::vector<std::string> args = densefeed::cli11_args(argc, argv);
+  std::vector<std::string> args = densefeed::cli11_args(own);
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
@@ -134,7 +137,7 @@ int run(int argc, char** argv) {
   }
   Config config;
   try {
-    config = resolve(raw, densefeed::read_harness_env());
+    config = resolve(raw, env);
   } catch (const densefeed::HarnessEnvError& e) {
     throw UsageError(e.what());
   } catch (const densefeed::HarnessArgError& e) {
@@ -142,6 +145,26 @@ int run(int argc, char** argv) {
   }
   std::filesystem::create_directories(config.out);
   run_gate(config);
+  return kExitOk;
+}
+
+// The gate's case keys and the flags they stand for (gates/cp-affine-chain.yaml).
+const std::vector<std::pair<std::string, std::string>> kCaseFlags = {
+    {"T", "--T"}, {"seq_lens", "--seq-lens"}, {"H", "--heads"}, {"K", "--dim-k"}, {"V", "--dim-v"},
+    {"regime", "--regime"}};
+
+// Serves harness sessions (session_serve.h): in one, each request's case
+// gives the flags of kCaseFlags, its seed and its output folder; outside
+// one, a single case from the flags or DENSEFEED_CASE.
+int run(int argc, char** argv) {
+  const std::vector<std::string> own(argv + 1, argv + argc);
+  try {
+    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
+      run_case(densefeed::case_args(own, c, kCaseFlags), env);
+    });
+  } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
+  }
   return kExitOk;
 }
 

@@ -199,7 +199,8 @@ class Driver {
  private:
   struct Clock;
   void check_untouched(const std::string& when) const;
-  std::size_t threads() const;
+  std::size_t threads() const;          // this process's running threads (/proc/self/task)
+  std::size_t threads_settled() const;  // threads(), after up to 200 ms for joined ones to be released
   void check_out_empty(const std::string& when) const;
 
   DriverEnv env_;

@@ -71,17 +71,21 @@ std::filesystem::path out_arg(std::string_view text, const HarnessEnv& env) {
       "--out: expected an output directory (or DENSEFEED_OUT in the environment)");
 }
 
-std::vector<std::string> cli11_args(int argc, const char* const* argv) {
-  std::vector<std::string> args;
-  for (int i = argc - 1; i > 0; --i) {
-    if (std::string_view(argv[i]) == "--seq-lens=") {
-      args.emplace_back("");
-      args.emplace_back("--seq-lens");
+std::vector<std::string> cli11_args(const std::vector<std::string>& args) {
+  std::vector<std::string> reversed;
+  for (auto it = args.rbegin(); it != args.rend(); ++it) {
+    if (*it == "--seq-lens=") {
+      reversed.emplace_back("");
+      reversed.emplace_back("--seq-lens");
     } else {
-      args.emplace_back(argv[i]);
+      reversed.push_back(*it);
     }
   }
-  return args;
+  return reversed;
+}
+
+std::vector<std::string> cli11_args(int argc, const char* const* argv) {
+  return cli11_args(std::vector<std::string>(argv + (argc > 0 ? 1 : 0), argv + (argc > 0 ? argc : 0)));
 }
 
 }  // namespace densefeed

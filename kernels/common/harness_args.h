@@ -43,5 +43,7 @@ std::filesystem::path out_arg(std::string_view text, const HarnessEnv& env);
 // "--seq-lens=", which CLI11 reads as a missing value; it means one sequence,
 // so it becomes "--seq-lens" "" here.
 std::vector<std::string> cli11_args(int argc, const char* const* argv);
+// Same for `args` (argv[1..] in order, e.g. session_serve.h's case_args).
+std::vector<std::string> cli11_args(const std::vector<std::string>& args);
 
 }  // namespace densefeed

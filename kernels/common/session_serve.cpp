@@ -58,4 +58,24 @@ int serve(const SessionHandler& handler, std::istream& in, std::ostream& answers
 
 int serve(const SessionHandler& handler) { return serve(handler, std::cin, std::cout); }
 
+std::vector<std::string> case_args(std::vector<std::string> args, const SessionCase& case_values,
+                                   const std::vector<std::pair<std::string, std::string>>& flags) {
+  const auto given = [&args](const std::string& flag) {
+    for (const auto& a : args) {
+      if (a == flag || a.rfind(flag + "=", 0) == 0) return true;
+    }
+    return false;
+  };
+  std::vector<std::pair<std::string, std::string>> added;
+  for (const auto& [key, flag] : flags) {
+    const auto it = case_values.find(key);
+    if (it != case_values.end() && !given(flag)) added.emplace_back(flag, it->second);
+  }
+  for (auto& [flag, value] : added) {
+    args.push_back(std::move(flag));
+    args.push_back(std::move(value));
+  }
+  return args;
+}
+
 }  // namespace densefeed

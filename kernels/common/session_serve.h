@@ -7,6 +7,8 @@
 #include <iosfwd>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "harness_env.h"
 
@@ -32,5 +34,18 @@ using SessionHandler = std::function<void(const HarnessEnv& env, const SessionCa
 int serve(const SessionHandler& handler, std::istream& in, std::ostream& answers);
 // Same on stdin and stdout.
 int serve(const SessionHandler& handler);
+
+// The arguments a case stands for, for a harness that takes its case as
+// flags: `args` (its own, argv[1..] in order) followed by "--FLAG" "VALUE"
+// for each (case key, --FLAG) of `flags` whose key the case holds and whose
+// flag `args` does not give already (as "--FLAG" or "--FLAG=..."), in the
+// order of `flags`. A session's command names no case (with protocol:
+// session a gate's commands may not use {case.*}), so each request's case
+// comes in here; outside a session DENSEFEED_CASE does the same for a
+// command without case flags, and one that gives them keeps its own. A key
+// the case lacks adds nothing (the harness's own check of a required flag
+// names it). Throws nothing.
+std::vector<std::string> case_args(std::vector<std::string> args, const SessionCase& case_values,
+                                   const std::vector<std::pair<std::string, std::string>>& flags);
 
 }  // namespace densefeed

@@ -1,8 +1,13 @@
 // kda_decode: harness of one Kimi Delta Attention decode step (issue 6),
 // speaking the harness protocol of DESIGN.md.
 //
-//   kda_decode --version v0|v3 [--device cpu|cuda] --batch B [--heads 64] [--dim 128]
+//   kda_decode --version v0|v3 [--device cpu|cuda] [--batch B] [--heads 64] [--dim 128]
 //              [--seed S] [--out DIR]
+//
+// It serves harness sessions (kernels/common/session_serve.h): with
+// DENSEFEED_SESSION=1 each request's case gives --batch, --heads and --dim
+// (keys batch, H, D) and its seed and output folder, and one process runs
+// every case; otherwise it runs one case, from its flags or DENSEFEED_CASE.
 //
 // gate  (DENSEFEED_MODE unset or gate): writes DIR/o.npy [B, H, V] and
 //       DIR/state.npy [B, H, K, V], float32 (K = V = --dim), after poisoning
@@ -37,6 +42,7 @@
 #include "inputs.h"
 #include "npy_writer.h"
 #include "samples_writer.h"
+#include "session_serve.h"
 #if DENSEFEED_KDA_HAVE_CUDA
 #include "cuda_path.h"
 #endif
@@ -164,7 +170,13 @@ void run_gpu(const Config& c, const kd::BatchInputs& in) {
 }
 #endif
 
-int run(int argc, char** argv) {
+// The gate's case keys and the flags they stand for (gates/kda-decode.yaml).
+const std::vector<std::pair<std::string, std::string>> kCaseFlags = {
+    {"batch", "--batch"}, {"H", "--heads"}, {"D", "--dim"}};
+
+// One case: `args` as argv[1..], `env` the protocol's variables (the
+// process's, or a session request's). Throws UsageError for a bad argument.
+void run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& env) {
   CLI::App app{"kda_decode: one Kimi Delta Attention decode step (CPU fp32, or CUDA)", "kda_decode"};
   RawArgs raw;
   app.add_option("--version", raw.version,
@@ -172,24 +184,23 @@ int run(int argc, char** argv) {
                  "v3 (tiles merged, computed once)")
       ->required();
   app.add_option("--device", raw.device, "cpu | cuda");
-  app.add_option("--batch", raw.batch, "B, decode batch (sequences)")->required();
+  app.add_option("--batch", raw.batch, "B, decode batch (sequences); in a session, the case's batch")->required();
   app.add_option("--heads", raw.heads, "H, heads");
   app.add_option("--dim", raw.dim, "K = V, head dimension (128 on cuda)");
   app.add_option("--seed", raw.seed, "u64 input seed (default: DENSEFEED_SEED)");
   app.add_option("--out", raw.out, "output directory (default: DENSEFEED_OUT)");
-  std::vector<std::string> args = densefeed::cli11_args(argc, argv);
+  std::vector<std::string> args = densefeed::cli11_args(own);
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    app.exit(e);
+    return;
   } catch (const CLI::ParseError& e) {
     throw UsageError(e.what());
   }
   Config config;
   try {
-    config = resolve(raw, densefeed::read_harness_env());
-  } catch (const densefeed::HarnessEnvError& e) {
-    throw UsageError(e.what());
+    config = resolve(raw, env);
   } catch (const densefeed::HarnessArgError& e) {
     throw UsageError(e.what());
   }
@@ -201,6 +212,17 @@ int run(int argc, char** argv) {
 #if DENSEFEED_KDA_HAVE_CUDA
     run_gpu(config, in);
 #endif
+  }
+}
+
+int run(int argc, char** argv) {
+  const std::vector<std::string> own(argv + 1, argv + argc);
+  try {
+    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
+      run_case(densefeed::case_args(own, c, kCaseFlags), env);
+    });
+  } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
   }
   return kExitOk;
 }

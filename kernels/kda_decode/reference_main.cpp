@@ -4,7 +4,12 @@
 // files the gate freezes (bf16.h, inputs, reference, kernels/common), so no edit
 // of the candidate can change it.
 //
-//   kda_decode_reference --batch B [--heads 64] [--dim 128] [--seed S] [--out DIR]
+//   kda_decode_reference [--batch B] [--heads 64] [--dim 128] [--seed S] [--out DIR]
+//
+// It serves harness sessions (kernels/common/session_serve.h) as the
+// candidate's harness does: with DENSEFEED_SESSION=1 each request's case
+// gives --batch, --heads and --dim (keys batch, H, D); otherwise one case,
+// from its flags or DENSEFEED_CASE.
 //
 // gate (DENSEFEED_MODE unset or gate; there is no other mode): writes
 //      DIR/o.npy      [B, H, V]    float64
@@ -26,6 +31,7 @@
 #include "inputs.h"
 #include "npy_writer.h"
 #include "reference.h"
+#include "session_serve.h"
 
 namespace {
 
@@ -93,33 +99,49 @@ void run_gate(const Config& c) {
   densefeed::write_npy(c.out / "state.npy", state, s_shape);
 }
 
-int run(int argc, char** argv) {
+// The gate's case keys and the flags they stand for (gates/kda-decode.yaml).
+const std::vector<std::pair<std::string, std::string>> kCaseFlags = {
+    {"batch", "--batch"}, {"H", "--heads"}, {"D", "--dim"}};
+
+// One case: `own` as argv[1..], `env` the protocol's variables (the
+// process's, or a session request's). Throws UsageError for a bad argument.
+void run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& env) {
   CLI::App app{"kda_decode_reference: the kda-decode gate's reference, one KDA decode step in fp64 (CPU)",
                "kda_decode_reference"};
   RawArgs raw;
-  app.add_option("--batch", raw.batch, "B, decode batch (sequences)")->required();
+  app.add_option("--batch", raw.batch, "B, decode batch (sequences); in a session, the case's batch")->required();
   app.add_option("--heads", raw.heads, "H, heads");
   app.add_option("--dim", raw.dim, "K = V, head dimension");
   app.add_option("--seed", raw.seed, "u64 input seed (default: DENSEFEED_SEED)");
   app.add_option("--out", raw.out, "output directory (default: DENSEFEED_OUT)");
-  std::vector<std::string> args = densefeed::cli11_args(argc, argv);
+  std::vector<std::string> args = densefeed::cli11_args(own);
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
+    app.exit(e);
+    return;
   } catch (const CLI::ParseError& e) {
     throw UsageError(e.what());
   }
   Config config;
   try {
-    config = resolve(raw, densefeed::read_harness_env());
-  } catch (const densefeed::HarnessEnvError& e) {
-    throw UsageError(e.what());
+    config = resolve(raw, env);
   } catch (const densefeed::HarnessArgError& e) {
     throw UsageError(e.what());
   }
   std::filesystem::create_directories(config.out);
   run_gate(config);
+}
+
+int run(int argc, char** argv) {
+  const std::vector<std::string> own(argv + 1, argv + argc);
+  try {
+    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
+      run_case(densefeed::case_args(own, c, kCaseFlags), env);
+    });
+  } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
+  }
   return kExitOk;
 }
 

@@ -66,6 +66,7 @@
 #include "harness_env.h"
 #include "kv_values.h"
 #include "npy_writer.h"
+#include "session_serve.h"
 #include "samples_writer.h"
 #include "serving_model.h"
 #include "trace_recorder.h"
@@ -284,7 +285,9 @@ void run_acceptance(const Config& c) {
   if (!file) throw std::runtime_error(fmt::format("{}: write failed", path.string()));
 }
 
-int run(int argc, char** argv) {
+// One case: `own` as argv[1..], `env` the protocol's variables (the
+// process's, or a session request's). Throws UsageError for a bad argument.
+int run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& env) {
   CLI::App app{"kv_overlap: a KV transfer beside a prefill loop, sharing an interpreter-style lock (CPU model)",
                "kv_overlap"};
   RawArgs raw;
@@ -303,7 +306,7 @@ int run(int argc, char** argv) {
   app.add_option("--reps", raw.reps, "acceptance repetitions of each scenario");
   app.add_option("--seed", raw.seed, "u64 seed of the KV values (default: DENSEFEED_SEED)");
   app.add_option("--out", raw.out, "output directory (default: DENSEFEED_OUT)");
-  std::vector<std::string> args = densefeed::cli11_args(argc, argv);
+  std::vector<std::string> args = densefeed::cli11_args(own);
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
@@ -313,7 +316,7 @@ int run(int argc, char** argv) {
   }
   Config config;
   try {
-    config = resolve(raw, densefeed::read_harness_env());
+    config = resolve(raw, env);
   } catch (const densefeed::HarnessEnvError& e) {
     throw UsageError(e.what());
   } catch (const densefeed::HarnessArgError& e) {
@@ -325,6 +328,27 @@ int run(int argc, char** argv) {
     case densefeed::HarnessMode::bench: run_bench(config); break;
     case densefeed::HarnessMode::trace: run_trace(config); break;
     case densefeed::HarnessMode::acceptance: run_acceptance(config); break;
+  }
+  return kExitOk;
+}
+
+// The gate's case keys and the flags they stand for (gates/kv-overlap.yaml).
+const std::vector<std::pair<std::string, std::string>> kCaseFlags = {
+    {"chunks", "--chunks"}, {"chunk_elems", "--chunk-elems"}, {"steps", "--steps"}, {"step_us", "--step-us"},
+    {"host_us", "--host-us"}, {"switch_steps", "--switch-steps"}, {"chunk_us", "--chunk-us"},
+    {"submit_us", "--submit-us"}, {"window", "--window"}};
+
+// Serves harness sessions (session_serve.h): in one, each request's case
+// gives the flags of kCaseFlags, its seed and its output folder; outside
+// one, a single case from the flags or DENSEFEED_CASE.
+int run(int argc, char** argv) {
+  const std::vector<std::string> own(argv + 1, argv + argc);
+  try {
+    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
+      run_case(densefeed::case_args(own, c, kCaseFlags), env);
+    });
+  } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
   }
   return kExitOk;
 }

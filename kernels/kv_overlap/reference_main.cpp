@@ -25,6 +25,7 @@
 #include "harness_env.h"
 #include "kv_values.h"
 #include "npy_writer.h"
+#include "session_serve.h"
 
 namespace {
 
@@ -40,7 +41,9 @@ class UsageError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-int run(int argc, char** argv) {
+// One case: `own` as argv[1..], `env` the protocol's variables (the
+// process's, or a session request's). Throws UsageError for a bad argument.
+int run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& env) {
   CLI::App app{"kv_overlap_reference: the kv-overlap gate's reference, the KV cache copied directly",
                "kv_overlap_reference"};
   std::string chunks_text;
@@ -51,7 +54,7 @@ int run(int argc, char** argv) {
   app.add_option("--chunk-elems", chunk_elems_text, "float32 elements per chunk");
   app.add_option("--seed", seed_text, "u64 seed of the KV values (default: DENSEFEED_SEED)");
   app.add_option("--out", out_text, "output directory (default: DENSEFEED_OUT)");
-  std::vector<std::string> args = densefeed::cli11_args(argc, argv);
+  std::vector<std::string> args = densefeed::cli11_args(own);
   try {
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
@@ -64,8 +67,7 @@ int run(int argc, char** argv) {
   std::uint64_t seed = 0;
   std::filesystem::path out;
   try {
-    const densefeed::HarnessEnv env = densefeed::read_harness_env();
-    if (env.mode != densefeed::HarnessMode::gate) {
+        if (env.mode != densefeed::HarnessMode::gate) {
       throw UsageError(fmt::format("DENSEFEED_MODE={}: kv_overlap_reference supports gate only",
                                    densefeed::to_string(env.mode)));
     }
@@ -86,6 +88,25 @@ int run(int argc, char** argv) {
   std::filesystem::create_directories(out);
   const std::vector<std::size_t> shape = {chunks, chunk_elems};
   densefeed::write_npy(out / "kv.npy", received, shape);
+  return kExitOk;
+}
+
+// The gate's case keys and the flags they stand for (gates/kv-overlap.yaml).
+const std::vector<std::pair<std::string, std::string>> kCaseFlags = {
+    {"chunks", "--chunks"}, {"chunk_elems", "--chunk-elems"}};
+
+// Serves harness sessions (session_serve.h): in one, each request's case
+// gives the flags of kCaseFlags, its seed and its output folder; outside
+// one, a single case from the flags or DENSEFEED_CASE.
+int run(int argc, char** argv) {
+  const std::vector<std::string> own(argv + 1, argv + argc);
+  try {
+    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
+      run_case(densefeed::case_args(own, c, kCaseFlags), env);
+    });
+  } catch (const densefeed::HarnessEnvError& e) {
+    throw UsageError(e.what());
+  }
   return kExitOk;
 }
 

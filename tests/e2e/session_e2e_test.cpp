@@ -11,6 +11,9 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
+#include <map>
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -35,6 +38,8 @@ def answer(i):
 for line in sys.stdin:
     r = json.loads(line)
     n = r['case']['n']
+    if mode == 'keyed' and sorted(r['case']) != ['n']:
+        sys.exit(9)  # a reference whose case_keys are [n] gets n alone
     if mode == 'silent':
         continue
     def write():
@@ -89,6 +94,15 @@ class Session : public ::testing::Test {
                                       {{"s.py", kHarness},
                                        {"gates/five.yaml", gate("five", "[10, 20, 30, 40, 50]", 10)},
                                        {"gates/one.yaml", gate("one", "[10]", 3)},
+                                       {"gates/keyed.yaml",
+                                        "gate: keyed\ndescription: y = 2 x; k changes nothing the reference computes\n"
+                                        "protocol: session\nreference:\n  command: [python3, \"{project}/s.py\", --mode, keyed]\n"
+                                        "  case_keys: [n]\n"
+                                        "candidate:\n  command: [python3, \"{project}/s.py\", --mode, \"{param.mode}\"]\n"
+                                        "params:\n  mode: {type: string, enum: [honest, steady], default: honest}\n"
+                                        "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                                        "cases:\n  grid:\n    - {n: [10, 20], k: [1, 2, 3]}\nprofiles: {quick: {}, full: {}}\n"
+                                        "timeout_s: 10\nfreezes: [s.py]\n"},
                                        {"p.py", "import os\nfrom densefeed_harness import serve\n"
                                                 "for fd in range(3, 64):\n"  // whatever densefeed's caller left open
                                                 "    try: os.write(fd, b'LEAK from a harness\\n')\n"
@@ -293,6 +307,46 @@ TEST_F(Session, ASessionsCommandMayNotTakeTheCase) {
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
   EXPECT_NE(r.err.find("field 'reference.command'"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("may not use '{case.n}'"), std::string::npos) << r.err;
+}
+
+TEST_F(Session, CasesThatAgreeOnTheReferencesCaseKeysShareOneReferenceRequestHoldingOnlyThem) {
+  // Six cases (n x k), a reference that depends on n alone: two reference
+  // requests, each case compared with the one of its n; the reference
+  // exits 9 (error) if its request's case holds more than n.
+  const auto [code, r] = run("keyed", "steady");
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 3000);
+  const auto& cases = r["stages"]["gate"]["cases"];
+  ASSERT_EQ(cases.size(), 6u);
+  std::map<int, std::set<int>> request_of_n;
+  std::set<int> candidate_requests;
+  for (const auto& c : cases) {
+    EXPECT_EQ(c["verdict"], "green") << c.dump(1);
+    request_of_n[c["values"]["n"].get<int>()].insert(c["reference_session"]["request"].get<int>());
+    candidate_requests.insert(c["candidate_session"]["request"].get<int>());
+  }
+  EXPECT_EQ(request_of_n, (std::map<int, std::set<int>>{{10, {0}}, {20, {1}}}));
+  EXPECT_EQ(candidate_requests.size(), 6u);
+}
+
+TEST_F(Session, AReferenceCaseKeyThatNoCaseDefinesIsRefusedNamingTheField) {
+  testing::write_file(repo_ / "gates" / "bad.yaml",
+                      "gate: bad\ndescription: d\nprotocol: session\nreference:\n  command: [python3, s.py]\n"
+                      "  case_keys: [n, m]\n"
+                      "candidate:\n  command: [python3, s.py]\noutputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                      "cases:\n  grid:\n    - {n: [1]}\nprofiles: {quick: {}, full: {}}\nfreezes: [s.py]\n");
+  const auto r = testing::run_cli(kExe, {"--trust-worktree", "gate", "show", "bad"}, repo_, testing::project_env(dir_ / "home"));
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("reference.case_keys"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("case key 'm' is not defined by case 'n=1'"), std::string::npos) << r.err;
+  // Not a list of names: the schema says so.
+  testing::write_file(repo_ / "gates" / "bad.yaml",
+                      "gate: bad\ndescription: d\nprotocol: session\nreference:\n  command: [python3, s.py]\n"
+                      "  case_keys: n\n"
+                      "candidate:\n  command: [python3, s.py]\noutputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                      "cases:\n  grid:\n    - {n: [1]}\nprofiles: {quick: {}, full: {}}\nfreezes: [s.py]\n");
+  const auto s = testing::run_cli(kExe, {"--trust-worktree", "gate", "show", "bad"}, repo_, testing::project_env(dir_ / "home"));
+  EXPECT_EQ(s.exit_code, 2) << s.out << s.err;
+  EXPECT_NE(s.err.find("case_keys"), std::string::npos) << s.err;
 }
 
 }  // namespace

@@ -212,8 +212,18 @@ int main(int argc, char** argv) {
     try_overwrite("gate-file", arg(argc, argv, "--gate-file"));
     try_overwrite("lock-file", arg(argc, argv, "--lock-file"));
     try_overwrite("ledger-file", arg(argc, argv, "--ledger-file"));
-    // The run folder's sibling: where the reference of case 0 wrote its answer.
-    try_read("reference-output", out.parent_path().parent_path() / "reference-000" / "out" / "y.npy");
+    // The run folder's sibling: where the reference of case 0 writes its
+    // answer. Where that folder can be seen at all (no sandbox), the
+    // reference may be running beside this candidate: wait up to 30 s for
+    // its file to be there and non-empty before trying it.
+    const auto reference = out.parent_path().parent_path() / "reference-000" / "out";
+    std::error_code ec;
+    for (int i = 0; i < 3000 && std::filesystem::is_directory(reference, ec) &&
+                    !(std::filesystem::exists(reference / "y.npy", ec) && std::filesystem::file_size(reference / "y.npy", ec) > 0);
+         ++i) {
+      ::usleep(10000);
+    }
+    try_read("reference-output", reference / "y.npy");
     try_connect(std::stoi(arg(argc, argv, "--port", "0")));
     std::fflush(stdout);
   }
