@@ -238,7 +238,7 @@ void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec&
     else p.exit_code = a.exit_code.value_or(1);
     if (a.kind == FailureKind::infrastructure) job.infrastructure = a.failure;
   }
-  job.session = SessionCaseRecord{started, session->requests() - 1, a.rss_bytes, a.wall_s};
+  job.session = SessionCaseRecord{started, session->requests() - 1, a.rss_bytes, a.wall_s, thread};
   job.log_dir = options.work_dir / fmt::format("session-{}-{}-{}", arm, thread, started - 1);
   // Both arms' outputs as they were at the answer: a session that keeps a
   // file open and writes it later is found before anything is compared.

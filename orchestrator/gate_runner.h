@@ -51,6 +51,7 @@ struct SessionCaseRecord {
   int request = 0;    // 0, 1, ...: the request's number in that session
   std::uint64_t rss_bytes = 0;  // the session's resident memory after its answer, bytes (0: it ended)
   double wall_s = 0;  // request to answer, seconds
+  int slot = 0;       // 0, 1, ...: the job thread whose session it was (session and request count per slot)
 };
 
 struct CaseResult {

@@ -382,9 +382,14 @@ void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const
       case FailureClass::exit_code:
       case FailureClass::no_start:
         s.kind = "rerun-case";
-        s.suggestion = fmt::format("read the candidate's stderr for case {} ({}/candidate-{:03}/stderr.log; the report's "
-                                   "stderr_tail) and rerun it alone{}",
-                                   c->label, f.work_dir.string(), c->index, many);
+        s.suggestion = f.sessions
+                           ? fmt::format("read the stderr of the candidate's session that served case {} "
+                                         "({}/session-candidate-S-K/stderr.log: S is the report's candidate_session.slot, K its "
+                                         "session - 1; and the report's stderr_tail) and rerun it alone{}",
+                                         c->label, f.work_dir.string(), many)
+                           : fmt::format("read the candidate's stderr for case {} ({}/candidate-{:03}/stderr.log; the "
+                                         "report's stderr_tail) and rerun it alone{}",
+                                         c->label, f.work_dir.string(), c->index, many);
         s.why = "the harness itself refused or failed before writing outputs: an argument, a missing file or an error it "
                 "printed";
         break;
@@ -639,8 +644,8 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     NextStep s;
     s.kind = "report-reference";
     s.case_label = errors.empty() ? "" : errors.front()->label;
-    s.suggestion = "report it to a person: the reference (densefeed's own, frozen) failed, not the candidate; resubmitting "
-                   "helps only if the machine was at fault (out of memory or disk)";
+    s.suggestion = "report it to a person: the gate's reference (frozen, from the trusted ref) failed, not the candidate; "
+                   "resubmitting helps only if the machine was at fault (out of memory or disk)";
     s.why = errors.empty() ? f.gate_reason : errors.front()->label + ": " + errors.front()->reason;
     steps.push_back(s);
   }
@@ -681,6 +686,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   f.gate_unlocked = o.gate_result.failure.kind == FailureKind::lock && o.gate_result.failure.metric == "unlocked";
   for (std::size_t i = 0; i < o.gate_result.cases.size(); ++i) {
     const CaseResult& c = o.gate_result.cases[i];
+    if (c.candidate_session || c.reference_session) f.sessions = true;
     CaseFact cf{i, c.gate_case.label, c.gate_case.values, to_string(c.verdict), c.reason, c.failure, {}};
     for (const auto& out : c.outputs) {
       for (const auto& m : out.comparison.checks) {
@@ -814,6 +820,7 @@ ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* g
   f.has_acceptance = e.contains("acceptance") && e["acceptance"].is_object() && e["acceptance"].contains("criteria");
   f.promoted = e.contains("promotion") && !e["promotion"].is_null();
   if (gate) {
+    f.sessions = gate->sessions;
     for (const auto& p : gate->params) f.params.push_back({p.name, p.enum_values});
     f.candidate_command = gate->candidate_command;
     f.timeout_s = gate->timeout_s;

@@ -103,6 +103,7 @@ struct ResultFacts {
   bool candidate_from_revision = false;        // a revision whose build folder is not known here
   std::string seed;                            // decimal u64
   std::filesystem::path work_dir;              // LEDGER-runs/ID
+  bool sessions = false;                       // the gate's harnesses served sessions: their logs are per session, not per case
   double timeout_s = 0;                        // the gate's per-process limit, s
 };
 

@@ -55,6 +55,22 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
                                   fmt::join(differ, ", "), store.describe()));
   }
   const auto first_case = gate->cases.empty() ? nlohmann::ordered_json::object() : gate->cases.front().values;
+  // A trusted program (the reference's, the bench driver's) that the
+  // trusted ref does not hold is found in the worktree's harness_path (a
+  // build folder, arm_context.h): it is what ran, and is hashed, but nothing
+  // ties it to the frozen sources it should be built from, and whoever can
+  // write the worktree can replace it. Said, so that nobody reads the
+  // frozen files as a guarantee about it.
+  const auto under = [](const std::filesystem::path& path, const std::filesystem::path& dir) {
+    const auto rel = path.lexically_normal().lexically_relative(dir.lexically_normal());
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  const auto trusted_program = [&](const std::filesystem::path& program, const char* what) {
+    if (store.worktree || program.empty() || under(program, store.root) || !under(program, project.dir)) return;
+    p.notes.push_back(fmt::format("{}'s program {} is not in the trusted ref: it is the worktree's build, hashed here, but "
+                                  "not built from the frozen files by densefeed",
+                                  what, std::filesystem::relative(program, project.dir).string()));
+  };
   for (const auto& [command, arm, params] :
        {std::tuple{&gate->reference_command, reference, nlohmann::ordered_json::object()},
         std::tuple{&gate->candidate_command, candidate, candidate_params}}) {
@@ -63,6 +79,7 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
       const auto rendered = arm_command(*command, {first_case, params, 0, "OUT"}, *arm);
       const auto program = command_program(rendered, *arm);
       if (!program.empty()) p.harness_sha256[program.string()] = hash_or_note(program);
+      if (arm == reference) trusted_program(program, "the reference");
     } catch (const std::exception&) {
       // A command that cannot be rendered fails when it runs; provenance only records.
     }
@@ -75,6 +92,7 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
       const auto rendered = arm_command(d->command, {first_case, nlohmann::ordered_json::object(), 0, "OUT"}, *reference);
       const auto program = command_program(rendered, *reference);
       if (!program.empty()) p.harness_sha256[program.string()] = hash_or_note(program);
+      trusted_program(program, "the bench driver");
     } catch (const std::exception&) {
     }
     if (candidate != nullptr) {

@@ -28,7 +28,8 @@ struct Provenance {
   bool trust_worktree = false;  // --trust-worktree
   // Reasons to look closer: tracked files with uncommitted changes, gate, lock
   // or frozen files that differ between the worktree and the gate store, "not
-  // a git repository", --trust-worktree.
+  // a git repository", --trust-worktree, a reference's or bench driver's
+  // program that is the worktree's build rather than the trusted ref's.
   std::vector<std::string> notes;
   bool dirty = false;         // tracked files under the project folder differ from HEAD
   // sha256 of each program the gate's commands run: a harness script (not

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -67,7 +68,7 @@ nlohmann::ordered_json caches_json(const ExperimentOutcome& o) {
 // What a harness session measured for a case (null without sessions).
 nlohmann::ordered_json session_json(const std::optional<SessionCaseRecord>& s) {
   if (!s) return nullptr;
-  return {{"session", s->session}, {"request", s->request}, {"rss_bytes", s->rss_bytes}, {"wall_s", s->wall_s}};
+  return {{"slot", s->slot}, {"session", s->session}, {"request", s->request}, {"rss_bytes", s->rss_bytes}, {"wall_s", s->wall_s}};
 }
 
 std::string sandbox_line(const SandboxStatus& s) {
@@ -355,9 +356,11 @@ std::string render_text_report(const ExperimentOutcome& o) {
     for (const auto& [arm, pick] : {std::pair{"reference", &CaseResult::reference_session}, std::pair{"candidate", &CaseResult::candidate_session}}) {
       std::uint64_t first = 0, last = 0, peak = 0;
       int sessions = 0, requests = 0;
+      // Cases that share a reference run share its request: count each once.
+      std::set<std::tuple<int, int, int>> seen;
       for (const auto& c : g.cases) {
         const auto& rec = c.*pick;
-        if (!rec) continue;
+        if (!rec || !seen.insert({rec->slot, rec->session, rec->request}).second) continue;
         ++requests;
         sessions = std::max(sessions, rec->session);
         if (rec->rss_bytes == 0) continue;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "printable.h"
 #include "process_tree.h"
 #include "sha256.h"
 
@@ -17,11 +18,13 @@ namespace {
 
 namespace fs = std::filesystem;
 
-std::string shown(std::string line) {
-  if (line.size() > 200) line = line.substr(0, 200) + "...";
-  std::string out;
-  for (unsigned char c : line) out += c < 0x20 || c == 0x7F ? fmt::format("\\x{:02x}", c) : std::string(1, static_cast<char>(c));
-  return out;
+// What a session wrote, as a reason may quote it: its first 200 bytes with
+// controls, direction marks and bytes that are not UTF-8 escaped
+// (printable.h), so that the reason stays valid UTF-8 in the JSON report and
+// the ledger whatever the session wrote.
+std::string shown(const std::string& line) {
+  const bool cut = line.size() > 200;
+  return printable(std::string_view(line).substr(0, 200), false) + (cut ? "..." : "");
 }
 
 }  // namespace
@@ -182,7 +185,7 @@ SessionAnswer HarnessSession::request(const SessionRequest& req, const fs::path&
     e.failure = fmt::format("{} {}{}", r.result.process.describe(), when, r.result.limit.empty() ? "" : "; it exceeded " + r.result.limit);
     if (id == 0 && r.result.process.started && f.kind == FailureKind::none) {
       e.failure += ": does its harness speak the session protocol (a serve loop reading requests from stdin, "
-                   "densefeed_harness.Harness.serve)?";
+                   "densefeed_harness.serve in Python, densefeed::serve in C++)?";
     }
     return e;
   };

@@ -1,7 +1,11 @@
 #include "session_serve.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
+#include <ext/stdio_filebuf.h>
 #include <iostream>
+#include <ostream>
 
 #include <nlohmann/json.hpp>
 
@@ -56,7 +60,18 @@ int serve(const SessionHandler& handler, std::istream& in, std::ostream& answers
   return handled;
 }
 
-int serve(const SessionHandler& handler) { return serve(handler, std::cin, std::cout); }
+int serve(const SessionHandler& handler) {
+  const char* session = std::getenv("DENSEFEED_SESSION");
+  if (!session || std::string(session) != "1") return serve(handler, std::cin, std::cout);
+  // The answers get descriptor 1 to themselves: whatever else writes there
+  // (std::cout, printf, a library, a child process) goes to stderr.
+  std::cout.flush();
+  const int fd = ::dup(1);
+  if (fd < 0 || ::dup2(2, 1) < 0) throw HarnessEnvError("session: cannot keep stdout for the answers");
+  __gnu_cxx::stdio_filebuf<char> buffer(fd, std::ios::out);
+  std::ostream answers(&buffer);
+  return serve(handler, std::cin, answers);
+}
 
 std::vector<std::string> case_args(std::vector<std::string> args, const SessionCase& case_values,
                                    const std::vector<std::pair<std::string, std::string>>& flags) {

@@ -32,7 +32,10 @@ using SessionHandler = std::function<void(const HarnessEnv& env, const SessionCa
 // how many cases it handled. Throws HarnessEnvError for a line that is not a
 // request, or a malformed DENSEFEED_CASE.
 int serve(const SessionHandler& handler, std::istream& in, std::ostream& answers);
-// Same on stdin and stdout.
+// Same on stdin and stdout. In a session the answers keep descriptor 1 to
+// themselves: std::cout, printf and anything else writing to descriptor 1
+// (a library, a child process) go to stderr from then on. Throws
+// HarnessEnvError if descriptor 1 cannot be duplicated.
 int serve(const SessionHandler& handler);
 
 // The arguments a case stands for, for a harness that takes its case as

@@ -217,7 +217,8 @@ def serve(handler: Callable[[Harness], object], environ: Mapping[str, str] | Non
     returned (its outputs written), answers {"id": N, "status": "ok"} on
     stdout; an exception in the handler answers {"status": "error",
     "message": ...} and the session goes on. What the handler prints goes to
-    stderr (stdout carries the answers). It returns at the end of input.
+    stderr, whether through print() or on descriptor 1 (a C extension, a
+    child process): stdout carries the answers alone. It returns at the end of input.
     Outside a session it calls `handler` once with Harness() (the case from
     DENSEFEED_CASE and the other variables), so one harness serves both; an
     exception then propagates (the process exits non-zero).
@@ -233,6 +234,9 @@ def serve(handler: Callable[[Harness], object], environ: Mapping[str, str] | Non
         channel = os.fdopen(os.dup(sys.stdout.fileno()), "w", buffering=1)
         sys.stdout.flush()
         sys.stdout = sys.stderr  # print() in a handler must not corrupt the answers
+        # Nor what C extensions and child processes write on descriptor 1
+        # (torch, Triton, a compiler): it goes to stderr too.
+        os.dup2(sys.stderr.fileno(), 1)
 
         def answer(line: str) -> None:
             channel.write(line + "\n")

@@ -71,6 +71,9 @@ for line in sys.stdin:
         answers.write(json.dumps({'id': r['id'] + 7, 'status': 'ok'}) + '\n')
     elif bad and mode == 'garbage':
         answers.write('hello from the harness\n')
+    elif bad and mode == 'badutf8':
+        answers.flush()  # an answer with bytes that are not UTF-8
+        os.write(answers.fileno(), b'{"id": %d, "status": "ok", "m": "\xff\xfe"}\n' % r['id'])
     else:
         answer(r['id'])
 )";
@@ -79,7 +82,7 @@ std::string gate(const std::string& name, const std::string& grid, double timeou
   return "gate: " + name + "\ndescription: y = 2 x\nprotocol: session\n"
          "reference:\n  command: [python3, \"{project}/s.py\", --mode, honest]\n"
          "candidate:\n  command: [python3, \"{project}/s.py\", --mode, \"{param.mode}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, steady, late, crash, hang, wrongid, garbage, exit, early, silent, nosession], default: honest}\n"
+         "params:\n  mode: {type: string, enum: [honest, steady, late, crash, hang, wrongid, garbage, badutf8, exit, early, silent, nosession], default: honest}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - {n: " + grid + "}\nprofiles: {quick: {}, full: {}}\n"
          "timeout_s: " + std::to_string(timeout_s) + "\nfreezes: [s.py]\n";
@@ -94,6 +97,21 @@ class Session : public ::testing::Test {
                                       {{"s.py", kHarness},
                                        {"gates/five.yaml", gate("five", "[10, 20, 30, 40, 50]", 10)},
                                        {"gates/one.yaml", gate("one", "[10]", 3)},
+                                       {"c.py", "import os, subprocess, sys\nfrom densefeed_harness import serve\n"
+                                                "def handle(h):\n"
+                                                "    os.write(1, b'progress on descriptor 1\\n')\n"  // as a C extension would
+                                                "    subprocess.run(['echo', 'a child on stdout'], check=True)\n"
+                                                "    print('print goes to stderr')\n"
+                                                "    h.write_output('y', 2 * h.rng().standard_normal(int(h.case['n'])))\n"
+                                                "serve(handle)\n"},
+                                       {"gates/chat.yaml",
+                                        "gate: chat\ndescription: y = 2 x by a harness that writes on stdout\nprotocol: session\n"
+                                        "reference:\n  command: [python3, \"{project}/c.py\"]\n"
+                                        "candidate:\n  command: [python3, \"{project}/c.py\", \"{param.mode}\"]\n"
+                                        "params:\n  mode: {type: string, enum: [honest, steady], default: honest}\n"
+                                        "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                                        "cases:\n  grid:\n    - {n: [10, 20, 30]}\nprofiles: {quick: {}, full: {}}\n"
+                                        "timeout_s: 30\nfreezes: [c.py]\n"},
                                        {"gates/keyed.yaml",
                                         "gate: keyed\ndescription: y = 2 x; k changes nothing the reference computes\n"
                                         "protocol: session\nreference:\n  command: [python3, \"{project}/s.py\", --mode, keyed]\n"
@@ -122,8 +140,9 @@ class Session : public ::testing::Test {
                                         "gate: cpp\ndescription: y = 2 x by a C++ session harness\nprotocol: session\n"
                                         "reference:\n  command: [\"" SESSION_HARNESS_EXE "\"]\n"
                                         "candidate:\n  command: [\"" SESSION_HARNESS_EXE "\", --fail-at, \"{param.fail_at}\", --exit-at, "
-                                        "\"{param.exit_at}\"]\n"
+                                        "\"{param.exit_at}\", --chatty, \"{param.chatty}\"]\n"
                                         "params:\n  fail_at: {type: integer, default: -1}\n  exit_at: {type: integer, default: -1}\n"
+                                        "  chatty: {type: integer, default: 0}\n"
                                         "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
                                         "cases:\n  grid:\n    - {n: [10, 20, 30, 40, 50]}\nprofiles: {quick: {}, full: {}}\n"
                                         "timeout_s: 10\nfreezes: [s.py]\n"}},
@@ -205,6 +224,13 @@ TEST_F(Session, ASessionThatAnswersForAnotherRequestIsRed) {
 
 TEST_F(Session, ASessionThatWritesGarbageOnStdoutIsRed) {
   only_case_30_red("garbage", "wrote 'hello from the harness' on stdout, which is not an answer", "malformed_output");
+}
+
+TEST_F(Session, AnAnswerWithBytesThatAreNotUtf8IsRedAndRecordedNotACrash) {
+  // The reason quotes what it wrote, escaped: the report and the ledger stay
+  // valid UTF-8 (this run used to end in an internal error, nothing recorded).
+  only_case_30_red("badutf8", "wrote '{\"id\": 2, \"status\": \"ok\", \"m\": \"\\xff\\xfe\"}' on stdout, which is not an answer",
+                   "malformed_output");
 }
 
 TEST_F(Session, ASessionThatExitsMidCaseIsRed) {
@@ -326,6 +352,35 @@ TEST_F(Session, CasesThatAgreeOnTheReferencesCaseKeysShareOneReferenceRequestHol
   }
   EXPECT_EQ(request_of_n, (std::map<int, std::set<int>>{{10, {0}}, {20, {1}}}));
   EXPECT_EQ(candidate_requests.size(), 6u);
+}
+
+TEST_F(Session, WhatAHarnessWritesOnDescriptorOneGoesToStderrNotIntoTheAnswers) {
+  // Python (densefeed_harness.serve): os.write(1, ...) as a C extension
+  // does, a child process's stdout, print(); one session serves all three
+  // cases and the lines are in its stderr log.
+  const auto [code, r] = run("chat", "steady");
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 3000);
+  for (const auto& c : r["stages"]["gate"]["cases"]) {
+    EXPECT_EQ(c["verdict"], "green") << c.dump(1);
+    EXPECT_EQ(c["candidate_session"]["session"], 1) << c.dump(1);
+  }
+  const auto log = testing::read_file(std::filesystem::path(r["work_dir"].get<std::string>()) / "session-candidate-0-0" / "stderr.log");
+  EXPECT_NE(log.find("progress on descriptor 1"), std::string::npos) << log;
+  EXPECT_NE(log.find("a child on stdout"), std::string::npos) << log;
+  EXPECT_NE(log.find("print goes to stderr"), std::string::npos) << log;
+  // C++ (densefeed::serve): printf and std::cout in every case.
+  const auto m = dir_ / "cpp-chatty.yaml";
+  testing::write_file(m, "experiment: cpp-chatty\nhypothesis: h\npredicted_effect: p\ngate: cpp\n"
+                         "candidate: {revision: WORKTREE, params: {chatty: 1}}\nbase: {revision: WORKTREE}\n");
+  const auto c = testing::run_cli(kExe, {"run", m.string(), "--json", "--jobs", "1", "--no-bench"}, repo_,
+                                  testing::project_env(dir_ / "home"));
+  const J doc = J::parse(c.out, nullptr, false);
+  ASSERT_EQ(c.exit_code, 0) << c.out << c.err;
+  for (const auto& k : doc["stages"]["gate"]["cases"]) EXPECT_EQ(k["candidate_session"]["session"], 1) << k.dump(1);
+  const auto cpp_log =
+      testing::read_file(std::filesystem::path(doc["work_dir"].get<std::string>()) / "session-candidate-0-0" / "stderr.log");
+  EXPECT_NE(cpp_log.find("printf: case n = 50"), std::string::npos) << cpp_log;
+  EXPECT_NE(cpp_log.find("cout: case n = 50"), std::string::npos) << cpp_log;
 }
 
 TEST_F(Session, AReferenceCaseKeyThatNoCaseDefinesIsRefusedNamingTheField) {
