@@ -194,6 +194,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   } close_inputs{arm_sessions};
   int sessions_started[2] = {0, 0};
   std::string session_failure;  // why the last request failed ('' = answered ok)
+  SessionAnswer last_answer;    // the last request's: where its files went, their hashes
   const auto run_in_session = [&](const UntrustedCommand& spec, bool is_base, const nlohmann::ordered_json& case_values,
                                   int iters) {
     auto& session = arm_sessions[is_base ? 0 : 1];
@@ -223,6 +224,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     req.warmup = gate.bench.warmup;
     req.iters = iters;
     const SessionAnswer a = session->request(req, spec.cwd / "out", spec.timeout);
+    last_answer = a;
     LaunchResult r;
     r.placement = "local";
     ProcessResult& p = r.result.process;
@@ -382,6 +384,15 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
                 failure.who = who;
                 throw std::runtime_error(fmt::format("round {}: what was timed is not what was gated: {}: {}", round,
                                                      out.name, o.comparison.reason));
+              }
+            }
+            // What was compared is densefeed's copy (session.h); a file the
+            // session kept open and wrote after its answer is still caught.
+            if (sessions) {
+              if (const auto changed = changed_after_answer(last_answer.answered, last_answer.out_hashes); !changed.empty()) {
+                failure = Failure{FailureKind::malformed_output, who, {}, {}, changed, "", "outputs changed after the answer"};
+                throw std::runtime_error(fmt::format("round {}: its session changed its output {} after it answered (its sha256 "
+                                                     "was taken then): what it answered with is not what it left", round, changed));
               }
             }
           }

@@ -38,6 +38,7 @@ struct Job {
   bool untrusted = false;  // a candidate command: through launch_untrusted
   std::string limit;       // the limit it exceeded (untrusted_launch.h), '' when none
   std::map<std::string, std::string> out_hashes;  // a reference's outputs as it exited
+  std::filesystem::path answered;  // a session's files as it wrote them, moved aside (session.h)
   std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
   std::string placement;   // where the executor ran it ("local", "slurm job 42 on node1")
   std::string scheduler_state;  // the Slurm job's final state ('' locally)
@@ -240,9 +241,11 @@ void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec&
   }
   job.session = SessionCaseRecord{started, session->requests() - 1, a.rss_bytes, a.wall_s, thread};
   job.log_dir = options.work_dir / fmt::format("session-{}-{}-{}", arm, thread, started - 1);
-  // Both arms' outputs as they were at the answer: a session that keeps a
-  // file open and writes it later is found before anything is compared.
+  // Both arms' outputs as they were at the answer (what is compared is
+  // densefeed's copy of them); the originals, which a file the session kept
+  // open still reaches, are hashed again before the comparison.
   job.out_hashes = a.out_hashes;
+  job.answered = a.answered;
   if (a.ended) session.reset();
 }
 
@@ -671,7 +674,8 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       infrastructure("the candidate", cand);
     } else if (!cand.result.ok() || !cand.limit.empty()) {
       fail(Verdict::red, "the candidate", cand);
-    } else if (cand.session && hash_outputs(cand.dir / "out") != cand.out_hashes) {
+    } else if (cand.session && (hash_outputs(cand.dir / "out") != cand.out_hashes ||
+                                !changed_after_answer(cand.answered, cand.out_hashes).empty())) {
       cr.verdict = Verdict::red;
       cr.failure = Failure{FailureKind::malformed_output, FailureWho::candidate, {}, {}, "", "", "outputs changed after the answer"};
       cr.reason = fmt::format("the candidate's session changed its outputs of case {} after it answered (their sha256 was taken "

@@ -1,6 +1,7 @@
 #include "session.h"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -28,6 +29,16 @@ std::string shown(const std::string& line) {
 }
 
 }  // namespace
+
+std::string changed_after_answer(const std::filesystem::path& answered, const std::map<std::string, std::string>& out_hashes) {
+  std::error_code ec;
+  for (const auto& [name, sha] : out_hashes) {
+    const auto original = answered / name;
+    if (sha == "not a file" || !fs::is_regular_file(original, ec)) continue;
+    if (sha256_file(original) != sha) return name;
+  }
+  return "";
+}
 
 std::uint64_t tree_rss_bytes(int root) {
   if (root <= 0) return 0;
@@ -161,9 +172,28 @@ SessionAnswer HarnessSession::request(const SessionRequest& req, const fs::path&
     fs::rename(dir, dest, ec);
     if (ec) throw InfraError(fmt::format("{}: cannot move the request's outputs to {}: {}", dir.string(), dest.string(), ec.message()));
     r.out = dest;
-    for (const auto& e : fs::directory_iterator(dest, ec)) {
-      r.out_hashes[e.path().filename().string()] =
-          e.symlink_status(ec).type() == fs::file_type::regular ? sha256_file(e.path()) : "not a file";
+    // Each plain file with one name is replaced by a copy of densefeed's
+    // own (a new inode) and the original moved aside: a descriptor the
+    // session kept reaches the original only, never what is compared.
+    r.answered = dest.string() + ".answered";
+    fs::remove_all(r.answered, ec);
+    fs::create_directories(r.answered, ec);
+    if (ec) throw InfraError(fmt::format("{}: cannot be made: {}", r.answered.string(), ec.message()));
+    std::vector<fs::path> entries;
+    for (const auto& e : fs::directory_iterator(dest, ec)) entries.push_back(e.path());
+    for (const auto& path : entries) {
+      const auto name = path.filename().string();
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_nlink != 1) {
+        r.out_hashes[name] = "not a file";
+        continue;
+      }
+      const fs::path copy = dest / ("." + name + ".copy");
+      fs::copy_file(path, copy, fs::copy_options::overwrite_existing, ec);
+      if (!ec) fs::rename(path, r.answered / name, ec);
+      if (!ec) fs::rename(copy, path, ec);
+      if (ec) throw InfraError(fmt::format("{}: cannot copy the session's output: {}", path.string(), ec.message()));
+      r.out_hashes[name] = sha256_file(path);
     }
     return r;
   };

@@ -15,11 +15,14 @@
 // (anything it prints for people goes to stderr). DIR is a fresh empty folder
 // made for this request inside the session's one writable folder (the
 // exchange folder); once the answer is read densefeed moves it out of the
-// session's reach (a rename: the session no longer sees it) and hashes its
-// files, so a session can neither write a past case's outputs by path nor
-// see a future case's folder. Everything the gate judges stays as without
-// sessions: a fresh seed per case, outputs read from files and compared by
-// densefeed, reference and candidate in separate processes.
+// session's reach (a rename: the session no longer sees it), replaces each
+// file by a copy of its own and keeps the original aside, so a session can
+// neither write a past case's outputs by path nor see a future case's
+// folder, and what a file it kept open still reaches is never what is
+// compared (the original is hashed again: changed_after_answer). Everything
+// the gate judges stays as without sessions: the run's seed, outputs read
+// from files and compared by densefeed, reference and candidate in separate
+// processes.
 //
 // What ends a request other than an answer: the case's timeout (the session
 // is killed), the session exiting (a crash, an exit code), a line that is not
@@ -63,9 +66,22 @@ struct SessionAnswer {
   bool ended = false;         // the session is over (killed or exited): start another for the next request
   double wall_s = 0;          // from the request's write to its answer, seconds (densefeed's own clock)
   std::uint64_t rss_bytes = 0;  // resident memory of the session's processes after the answer, bytes (VmRSS summed)
-  std::filesystem::path out;  // where the request's outputs are now
-  std::map<std::string, std::string> out_hashes;  // sha256 of each file in `out`, taken as it was moved
+  // Where the request's outputs are now: densefeed's own copies of the files
+  // the session wrote (a plain file with one name is copied; a link or a
+  // folder stays as it was, for the comparison to refuse), so nothing the
+  // session still holds open reaches what is compared.
+  std::filesystem::path out;
+  std::map<std::string, std::string> out_hashes;  // sha256 of each entry in `out` as it was copied ("not a file" otherwise)
+  // The files the session wrote, moved aside when they were copied: what a
+  // descriptor it kept open still reaches (changed_after_answer).
+  std::filesystem::path answered;
 };
+
+// The first file in `answered` (SessionAnswer::answered) whose bytes are
+// no longer those `out_hashes` recorded as it was copied: a session that
+// kept a file open and wrote it after its answer. "" when none changed
+// (what is compared, the copies, never can).
+std::string changed_after_answer(const std::filesystem::path& answered, const std::map<std::string, std::string>& out_hashes);
 
 class HarnessSession {
  public:

@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <map>
 #include <set>
 
@@ -97,6 +98,31 @@ class Session : public ::testing::Test {
                                       {{"s.py", kHarness},
                                        {"gates/five.yaml", gate("five", "[10, 20, 30, 40, 50]", 10)},
                                        {"gates/one.yaml", gate("one", "[10]", 3)},
+                                       {"b.py", "import os, sys, threading, time\nimport numpy as np\nfrom densefeed_harness import serve\n"
+                                                "mode = sys.argv[1] if len(sys.argv) > 1 else 'honest'\n"
+                                                "def handle(h):\n"
+                                                "    x = h.rng().standard_normal(int(h.case['n']))\n"
+                                                "    if h.mode == 'bench':\n"
+                                                "        h.write_samples(h.time_iterations(lambda: time.sleep(0.002)))\n"
+                                                "    if h.mode == 'bench' and mode == 'latefix':\n"
+                                                // wrong at the answer, through a file kept open; put right 0.3 s later
+                                                "        f = open(os.path.join(str(h.out), 'y.npy'), 'wb')\n"
+                                                "        np.save(f, 3 * x); f.flush()\n"
+                                                "        def fix():\n"
+                                                "            time.sleep(0.3); f.seek(0); np.save(f, 2 * x); f.close()\n"
+                                                "        threading.Thread(target=fix).start()\n"
+                                                "        return\n"
+                                                "    h.write_output('y', 2 * x)\n"
+                                                "serve(handle)\n"},
+                                       {"gates/bench.yaml",
+                                        "gate: bench\ndescription: y = 2 x, benchmarked through sessions\nprotocol: session\n"
+                                        "reference:\n  command: [python3, \"{project}/b.py\"]\n"
+                                        "candidate:\n  command: [python3, \"{project}/b.py\", \"{param.mode}\"]\n"
+                                        "params:\n  mode: {type: string, enum: [honest, steady, latefix], default: honest}\n"
+                                        "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+                                        "cases:\n  grid:\n    - {n: [10, 20]}\nprofiles: {quick: {}, full: {}}\n"
+                                        "bench:\n  warmup: 1\n  iters: 3\n  max_seconds_per_case: 60\n  cases:\n    - {n: 20}\n"
+                                        "timeout_s: 30\nfreezes: [b.py]\n"},
                                        {"c.py", "import os, subprocess, sys\nfrom densefeed_harness import serve\n"
                                                 "def handle(h):\n"
                                                 "    os.write(1, b'progress on descriptor 1\\n')\n"  // as a C extension would
@@ -381,6 +407,37 @@ TEST_F(Session, WhatAHarnessWritesOnDescriptorOneGoesToStderrNotIntoTheAnswers) 
       testing::read_file(std::filesystem::path(doc["work_dir"].get<std::string>()) / "session-candidate-0-0" / "stderr.log");
   EXPECT_NE(cpp_log.find("printf: case n = 50"), std::string::npos) << cpp_log;
   EXPECT_NE(cpp_log.find("cout: case n = 50"), std::string::npos) << cpp_log;
+}
+
+TEST_F(Session, ABenchmarkGoesThroughOneSessionPerArmAndEveryRoundIsGated) {
+  const auto bench = [&](const std::string& mode) {
+    const auto m = dir_ / ("bench-" + mode + ".yaml");
+    testing::write_file(m, "experiment: bench-" + mode + "\nhypothesis: h\npredicted_effect: p\ngate: bench\n"
+                               "candidate: {revision: WORKTREE, params: {mode: " + mode + "}}\nbase: {revision: WORKTREE}\n");
+    const auto r = testing::run_cli(kExe, {"run", m.string(), "--json", "--jobs", "1"}, repo_, testing::project_env(dir_ / "home"));
+    J doc = J::parse(r.out, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
+    return doc;
+  };
+  // Honest: every round of both arms is a request to the same two sessions
+  // (no process start inside a round).
+  const J honest = bench("steady");
+  ASSERT_EQ(honest["stages"]["bench"]["status"], "measured") << honest["stages"]["bench"].dump(1);
+  const std::filesystem::path work = honest["work_dir"].get<std::string>();
+  std::vector<std::string> sessions;
+  for (const auto& e : std::filesystem::directory_iterator(work)) {
+    const auto name = e.path().filename().string();
+    if (name.rfind("bench-session-", 0) == 0) sessions.push_back(name);
+  }
+  std::sort(sessions.begin(), sessions.end());
+  EXPECT_EQ(sessions, (std::vector<std::string>{"bench-session-base-0", "bench-session-candidate-0"}));
+  // Outputs wrong at the answer and put right afterwards through a file it
+  // kept open: what is compared is what it answered with, red.
+  const J late = bench("latefix");
+  EXPECT_EQ(late["stages"]["gate"]["verdict"], "green") << late["stages"]["gate"].dump(1).substr(0, 2000);
+  EXPECT_EQ(late["stages"]["bench"]["status"], "red") << late["stages"]["bench"].dump(1);
+  EXPECT_NE(late["stages"]["bench"].value("reason", "").find("what was timed is not what was gated"), std::string::npos)
+      << late["stages"]["bench"].dump(1);
 }
 
 TEST_F(Session, AReferenceCaseKeyThatNoCaseDefinesIsRefusedNamingTheField) {
