@@ -188,7 +188,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     std::unique_ptr<HarnessSession>* sessions;
     ~CloseInputs() {
       for (int i = 0; i < 2; ++i) {
-        if (sessions[i]) sessions[i]->close_input();
+        if (sessions[i]) sessions[i]->resume(), sessions[i]->close_input();
       }
     }
   } close_inputs{arm_sessions};
@@ -223,6 +223,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     req.seed = options.seed;
     req.warmup = gate.bench.warmup;
     req.iters = iters;
+    // The other arm's session is held still while this one's round is
+    // timed (HarnessSession::pause): it cannot load the machine under this
+    // arm's clock.
+    if (auto& other = arm_sessions[is_base ? 1 : 0]) other->pause();
+    session->resume();
     const SessionAnswer a = session->request(req, spec.cwd / "out", spec.timeout);
     last_answer = a;
     LaunchResult r;

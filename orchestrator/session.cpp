@@ -1,10 +1,12 @@
 #include "session.h"
 
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -101,7 +103,34 @@ void HarnessSession::close_input() {
   if (!input_closed_.exchange(true)) ::shutdown(write_fd_, SHUT_WR);
 }
 
+void HarnessSession::signal_all(int signal) {
+  const int leader = leader_.load();
+  if (leader <= 0 || done_) return;
+  std::set<pid_t> sent;
+  for (int pass = 0; pass < 8; ++pass) {
+    auto pids = descendants(list_processes(), leader);
+    pids.insert(pids.begin(), leader);
+    bool fresh = false;
+    for (const pid_t p : pids) {
+      if (sent.insert(p).second) {
+        ::kill(p, signal);
+        fresh = true;
+      }
+    }
+    if (!fresh) break;  // a pass that found no new process: none escaped
+  }
+}
+
+void HarnessSession::pause() {
+  if (!paused_.exchange(true)) signal_all(SIGSTOP);
+}
+
+void HarnessSession::resume() {
+  if (paused_.exchange(false)) signal_all(SIGCONT);
+}
+
 HarnessSession::~HarnessSession() {
+  resume();
   close_input();
   for (int i = 0; i < 100 && !done_; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   cancel_ = true;

@@ -100,6 +100,15 @@ class HarnessSession {
   // so that several sessions wind down at once before they are destroyed.
   // Idempotent.
   void close_input();
+  // Stops every process of the session (SIGSTOP), or lets them go on
+  // (SIGCONT): a benchmark holds one arm's session still while the other
+  // arm's round is timed, so that no session loads the machine under the
+  // other arm's clock between its own requests. The processes are the
+  // leader and everything below it (with the sandbox, its whole PID
+  // namespace), listed again until no new one appears. Work a session had
+  // already queued on a GPU is not stopped. No-op once it has ended.
+  void pause();
+  void resume();
   HarnessSession(const HarnessSession&) = delete;
   HarnessSession& operator=(const HarnessSession&) = delete;
 
@@ -125,6 +134,8 @@ class HarnessSession {
   std::atomic<bool> cancel_{false};
   std::atomic<bool> done_{false};
   std::atomic<bool> input_closed_{false};
+  std::atomic<bool> paused_{false};
+  void signal_all(int signal);
   mutable std::mutex mutex_;
   LaunchResult result_;
   std::thread thread_;

@@ -100,7 +100,11 @@ class Session : public ::testing::Test {
                                        {"gates/one.yaml", gate("one", "[10]", 3)},
                                        {"b.py", "import os, sys, threading, time\nimport numpy as np\nfrom densefeed_harness import serve\n"
                                                 "mode = sys.argv[1] if len(sys.argv) > 1 else 'honest'\n"
+                                                // every SIGCONT it gets is logged in its exchange folder
+                                                "import signal\nlog = []\n"
+                                                "signal.signal(signal.SIGCONT, lambda *a: log and open(log[0], 'a').write('cont\\n'))\n"
                                                 "def handle(h):\n"
+                                                "    log[:] = [os.path.join(os.path.dirname(str(h.out)), 'cont.log')]\n"
                                                 "    x = h.rng().standard_normal(int(h.case['n']))\n"
                                                 "    if h.mode == 'bench':\n"
                                                 "        h.write_samples(h.time_iterations(lambda: time.sleep(0.002)))\n"
@@ -431,6 +435,19 @@ TEST_F(Session, ABenchmarkGoesThroughOneSessionPerArmAndEveryRoundIsGated) {
   }
   std::sort(sessions.begin(), sessions.end());
   EXPECT_EQ(sessions, (std::vector<std::string>{"bench-session-base-0", "bench-session-candidate-0"}));
+  // While one arm's round is timed the other arm's session is stopped
+  // (SIGSTOP) and let go on (SIGCONT) before its own: each session logged
+  // the SIGCONTs it got in its folder, one per round after another arm's.
+  // (Before sessions were held still, neither ever got one.)
+  for (const auto& arm : sessions) {
+    std::size_t conts = 0;
+    const auto log = work / arm / "exchange" / "cont.log";
+    if (std::filesystem::exists(log)) {
+      const std::string text = testing::read_file(log);
+      conts = static_cast<std::size_t>(std::count(text.begin(), text.end(), '\n'));
+    }
+    EXPECT_GE(conts, 2u) << arm;
+  }
   // Outputs wrong at the answer and put right afterwards through a file it
   // kept open: what is compared is what it answered with, red.
   const J late = bench("latefix");
