@@ -138,8 +138,6 @@ int run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& e
   Config config;
   try {
     config = resolve(raw, env);
-  } catch (const densefeed::HarnessEnvError& e) {
-    throw UsageError(e.what());
   } catch (const densefeed::HarnessArgError& e) {
     throw UsageError(e.what());
   }
@@ -148,32 +146,23 @@ int run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& e
   return kExitOk;
 }
 
-// The gate's case keys and the flags they stand for (gates/cp-affine-chain.yaml).
+// The gate's case keys and the flags they stand for (gates/cp-affine-chain.yaml): main serves
+// sessions (session_serve.h), each request's case giving these flags; outside
+// one it runs a single case from its flags or DENSEFEED_CASE.
 const std::vector<std::pair<std::string, std::string>> kCaseFlags = {
     {"T", "--T"}, {"seq_lens", "--seq-lens"}, {"H", "--heads"}, {"K", "--dim-k"}, {"V", "--dim-v"},
     {"regime", "--regime"}};
-
-// Serves harness sessions (session_serve.h): in one, each request's case
-// gives the flags of kCaseFlags, its seed and its output folder; outside
-// one, a single case from the flags or DENSEFEED_CASE.
-int run(int argc, char** argv) {
-  const std::vector<std::string> own(argv + 1, argv + argc);
-  try {
-    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
-      run_case(densefeed::case_args(own, c, kCaseFlags), env);
-    });
-  } catch (const densefeed::HarnessEnvError& e) {
-    throw UsageError(e.what());
-  }
-  return kExitOk;
-}
 
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    densefeed::serve_case_flags(argc, argv, kCaseFlags, run_case);
+    return kExitOk;
   } catch (const UsageError& e) {
+    std::fprintf(stderr, "affine_chain_reference: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const densefeed::HarnessEnvError& e) {  // a malformed request or DENSEFEED_* variable
     std::fprintf(stderr, "affine_chain_reference: %s\n", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {

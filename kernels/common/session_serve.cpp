@@ -93,4 +93,10 @@ std::vector<std::string> case_args(std::vector<std::string> args, const SessionC
   return args;
 }
 
+int serve_case_flags(int argc, const char* const* argv, const std::vector<std::pair<std::string, std::string>>& flags,
+                     const std::function<void(const std::vector<std::string>& args, const HarnessEnv& env)>& run_case) {
+  const std::vector<std::string> own(argv + (argc > 0 ? 1 : 0), argv + (argc > 0 ? argc : 0));
+  return serve([&](const HarnessEnv& env, const SessionCase& c) { run_case(case_args(own, c, flags), env); });
+}
+
 }  // namespace densefeed

@@ -51,4 +51,12 @@ int serve(const SessionHandler& handler);
 std::vector<std::string> case_args(std::vector<std::string> args, const SessionCase& case_values,
                                    const std::vector<std::pair<std::string, std::string>>& flags);
 
+// serve() for a harness that takes its case as flags (the bundled ones):
+// for each case, run_case(case_args(argv[1..argc), case, flags), env), with
+// env the request's (or the process's) protocol variables. Returns how many
+// cases it ran. Throws what serve() throws (HarnessEnvError outside a
+// request) and, outside a session, what run_case throws.
+int serve_case_flags(int argc, const char* const* argv, const std::vector<std::pair<std::string, std::string>>& flags,
+                     const std::function<void(const std::vector<std::string>& args, const HarnessEnv& env)>& run_case);
+
 }  // namespace densefeed

@@ -133,24 +133,16 @@ void run_case(const std::vector<std::string>& own, const densefeed::HarnessEnv& 
   run_gate(config);
 }
 
-int run(int argc, char** argv) {
-  const std::vector<std::string> own(argv + 1, argv + argc);
-  try {
-    densefeed::serve([&](const densefeed::HarnessEnv& env, const densefeed::SessionCase& c) {
-      run_case(densefeed::case_args(own, c, kCaseFlags), env);
-    });
-  } catch (const densefeed::HarnessEnvError& e) {
-    throw UsageError(e.what());
-  }
-  return kExitOk;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
-    return run(argc, argv);
+    densefeed::serve_case_flags(argc, argv, kCaseFlags, run_case);
+    return kExitOk;
   } catch (const UsageError& e) {
+    std::fprintf(stderr, "kda_decode_reference: %s\n", e.what());
+    return kExitBadInput;
+  } catch (const densefeed::HarnessEnvError& e) {  // a malformed request or DENSEFEED_* variable
     std::fprintf(stderr, "kda_decode_reference: %s\n", e.what());
     return kExitBadInput;
   } catch (const std::exception& e) {
