@@ -27,6 +27,7 @@ struct ArmContext {
   std::vector<std::filesystem::path> exe_dirs;  // a bare argv[0] is looked up here, in order, then in PATH
   std::filesystem::path python;           // what argv[0] python3/python becomes ("" = not resolved)
   std::map<std::string, std::string> env;  // added to every command's environment (PYTHONPATH)
+  std::vector<std::filesystem::path> python_path;  // the project's python.path entries in PYTHONPATH, in order
   std::vector<std::filesystem::path> readable;  // folders a sandbox must show: the tree, its build
   // Inside `readable`, what a sandbox covers again: the workspace (runs,
   // builds, exports, the ledger) when the tree holds it (untrusted_launch.h).
@@ -52,10 +53,16 @@ std::map<std::string, std::string> cache_environment(const std::filesystem::path
 // Bytes in `dir` and below (0 when absent): a cache's size for the report.
 std::uintmax_t folder_bytes(const std::filesystem::path& dir);
 
-// The reference's context: {project} is the gate store's tree. Bare names are
-// looked up in the project's harness_path under that tree, then under the
-// project folder (where densefeed's own project builds its C++ references).
-ArmContext reference_context(const Project& project, const GateStore& store, const std::filesystem::path& python);
+// The reference's (and a bench driver's) context: {project} is the gate
+// store's tree. Bare names are looked up in `trusted_bin` (the trusted ref's
+// build of its harnesses, '' when it has none), then in the project's
+// harness_path under the store's tree; never under the project folder
+// (trusted_paths.h), unless the store is the worktree (--trust-worktree).
+// `python` and `python_path` are trusted_python's and trusted_python_path's
+// (or, for a reference that runs no Python, whatever the run resolved).
+ArmContext reference_context(const Project& project, const GateStore& store, const std::filesystem::path& python,
+                             const std::vector<std::filesystem::path>& python_path,
+                             const std::filesystem::path& trusted_bin = {});
 // A WORKTREE arm: the project folder as it is.
 ArmContext worktree_context(const Project& project, const GateStore& store, const std::filesystem::path& python);
 // An arm at a revision: its clean export (build.src) and, when it was built,

@@ -1,16 +1,16 @@
 // Where the stages' commands run (DESIGN.md, orchestration): the one seam
 // between the stages (gate, bench, trace, acceptance, revision builds) and
-// the machines. A stage describes each command as a Launch (a trusted
-// reference's ProcessSpec or an untrusted command for untrusted_launch.h) and
+// the machines. A stage describes each command as a Launch (a command for
+// untrusted_launch.h: the reference's as well as the candidate's) and
 // hands it to the process's executor in an Allocation (what the command holds
 // while it runs: GPUs, a time limit). Two executors:
-//   - local (local_executor.cpp): today's behaviour. run() is launch_trusted /
+//   - local (local_executor.cpp): today's behaviour. run() is
 //     launch_untrusted on this machine; the stages' threads and GPU slots
 //     (CUDA_VISIBLE_DEVICES per slot) stay the stages' own.
 //   - slurm (slurm_executor.h): each allocation is one Slurm batch job that
 //     runs `densefeed slurm-serve DIR` on a compute node, which runs the
 //     launches handed to it through files in DIR with the same
-//     launch_trusted / launch_untrusted (the same sandbox, limits and
+//     launch_untrusted (the same sandbox, limits and
 //     environment as locally) and writes their results next to them. The
 //     scheduler assigns GPUs (--gres). Nothing on the compute side writes SQL:
 //     the ledger stays with the collecting process.
@@ -31,9 +31,9 @@ namespace densefeed {
 
 // One command for an executor.
 struct Launch {
-  bool trusted = false;        // a reference from the gate store: launch_trusted(trusted_spec)
-  ProcessSpec trusted_spec;    // when trusted (its cancel pointer is honoured as locally)
-  UntrustedCommand untrusted;  // otherwise (untrusted.arm must outlive the call)
+  // The command (untrusted.arm must outlive the call): a candidate's, or the
+  // gate's reference, which is trusted code but runs sandboxed all the same.
+  UntrustedCommand untrusted;
 };
 
 // How a launch ended and where it ran.

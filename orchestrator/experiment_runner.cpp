@@ -23,6 +23,7 @@
 #include "untrusted_launch.h"
 #include "sha256.h"
 #include "command_template.h"
+#include "trusted_arm.h"
 
 namespace densefeed {
 namespace {
@@ -85,7 +86,10 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
     out.candidate_params = m.candidate.params;
     out.base_params = m.base.params;
   }
-  out.reference_arm = reference_context(options.project, store, python);
+  // The reference's and driver's interpreter, import path and programs: the
+  // trusted ref's only (trusted_arm.h), refused now when they would be the worktree's.
+  out.reference_arm = out.gate && out.lock_problems.empty() ? trusted_arm(*out.gate, options.project, store, python)
+                                                            : reference_context(options.project, store, python, {});
   out.candidate_arm = worktree_context(options.project, store, python);
   // Compile caches: one per revision under test (arm_context.h).
   out.reference_arm.cache_dir = options.workspace.caches() / (store.worktree || store.commit.empty() ? std::string("trusted-worktree")
@@ -243,8 +247,23 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     gate_options.private_dir = runs_dir;
     gate_options.gpus = options.gpus;
     bool runnable = true;
+    // The reference and the driver as the trusted ref's build (trusted_arm.h).
+    bool trusted_built = false;
+    if (const std::string problem = build_trusted_arm(out.reference_arm, *out.gate, options.project, options.store,
+                                                      options.workspace, options.sandbox, &trusted_built);
+        !problem.empty()) {
+      runnable = false;
+      out.gate_result.verdict = Verdict::error;
+      out.gate_result.failure = {FailureKind::infrastructure, FailureWho::reference, {}, {}, "", "trusted_build", problem};
+      out.gate_result.reason = problem + "; no case ran";
+    } else if (trusted_built) {
+      out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
+                                       out.candidate_params);
+    }
     const auto trusted = trusted_files(options.store, m.gate, &*out.gate);
-    if (m.candidate.revision == kWorktree) {
+    if (!runnable) {
+      // the trusted ref's build failed: nothing of the candidate runs
+    } else if (m.candidate.revision == kWorktree) {
       // WORKTREE runs the project folder's files: if its copies of the gate,
       // lock or frozen files are not the gate store's, what ran is not what
       // was locked.

@@ -76,41 +76,29 @@ std::map<std::string, std::string> hash_outputs(const std::filesystem::path& out
   return hashes;
 }
 
-// The Launch of one of `job`'s processes: the reference's trusted
-// ProcessSpec (densefeed's environment, from the gate store) or the
-// candidate's UntrustedCommand, run from `dir` with the protocol's `env`,
-// writing into `writable` (untrusted only) and its logs into dir.
+// The Launch of one of `job`'s processes through the one launcher
+// (untrusted_launch.h), run from `dir` with the protocol's `env`, its logs in
+// dir. The reference is trusted code (the gate store's, from the trusted
+// ref's export or build: trusted_arm.h) but runs in the sandbox all the same:
+// it imports libraries that may not be, and it must reach nothing the
+// candidate wrote. It writes only its out/ and its own compile cache, with
+// the default limits (the gate's `limits` are the candidate's).
 Launch job_launch(const Job& job, const std::filesystem::path& dir, const std::map<std::string, std::string>& env,
                   std::chrono::milliseconds timeout, std::vector<std::filesystem::path> writable, const GateSpec& gate,
                   const GateRunOptions& options) {
   Launch launch;
-  if (!job.untrusted) {
-    // The reference: trusted, from the gate store, with densefeed's environment.
-    launch.trusted = true;
-    ProcessSpec& spec = launch.trusted_spec;
-    spec.argv = job.argv;
-    spec.exe_dirs = job.arm->exe_dirs;
-    spec.env = job.arm->env;
-    for (const auto& [k, v] : cache_environment(job.arm->cache_dir)) spec.env[k] = v;
-    for (const auto& [k, v] : env) spec.env[k] = v;
-    spec.cwd = dir;
-    spec.stdout_path = dir / "stdout.log";
-    spec.stderr_path = dir / "stderr.log";
-    spec.timeout = timeout;
-  } else {
-    UntrustedCommand& c = launch.untrusted;
-    c.argv = job.argv;
-    c.arm = job.arm;
-    c.env = env;
-    c.cwd = dir;
-    c.writable = std::move(writable);
-    c.readable = options.sandbox_readable;
-    c.stdout_path = dir / "stdout.log";
-    c.stderr_path = dir / "stderr.log";
-    c.timeout = timeout;
-    c.limits = gate.limits;
-    c.sandbox = options.sandbox;
-  }
+  UntrustedCommand& c = launch.untrusted;
+  c.argv = job.argv;
+  c.arm = job.arm;
+  c.env = env;
+  c.cwd = dir;
+  c.writable = std::move(writable);
+  if (job.untrusted) c.readable = options.sandbox_readable;
+  c.stdout_path = dir / "stdout.log";
+  c.stderr_path = dir / "stderr.log";
+  c.timeout = timeout;
+  c.limits = job.untrusted ? gate.limits : CommandLimits{};
+  c.sandbox = options.sandbox;
   return launch;
 }
 
@@ -148,7 +136,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
     }
   } else {
     if (!gpus.empty() && !gpus[0].empty()) {
-      (launch.trusted ? launch.trusted_spec.env : launch.untrusted.env)["CUDA_VISIBLE_DEVICES"] = gpus[0];
+      launch.untrusted.env["CUDA_VISIBLE_DEVICES"] = gpus[0];
     }
     // A one-rank case of a gate with ranks is rank 0 of 1, with the same
     // variables (a torch env:// harness reads them on its unpartitioned

@@ -20,6 +20,7 @@ std::vector<std::filesystem::path> paths(const J& a) {
 J arm_to_json(const ArmContext& a) {
   return {{"label", a.label},         {"project", a.project.string()}, {"gate_dir", a.gate_dir.string()},
           {"exe_dirs", paths(a.exe_dirs)}, {"python", a.python.string()}, {"env", a.env},
+          {"python_path", paths(a.python_path)},
           {"readable", paths(a.readable)}, {"hidden", paths(a.hidden)}, {"env_allow", a.env_allow}};
 }
 
@@ -30,6 +31,7 @@ void arm_from_json(const J& j, ArmContext& a) {
   a.exe_dirs = paths(j.at("exe_dirs"));
   a.python = j.at("python").get<std::string>();
   a.env = j.at("env").get<std::map<std::string, std::string>>();
+  a.python_path = paths(j.at("python_path"));
   a.readable = paths(j.at("readable"));
   a.hidden = paths(j.at("hidden"));
   a.env_allow = j.at("env_allow").get<std::vector<std::string>>();
@@ -42,23 +44,6 @@ CaptureCounts capture(const J& j) { return {j.at("bytes").get<std::uint64_t>(), 
 
 nlohmann::json launch_to_json(const Launch& launch) {
   J j;
-  j["trusted"] = launch.trusted;
-  if (launch.trusted) {
-    const ProcessSpec& s = launch.trusted_spec;
-    j["spec"] = {{"argv", s.argv},
-                 {"exe_dirs", paths(s.exe_dirs)},
-                 {"env", s.env},
-                 {"clear_env", s.clear_env},
-                 {"rlimit_as_bytes", s.rlimit_as_bytes},
-                 {"rlimit_fsize_bytes", s.rlimit_fsize_bytes},
-                 {"cwd", s.cwd.string()},
-                 {"stdout_path", s.stdout_path.string()},
-                 {"stderr_path", s.stderr_path.string()},
-                 {"timeout_ms", s.timeout.count()},
-                 {"kill_grace_ms", s.kill_grace.count()},
-                 {"output_cap_bytes", s.output_cap_bytes}};
-    return j;
-  }
   const UntrustedCommand& c = launch.untrusted;
   j["command"] = {{"argv", c.argv},
                   {"arm", c.arm ? arm_to_json(*c.arm) : J(nullptr)},
@@ -82,24 +67,6 @@ nlohmann::json launch_to_json(const Launch& launch) {
 std::unique_ptr<DecodedLaunch> launch_from_json(const nlohmann::json& j) {
   auto d = std::make_unique<DecodedLaunch>();
   Launch& l = d->launch;
-  l.trusted = j.at("trusted").get<bool>();
-  if (l.trusted) {
-    const J& s = j.at("spec");
-    ProcessSpec& p = l.trusted_spec;
-    p.argv = s.at("argv").get<std::vector<std::string>>();
-    p.exe_dirs = paths(s.at("exe_dirs"));
-    p.env = s.at("env").get<std::map<std::string, std::string>>();
-    p.clear_env = s.at("clear_env").get<bool>();
-    p.rlimit_as_bytes = s.at("rlimit_as_bytes").get<std::uint64_t>();
-    p.rlimit_fsize_bytes = s.at("rlimit_fsize_bytes").get<std::uint64_t>();
-    p.cwd = s.at("cwd").get<std::string>();
-    p.stdout_path = s.at("stdout_path").get<std::string>();
-    p.stderr_path = s.at("stderr_path").get<std::string>();
-    p.timeout = std::chrono::milliseconds(s.at("timeout_ms").get<long long>());
-    p.kill_grace = std::chrono::milliseconds(s.at("kill_grace_ms").get<long long>());
-    p.output_cap_bytes = s.at("output_cap_bytes").get<std::uint64_t>();
-    return d;
-  }
   const J& c = j.at("command");
   UntrustedCommand& u = l.untrusted;
   u.argv = c.at("argv").get<std::vector<std::string>>();

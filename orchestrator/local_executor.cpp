@@ -12,19 +12,12 @@ class LocalAllocation : public Allocation {
   LaunchResult run(const Launch& launch_in) override {
     Launch launch = launch_in;
     // A cancel of the whole run reaches every process the stages start.
-    if (!launch.trusted_spec.cancel) launch.trusted_spec.cancel = &cancel_requested();
     if (!launch.untrusted.cancel) launch.untrusted.cancel = &cancel_requested();
     LaunchResult r;
     r.placement = "local";
-    if (launch.trusted) {
-      r.result.process = launch_trusted(launch.trusted_spec);
-      auto it = launch.trusted_spec.env.find("CUDA_VISIBLE_DEVICES");
-      if (it != launch.trusted_spec.env.end()) r.gpu = it->second;
-    } else {
-      r.result = launch_untrusted(launch.untrusted);
-      auto it = launch.untrusted.env.find("CUDA_VISIBLE_DEVICES");
-      if (it != launch.untrusted.env.end()) r.gpu = it->second;
-    }
+    r.result = launch_untrusted(launch.untrusted);
+    auto it = launch.untrusted.env.find("CUDA_VISIBLE_DEVICES");
+    if (it != launch.untrusted.env.end()) r.gpu = it->second;
     return r;
   }
 };

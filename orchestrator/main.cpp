@@ -18,6 +18,7 @@
 #include "cli.h"
 #include "printable.h"
 #include "arm_context.h"
+#include "trusted_arm.h"
 #include "environment.h"
 #include "error.h"
 #include "sha256.h"
@@ -333,9 +334,13 @@ int main(int argc, char** argv) {
       const bool python_driver = gate.bench.driver && df::is_python_command(gate.bench.driver->command);
       const auto python = df::is_python_command(gate.candidate_command) || python_driver ? df::harness_python(ctx.project())
                                                                                          : std::filesystem::path();
+      // The driver is the trusted ref's (trusted_arm.h), built from it where it must be.
+      auto trusted = df::trusted_arm(gate, ctx.project(), store, python);
+      if (const auto problem = df::build_trusted_arm(trusted, gate, ctx.project(), store, ctx.workspace(), true); !problem.empty()) {
+        throw df::InfraError(problem);
+      }
       const auto result = df::calibrate(gate, params, comparisons, work, static_cast<std::uint64_t>(started),
-                                        df::worktree_context(ctx.project(), store, python),
-                                        df::reference_context(ctx.project(), store, python));
+                                        df::worktree_context(ctx.project(), store, python), trusted);
       if (result.verdict != df::Verdict::green) throw df::InfraError(result.reason);
       df::Ledger ledger(ledger_path);
       const auto env = df::collect_environment();

@@ -144,7 +144,16 @@ std::filesystem::path harness_python(const Project& project) {
     if (resolved.empty() || !std::filesystem::exists(resolved)) {
       project.config.fail(pointer, fmt::format("the Python interpreter '{}' is not found (looked in PATH)", project.python_interpreter));
     }
-    if (!imports_numpy(resolved)) {
+    // An interpreter in the project folder (a .venv) is the agent's
+    // program: never started here, outside any sandbox, to probe it. A
+    // candidate that cannot import numpy fails in its own sandbox instead.
+    const auto inside_project = [&](const std::filesystem::path& p) {
+      const auto rel = p.lexically_normal().lexically_relative(project.dir);
+      return !rel.empty() && *rel.begin() != "..";
+    };
+    const auto absolute = std::filesystem::absolute(resolved);
+    const bool in_project = inside_project(absolute) || inside_project(std::filesystem::weakly_canonical(absolute));
+    if (!in_project && !imports_numpy(resolved)) {
       project.config.fail(pointer, fmt::format("the Python interpreter '{}' ({}) cannot import numpy, which harnesses "
                                                "and densefeed_harness need: install numpy for it, or name another",
                                                project.python_interpreter, resolved.string()));

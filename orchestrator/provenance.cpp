@@ -55,11 +55,10 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
                                   fmt::join(differ, ", "), store.describe()));
   }
   const auto first_case = gate->cases.empty() ? nlohmann::ordered_json::object() : gate->cases.front().values;
-  // A trusted program (the reference's, the bench driver's) that the
-  // trusted ref does not hold is found in the worktree's harness_path (a
-  // build folder, arm_context.h): it is what ran, and is hashed, but nothing
-  // ties it to the frozen sources it should be built from, and whoever can
-  // write the worktree can replace it. Said, so that nobody reads the
+  // A trusted program (the reference's, the bench driver's) is the trusted
+  // ref's export's or its build's (trusted_arm.h refuses anything else):
+  // should one ever lie elsewhere in the project folder, whoever can write
+  // the worktree could have replaced it. Said, so that nobody reads the
   // frozen files as a guarantee about it.
   const auto under = [](const std::filesystem::path& path, const std::filesystem::path& dir) {
     const auto rel = path.lexically_normal().lexically_relative(dir.lexically_normal());
@@ -67,6 +66,9 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
   };
   const auto trusted_program = [&](const std::filesystem::path& program, const char* what) {
     if (store.worktree || program.empty() || under(program, store.root) || !under(program, project.dir)) return;
+    for (const auto& dir : reference->readable) {
+      if (under(program, dir)) return;  // the trusted ref's build, densefeed's own module folder
+    }
     p.notes.push_back(fmt::format("{}'s program {} is not in the trusted ref: it is the worktree's build, hashed here, but "
                                   "not built from the frozen files by densefeed",
                                   what, std::filesystem::relative(program, project.dir).string()));

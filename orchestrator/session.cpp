@@ -70,17 +70,10 @@ HarnessSession::HarnessSession(Launch launch, fs::path exchange, std::string who
   fs::remove_all(exchange_, ec);
   fs::create_directories(exchange_, ec);
   if (ec) throw InfraError(fmt::format("{}: cannot create the exchange folder: {}", exchange_.string(), ec.message()));
-  auto& env = launch_.trusted ? launch_.trusted_spec.env : launch_.untrusted.env;
-  env["DENSEFEED_SESSION"] = "1";
-  if (launch_.trusted) {
-    launch_.trusted_spec.stdin_fd = read_fd;
-    launch_.trusted_spec.leader = &leader_;
-    launch_.trusted_spec.cancel = &cancel_;
-  } else {
-    launch_.untrusted.stdin_fd = read_fd;
-    launch_.untrusted.leader = &leader_;
-    launch_.untrusted.cancel = &cancel_;
-  }
+  launch_.untrusted.env["DENSEFEED_SESSION"] = "1";
+  launch_.untrusted.stdin_fd = read_fd;
+  launch_.untrusted.leader = &leader_;
+  launch_.untrusted.cancel = &cancel_;
   thread_ = std::thread([this, read_fd] {
     LaunchResult r;
     try {
@@ -144,7 +137,7 @@ LaunchResult HarnessSession::result() const {
 }
 
 std::string HarnessSession::read_line(std::chrono::steady_clock::time_point deadline, bool& timed_out) {
-  const fs::path log = launch_.trusted ? launch_.trusted_spec.stdout_path : launch_.untrusted.stdout_path;
+  const fs::path log = launch_.untrusted.stdout_path;
   timed_out = false;
   for (;;) {
     if (const auto nl = pending_.find('\n'); nl != std::string::npos) {

@@ -5,8 +5,8 @@
 // is paid once per arm instead of once per case.
 //
 // The process is started through the executor like any launch (executor.h:
-// the sandbox, limits and environment of untrusted_launch.h for a candidate
-// or base, launch_trusted for a reference) with DENSEFEED_SESSION=1 and its
+// the sandbox, limits and environment of untrusted_launch.h, for a candidate,
+// a base and a reference alike) with DENSEFEED_SESSION=1 and its
 // stdin a pipe. A request is one JSON line on its stdin:
 //   {"densefeed_session": 1, "id": N, "mode": "gate"|"bench", "case": {...},
 //    "seed": "U64", "out": DIR, "warmup": W, "iters": I}

@@ -6,7 +6,7 @@
 // interleaved rounds, both arms, on the GPU it holds alone), one per trace
 // arm, acceptance run and build command. The job's script is
 // `densefeed slurm-serve DIR` (slurm_serve.h): it runs DIR/launch-NNNN.json
-// in order through launch_trusted / launch_untrusted on the compute node (the
+// in order through launch_untrusted on the compute node (the
 // sandbox, limits and environment exactly as locally), writes
 // DIR/launch-NNNN.result.json, and ends when DIR/release exists and no launch
 // is left, with the last launch's exit status (128 + N for signal N), so that

@@ -1,7 +1,7 @@
 // The compute side of the Slurm executor (slurm_executor.h): what a job's
 // script runs, `densefeed slurm-serve DIR`. It runs DIR/launch-0000.json,
 // launch-0001.json, ... in order as they appear (written whole by rename),
-// each through launch_trusted or launch_untrusted exactly as the local
+// each through launch_untrusted exactly as the local
 // executor does, and writes DIR/launch-NNNN.result.json (launch_json.h) with
 // where it ran: "slurm job $SLURM_JOB_ID on HOST" and the CUDA_VISIBLE_DEVICES
 // the job was given. It writes nothing else (no SQL: the ledger stays with

@@ -389,13 +389,4 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
   return result;
 }
 
-ProcessResult launch_trusted(const ProcessSpec& spec_in) {
-  ProcessSpec spec = spec_in;
-  CommandCgroup cgroup(nullptr);
-  spec.join_fds = cgroup.join_fds();
-  ProcessResult r = run_process(spec);
-  r.strays_killed += cgroup.kill_all();
-  return r;
-}
-
 }  // namespace densefeed

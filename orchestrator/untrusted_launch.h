@@ -14,9 +14,10 @@
 //     size; a limit it hits is named in its result;
 //   - that nothing outlives it: every process it starts is in its PID
 //     namespace (sandboxed) and in its cgroup, both ended with it.
-// Reference commands are trusted (the gate store's) and start through
-// launch_trusted: densefeed's environment, no sandbox, but the same cgroup
-// sweep so that nothing they leave outlives them either.
+// Reference commands are trusted (the gate store's, trusted_arm.h) and start
+// here too, in the same sandbox with the same allowlisted environment: they
+// import libraries that may not be trusted, and must reach nothing the agent
+// wrote (its worktree, its home, its environment's LD_PRELOAD or PYTHONPATH).
 // tests/orchestrator/untrusted_launch_test.cpp holds the list of files that
 // may start processes; a process started elsewhere fails it.
 #pragma once
@@ -101,11 +102,6 @@ std::filesystem::path rank_log(const std::filesystem::path& cwd, int rank, const
 // command does; throws InfraError when the sandbox was asked for and cannot
 // start, or its log files cannot be made.
 UntrustedResult launch_untrusted(const UntrustedCommand& command);
-
-// Runs a trusted command (a reference) with densefeed's environment and no
-// sandbox; in a cgroup of its own where densefeed can make one, emptied
-// when it ends, beside run_process's own sweep of strays.
-ProcessResult launch_trusted(const ProcessSpec& spec);
 
 // The environment an untrusted command gets: `protocol` (DENSEFEED_*,
 // CUDA_VISIBLE_DEVICES), the arm's env (PYTHONPATH), PATH, LANG and LC_ALL

@@ -42,7 +42,6 @@ const std::map<std::string, std::string> kMayStartProcesses = {
     {"mcp_tools.cpp", "densefeed itself, per tool call, and its detached worker"},
     {"gate_runner.cpp", "the reference's ProcessSpec: a trusted launch it hands to the executor"},
     {"launch_json.cpp", "reads and writes a launch's ProcessSpec for the Slurm job; starts nothing itself"},
-    {"local_executor.cpp", "the executor that runs launches here: launch_trusted for a reference, launch_untrusted otherwise"},
     {"slurm_executor.cpp", "sbatch, squeue and scancel: densefeed's own commands to the scheduler"},
     {"machine_ceilings.cpp", "densefeed-gpu-ceilings, densefeed's own program installed beside it"},
     {"rank_group.cpp", "the ranks of one multi-rank command, inside the sandbox launch_untrusted made for them (densefeed rank-group)"},
@@ -79,17 +78,10 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
     EXPECT_EQ(text.find("run_process("), std::string::npos) << name << " starts a process without the launcher";
     EXPECT_EQ(text.find("sandbox_argv("), std::string::npos) << name << " builds its own sandbox";
   }
-  // The gate's trusted launch is the reference's, built once (job_launch,
-  // under `if (!job.untrusted)`) for a process per case and for a session.
+  // There is no launch beside the sandboxed one: the reference, trusted
+  // code, runs through launch_untrusted too (issue 25).
   const std::string gate = read(kOrchestrator / "gate_runner.cpp");
-  std::size_t trusted = 0;
-  for (std::size_t at = gate.find("launch.trusted = true"); at != std::string::npos; at = gate.find("launch.trusted = true", at + 1)) {
-    ++trusted;
-    const auto guard = gate.rfind("if (!job.untrusted)", at);
-    EXPECT_NE(guard, std::string::npos);
-    EXPECT_LT(at - guard, 200u) << "a trusted launch that is not the reference's";
-  }
-  EXPECT_EQ(trusted, 1u);
+  EXPECT_EQ(gate.find("launch.trusted"), std::string::npos);
   // ...and both ways of running a job build their launch there.
   std::size_t uses = 0;
   for (std::size_t at = gate.find("job_launch("); at != std::string::npos; at = gate.find("job_launch(", at + 1)) ++uses;
@@ -98,7 +90,7 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
   // Slurm one on the compute node through the local one (slurm-serve).
   const std::string local = read(kOrchestrator / "local_executor.cpp");
   EXPECT_NE(local.find("launch_untrusted("), std::string::npos);
-  EXPECT_NE(local.find("launch_trusted("), std::string::npos);
+  EXPECT_EQ(local.find("launch_trusted("), std::string::npos);
   const std::string serve = read(kOrchestrator / "slurm_serve.cpp");
   EXPECT_NE(serve.find("make_local_executor()"), std::string::npos);
 }
