@@ -247,23 +247,8 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     gate_options.private_dir = runs_dir;
     gate_options.gpus = options.gpus;
     bool runnable = true;
-    // The reference and the driver as the trusted ref's build (trusted_arm.h).
-    bool trusted_built = false;
-    if (const std::string problem = build_trusted_arm(out.reference_arm, *out.gate, options.project, options.store,
-                                                      options.workspace, options.sandbox, &trusted_built);
-        !problem.empty()) {
-      runnable = false;
-      out.gate_result.verdict = Verdict::error;
-      out.gate_result.failure = {FailureKind::infrastructure, FailureWho::reference, {}, {}, "", "trusted_build", problem};
-      out.gate_result.reason = problem + "; no case ran";
-    } else if (trusted_built) {
-      out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
-                                       out.candidate_params);
-    }
     const auto trusted = trusted_files(options.store, m.gate, &*out.gate);
-    if (!runnable) {
-      // the trusted ref's build failed: nothing of the candidate runs
-    } else if (m.candidate.revision == kWorktree) {
+    if (m.candidate.revision == kWorktree) {
       // WORKTREE runs the project folder's files: if its copies of the gate,
       // lock or frozen files are not the gate store's, what ran is not what
       // was locked.
@@ -316,6 +301,22 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
         out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
                                          out.candidate_params);
       }
+    }
+    // The reference and the driver as the trusted ref's build (trusted_arm.h).
+    // Once the candidate is known to be runnable: a red before any case
+    // costs no build.
+    bool trusted_built = false;
+    const std::string problem = runnable ? build_trusted_arm(out.reference_arm, *out.gate, options.project, options.store,
+                                                             options.workspace, options.sandbox, &trusted_built)
+                                         : "";
+    if (!problem.empty()) {
+      runnable = false;
+      out.gate_result.verdict = Verdict::error;
+      out.gate_result.failure = {FailureKind::infrastructure, FailureWho::reference, {}, {}, "", "trusted_build", problem};
+      out.gate_result.reason = problem + "; no case ran";
+    } else if (trusted_built) {
+      out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
+                                       out.candidate_params);
     }
     gate_options.reference = out.reference_arm;
     gate_options.candidate = out.candidate_arm;

@@ -135,6 +135,17 @@ std::filesystem::path harness_python(const Project& project) {
   const auto imports_numpy = [&](const std::filesystem::path& exe) {
     return capture_output({exe.string(), "-c", "import numpy"}, project.dir, std::chrono::seconds(60)).has_value();
   };
+  // An interpreter in the project folder (a .venv) is the agent's program:
+  // never started here, outside any sandbox, to probe it. A candidate that
+  // cannot import numpy fails in its own sandbox instead.
+  const auto inside_project = [&](const std::filesystem::path& p) {
+    const auto in = [&](const std::filesystem::path& q) {
+      const auto rel = q.lexically_normal().lexically_relative(project.dir);
+      return !rel.empty() && *rel.begin() != "..";
+    };
+    const auto absolute = std::filesystem::absolute(p);
+    return in(absolute) || in(std::filesystem::weakly_canonical(absolute));
+  };
   std::vector<std::filesystem::path> tried;
   if (!project.python_interpreter.empty()) {
     std::filesystem::path exe = project.python_interpreter;
@@ -144,16 +155,7 @@ std::filesystem::path harness_python(const Project& project) {
     if (resolved.empty() || !std::filesystem::exists(resolved)) {
       project.config.fail(pointer, fmt::format("the Python interpreter '{}' is not found (looked in PATH)", project.python_interpreter));
     }
-    // An interpreter in the project folder (a .venv) is the agent's
-    // program: never started here, outside any sandbox, to probe it. A
-    // candidate that cannot import numpy fails in its own sandbox instead.
-    const auto inside_project = [&](const std::filesystem::path& p) {
-      const auto rel = p.lexically_normal().lexically_relative(project.dir);
-      return !rel.empty() && *rel.begin() != "..";
-    };
-    const auto absolute = std::filesystem::absolute(resolved);
-    const bool in_project = inside_project(absolute) || inside_project(std::filesystem::weakly_canonical(absolute));
-    if (!in_project && !imports_numpy(resolved)) {
+    if (!inside_project(resolved) && !imports_numpy(resolved)) {
       project.config.fail(pointer, fmt::format("the Python interpreter '{}' ({}) cannot import numpy, which harnesses "
                                                "and densefeed_harness need: install numpy for it, or name another",
                                                project.python_interpreter, resolved.string()));
@@ -163,7 +165,7 @@ std::filesystem::path harness_python(const Project& project) {
   for (const auto& candidate : {resolve_executable("python3"), std::filesystem::path("/usr/bin/python3")}) {
     if (candidate.empty() || !std::filesystem::exists(candidate)) continue;
     tried.push_back(candidate);
-    if (imports_numpy(candidate)) return found[key] = candidate;
+    if (inside_project(candidate) || imports_numpy(candidate)) return found[key] = candidate;
   }
   std::vector<std::string> names;
   for (const auto& t : tried) names.push_back(t.string());

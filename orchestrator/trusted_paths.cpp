@@ -1,5 +1,6 @@
 #include "trusted_paths.h"
 
+#include <cstdlib>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -72,7 +73,25 @@ std::filesystem::path trusted_python(const Project& project, const GateStore& st
   const std::string& configured = project.python_interpreter;
   std::filesystem::path exe;
   if (configured.empty()) {
-    exe = harness_python(project);
+    // The first python3 on PATH outside the project folder (the agent's
+    // shell may have a .venv of the worktree first), then the system's.
+    const char* env_path = std::getenv("PATH");
+    for (const auto& dir : {trusted_search_path(env_path ? env_path : "", ground), std::string("/usr/bin")}) {
+      std::stringstream in(dir);
+      for (std::string entry; exe.empty() && std::getline(in, entry, ':');) {
+        if (std::filesystem::is_regular_file(std::filesystem::path(entry) / "python3") &&
+            ground.admits(std::filesystem::path(entry).parent_path()) &&
+            capture_output({(std::filesystem::path(entry) / "python3").string(), "-c", "import numpy"}, store.root,
+                           std::chrono::seconds(60))) {
+          exe = std::filesystem::path(entry) / "python3";
+        }
+      }
+    }
+    if (exe.empty()) {
+      config_fail(project, pointer, "python.interpreter",
+                  "no python3 outside the project folder imports numpy (PATH, then /usr/bin): install numpy (Debian: "
+                  "python3-numpy) or set python.interpreter to an absolute interpreter outside the project folder");
+    }
   } else if (std::filesystem::path(configured).is_relative() && configured.find('/') != std::string::npos) {
     // A committed wrapper, from the export; the worktree's copy (a .venv,
     // git-ignored) is never run as trusted code.

@@ -207,8 +207,11 @@ TEST_F(TrustedGround, NoTrustedProgramInterpreterOrImportPathResolvesUnderThePro
                   {"gates/g.yaml", gate_yaml("[python3, \"{project}/ref.py\"]")}}),
             "");
   manifest();
+  // The agent's shell: a folder of the worktree first on PATH, with a
+  // python3 of its own there (an activated in-project venv).
   const auto agent_dir = repo_ / "agent";
-  std::filesystem::create_directories(agent_dir);
+  testing::write_file(agent_dir / "python3", "#!/bin/sh\n" + plant_sh() + "exec /usr/bin/python3 \"$@\"\n");
+  std::filesystem::permissions(agent_dir / "python3", std::filesystem::perms::owner_all);
   const auto r = run({{"PYTHONPATH", agent_dir.string()},
                       {"LD_PRELOAD", (agent_dir / "evil.so").string()},
                       {"PATH", agent_dir.string() + ":/usr/local/bin:/usr/bin:/bin"}});
@@ -234,6 +237,7 @@ TEST_F(TrustedGround, NoTrustedProgramInterpreterOrImportPathResolvesUnderThePro
     lib_from_export = lib_from_export || (p.get<std::string>().rfind(exports, 0) == 0 && p.get<std::string>().ends_with("/lib"));
   }
   EXPECT_TRUE(lib_from_export) << "python.path's lib is the export's: " << seen["path"];
+  EXPECT_FALSE(std::filesystem::exists(marker())) << "the agent's python3 ran outside the sandbox";
   EXPECT_FALSE(seen["env"].contains("LD_PRELOAD")) << seen["env"];
   EXPECT_FALSE(seen["env"].contains("PYTHONSTARTUP")) << seen["env"];
   EXPECT_EQ(seen["env"]["PYTHONPATH"].get<std::string>().find(agent_dir.string()), std::string::npos) << seen["env"];
