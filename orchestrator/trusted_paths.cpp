@@ -79,11 +79,11 @@ std::filesystem::path trusted_python(const Project& project, const GateStore& st
     for (const auto& dir : {trusted_search_path(env_path ? env_path : "", ground), std::string("/usr/bin")}) {
       std::stringstream in(dir);
       for (std::string entry; exe.empty() && std::getline(in, entry, ':');) {
-        if (std::filesystem::is_regular_file(std::filesystem::path(entry) / "python3") &&
-            ground.admits(std::filesystem::path(entry).parent_path()) &&
-            capture_output({(std::filesystem::path(entry) / "python3").string(), "-c", "import numpy"}, store.root,
-                           std::chrono::seconds(60))) {
-          exe = std::filesystem::path(entry) / "python3";
+        // The file too: a python3 outside that links into the project is skipped.
+        const auto candidate = std::filesystem::path(entry) / "python3";
+        if (std::filesystem::is_regular_file(candidate) && ground.admits(candidate) &&
+            capture_output({candidate.string(), "-c", "import numpy"}, store.root, std::chrono::seconds(60))) {
+          exe = candidate;
         }
       }
     }

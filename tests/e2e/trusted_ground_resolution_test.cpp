@@ -59,8 +59,12 @@ class TrustedGround : public ::testing::Test {
     for (const auto& [k, v] : extra_env) env[k] = v;
     return testing::run_cli(kExe, {"run", (dir_ / "m.yaml").string(), "--json", "--no-bench"}, repo_, env);
   }
-  // The refused run recorded nothing: no experiment in the ledger.
-  void expect_nothing_recorded() {
+  // Refused at load: exit 2, an error holding each of `says` (the file, the
+  // field, what to do), no planted code run, no experiment in the ledger.
+  void expect_refused_at_load(const testing::CliResult& r, const std::vector<std::string>& says) {
+    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+    for (const auto& text : says) EXPECT_NE(r.err.find(text), std::string::npos) << text << " not in: " << r.err;
+    EXPECT_FALSE(std::filesystem::exists(marker())) << "planted code ran";
     const auto list = testing::run_cli(kExe, {"ledger", "list", "--json"}, repo_, env_);
     if (list.exit_code == 0) EXPECT_EQ(J::parse(list.out)["experiments"].size(), 0u) << list.out;
   }
@@ -82,13 +86,7 @@ TEST_F(TrustedGround, ASitecustomizeInAGitIgnoredPythonPathFolderNeverRunsAsTheR
             "");
   testing::write_file(repo_ / "third_party" / "sitecustomize.py", plant());
   manifest();
-  const auto r = run();
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("densefeed.yaml"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("python.path[0]"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("'third_party' is not a folder of the trusted ref's tree"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(marker()));
-  expect_nothing_recorded();
+  expect_refused_at_load(run(), {"densefeed.yaml", "python.path[0]", "'third_party' is not a folder of the trusted ref's tree"});
 
   // Committed, the folder is the trusted ref's; a sitecustomize.py the
   // agent adds to it later (untracked) is still never the reference's.
@@ -123,13 +121,7 @@ TEST_F(TrustedGround, AVenvInterpreterInTheWorktreeIsRefusedForTheReference) {
     testing::write_file(python, "#!/bin/sh\n" + plant_sh() + "exec /usr/bin/python3 \"$@\"\n");
     std::filesystem::permissions(python, std::filesystem::perms::owner_all);
     manifest();
-    const auto r = run();
-    EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-    EXPECT_NE(r.err.find("densefeed.yaml"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("python.interpreter"), std::string::npos) << r.err;
-    EXPECT_NE(r.err.find("an absolute interpreter outside the project folder"), std::string::npos) << r.err;
-    EXPECT_FALSE(std::filesystem::exists(marker())) << "the worktree's interpreter ran";
-    expect_nothing_recorded();
+    expect_refused_at_load(run(), {"densefeed.yaml", "python.interpreter", "an absolute interpreter outside the project folder"});
   }
 }
 
@@ -146,13 +138,7 @@ TEST_F(TrustedGround, AWrapperInTheWorktreesBuildFolderNeverRunsAsTheReferenceOr
   std::filesystem::permissions(repo_ / "bin" / "ref", std::filesystem::perms::owner_all);
   manifest();
   // 1. Nothing says how to build it from the trusted ref: refused at load.
-  const auto r = run();
-  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("g.yaml"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("reference.command"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("the trusted ref's, never the worktree's build of it"), std::string::npos) << r.err;
-  EXPECT_FALSE(std::filesystem::exists(marker()));
-  expect_nothing_recorded();
+  expect_refused_at_load(run(), {"g.yaml", "reference.command", "the trusted ref's, never the worktree's build of it"});
 
   // 2. A bench driver only the worktree's build holds: refused the same way.
   testing::write_file(repo_ / "gates" / "g.yaml",
@@ -161,10 +147,7 @@ TEST_F(TrustedGround, AWrapperInTheWorktreesBuildFolderNeverRunsAsTheReferenceOr
   ASSERT_EQ(relock("a driver"), "");
   testing::write_file(repo_ / "bin" / "drv", "#!/bin/sh\n" + plant_sh());
   std::filesystem::permissions(repo_ / "bin" / "drv", std::filesystem::perms::owner_all);
-  const auto d = run();
-  EXPECT_EQ(d.exit_code, 2) << d.out << d.err;
-  EXPECT_NE(d.err.find("bench.driver.command"), std::string::npos) << d.err;
-  EXPECT_FALSE(std::filesystem::exists(marker()));
+  expect_refused_at_load(run(), {"g.yaml", "bench.driver.command"});
 
   // 3. With a build, the reference is the trusted ref's build of it; the
   // worktree's bin/ref never runs, and the run is green from the real one.
