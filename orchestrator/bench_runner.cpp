@@ -411,7 +411,17 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
       }
       input.base = bc.base;
       input.candidate = bc.candidate;
-      if (!options.fixed_rounds && should_stop(input)) break;
+      // A self-timed candidate's faster needs densefeed's own clock to agree
+      // (check_wall_confirms): until it does, the runner goes on to its next
+      // look, and the cap or the last look ends it inconclusive; not when the
+      // wall growth already flags the candidate (more rounds cannot clear it).
+      const auto unconfirmed = [&] {
+        const double b = mean_sample(bc.base), k = mean_sample(bc.candidate);
+        return !driven && decide(input).verdict == BenchVerdict::faster &&
+               check_wall_growth(bc.base_walls, bc.candidate_walls, b, k).empty() &&
+               check_wall_confirms(bc.base_walls, bc.candidate_walls, b, k).has_value();
+      };
+      if (!options.fixed_rounds && should_stop(input) && !unconfirmed()) break;
       const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - case_start).count();
       if (elapsed > gate.bench.max_seconds_per_case && round + 1 < max_rounds) {
         bc.capped = true;
@@ -430,6 +440,9 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     }
     const double base_claimed = mean_sample(bc.base), candidate_claimed = mean_sample(bc.candidate);
     for (auto& f : check_wall_growth(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(f));
+    if (!driven && bc.decision.verdict == BenchVerdict::faster && bc.flags.empty()) {
+      if (auto f = check_wall_confirms(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(*f));
+    }
     bc.checks["wall_fit"] = {{"base", fit_json(fit_wall(bc.base_walls))}, {"candidate", fit_json(fit_wall(bc.candidate_walls))},
                              {"base_claimed_ms", base_claimed}, {"candidate_claimed_ms", candidate_claimed}};
     std::vector<double> clocks;
@@ -488,7 +501,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         bc.decision.verdict = BenchVerdict::inconclusive;
         bc.decision.reason = fmt::format("inconclusive: {} ({})", f.reason, bc.decision.reason);
       }
-      if (f.kind == TimingFlagKind::drift || f.kind == TimingFlagKind::wall_unreliable) continue;
+      if (f.kind == TimingFlagKind::drift || f.kind == TimingFlagKind::wall_unreliable || f.kind == TimingFlagKind::wall_unconfirmed) continue;
       const std::string text = fmt::format("case {}: {}", bc.bench_case.label, f.reason);
       if (f.arm == "candidate") {
         fail_stage(Verdict::red, FailureWho::candidate, to_string(f.kind), text);

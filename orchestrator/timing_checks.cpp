@@ -84,6 +84,7 @@ const char* to_string(TimingFlagKind k) {
     case TimingFlagKind::drift: return "drift";
     case TimingFlagKind::beyond_bound: return "beyond_bound";
     case TimingFlagKind::wall_unreliable: return "wall_unreliable";
+    case TimingFlagKind::wall_unconfirmed: return "wall_unconfirmed";
   }
   return "unknown";
 }
@@ -211,6 +212,35 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
                             ms(candidate_claimed_ms), ms(c_slope), ms(b_slope), ms(base_claimed_ms)));
   }
   return flags;
+}
+
+std::optional<TimingFlag> check_wall_confirms(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
+                                              double base_claimed_ms, double candidate_claimed_ms) {
+  if (!(candidate_claimed_ms < base_claimed_ms)) return std::nullopt;
+  const WallFit b = fit_wall(base), c = fit_wall(candidate);
+  TimingFlag f;
+  f.kind = TimingFlagKind::wall_unconfirmed;
+  f.arm = "both";
+  if (!b.fitted || !c.fitted) {
+    f.reason = "densefeed's own clock cannot confirm the candidate's samples: too few rounds of two iteration counts to fit "
+               "each arm's wall-time growth";
+    f.figures = {{"base_rounds", base.size()}, {"candidate_rounds", candidate.size()}};
+    return f;
+  }
+  const double b_slope = b.per_iteration_s * 1e3, c_slope = c.per_iteration_s * 1e3;
+  const double se = std::hypot(b.per_iteration_se_s, c.per_iteration_se_s) * 1e3;
+  const double gap = b_slope - c_slope;
+  if (gap > kSignificanceZ * se) return std::nullopt;
+  f.reason = fmt::format("densefeed's own clock does not confirm the candidate's samples: they say {} per iteration against the "
+                         "base's {}, but each extra iteration makes the candidate's process run {} longer and the base's {} "
+                         "(a difference of {}, needed: more than {}, {} standard errors), so its speedup is not measured; on a "
+                         "loaded machine more rounds or an idle one settle it",
+                         ms(candidate_claimed_ms), ms(base_claimed_ms), ms(c_slope), ms(b_slope), ms(gap),
+                         ms(kSignificanceZ * se), kSignificanceZ);
+  f.figures = {{"base_wall_per_iteration_ms", b_slope}, {"base_claimed_ms", base_claimed_ms},
+               {"candidate_wall_per_iteration_ms", c_slope}, {"candidate_claimed_ms", candidate_claimed_ms},
+               {"slope_se_ms", se}, {"gap_ms", gap}, {"bar_ms", kSignificanceZ * se}};
+  return f;
 }
 
 std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, const std::vector<double>& candidate_medians,

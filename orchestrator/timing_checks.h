@@ -27,6 +27,7 @@ enum class TimingFlagKind {
   drift,                // both arms' times moved together in round order (trend or step)
   beyond_bound,         // a speedup above the gate's max_speedup: a person must accept it
   wall_unreliable,      // the base's own wall growth contradicts its claims too: a loaded machine, no judgement of either arm
+  wall_unconfirmed,     // a self-timed candidate claims faster, but densefeed's wall-time growth does not show it faster
 };
 
 const char* to_string(TimingFlagKind k);
@@ -118,6 +119,21 @@ std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, c
 // slopes, claims and standard errors (ms).
 std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
                                           double base_claimed_ms, double candidate_claimed_ms);
+
+// Whether densefeed's own clock confirms a self-timed candidate's claim to be
+// faster (issue 26: the clock lives outside the kernel). Both arms run the
+// gate's one harness, so their untimed work per iteration is the same and
+// the difference of their wall-time slopes (fit_wall, s per iteration) is the
+// difference of what each iteration really costs: the claim is confirmed
+// when the base's slope exceeds the candidate's by more than kSignificanceZ
+// standard errors of that difference. A wall_unconfirmed flag ("both": it
+// blames neither arm; the case is inconclusive, never faster) when it does
+// not, or when either fit is not fitted; nothing when the candidate claims
+// no less than the base (`*_claimed_ms`: the mean of each arm's samples, ms).
+// The runner keeps running rounds (to its next look, within the case's cap)
+// while this flag stands, so a loaded machine costs rounds, not the verdict.
+std::optional<TimingFlag> check_wall_confirms(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
+                                              double base_claimed_ms, double candidate_claimed_ms);
 
 // Drift of both arms together in round order: series of per-round medians
 // (ms, one per round per arm, same length). A flag when the common mode

@@ -28,6 +28,7 @@ const std::string kExe = DENSEFEED_EXE;
 //   honest   sleeps ms, times it
 //   fast2x   sleeps ms / 2, times it
 //   forge    sleeps 2 ms (0.5x) but reports a quarter of it ("2x")
+//   shave    sleeps ms (1x) but reports 0.8 of it ("1.25x"): unseen time under the unseen_time bar
 //   viaref   runs the reference for its outputs and reports 0.001 ms
 //   flat     sleeps ms, reports 0.020 ms whatever the size (a launch-only timer)
 //   drift    sleeps ms * (1 + 0.01 s^-1 * (now - t0)): the machine slows down
@@ -62,6 +63,7 @@ if os.environ.get('DENSEFEED_MODE', 'gate') == 'bench':
             if a.mode == 'drift': cost *= 1 + 0.01 * (time.time() - a.t0)
             t = time.perf_counter(); spend(cost); dt = (time.perf_counter() - t) * 1e3
             if a.mode == 'forge': dt /= 4
+            if a.mode == 'shave': dt *= 0.8
             if a.mode == 'flat': dt = 0.020
             if k >= warm: samples.append(dt)
     json.dump({'unit': 'ms', 'samples': samples}, open(os.path.join(a.out, 'samples.json'), 'w'))
@@ -156,7 +158,7 @@ std::string gate(const std::string& name, const std::string& cases, const std::s
          "--seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [python3, \"{project}/h.py\", --role, candidate, --mode, \"{param.mode}\", --n, \"{case.n}\", "
          "--ms, \"{case.ms}\", --t0, \"{param.t0}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, fast2x, forge, viaref, flat, drift, wrongbig, wrongpath, patchclock, wrongexit, thread, patchimport], "
+         "params:\n  mode: {type: string, enum: [honest, fast2x, forge, shave, viaref, flat, drift, wrongbig, wrongpath, patchclock, wrongexit, thread, patchimport], "
          "default: honest}\n  t0: {type: number, default: 0}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - " + cases + "\n" + (extra.empty() ? "profiles: {quick: {}, full: {}}\n" : extra) +
@@ -278,7 +280,7 @@ TEST_F(TimingForge, AKernelPackageShadowingTheModuleIsTheFileTheProvenanceHashes
 
 TEST_F(TimingForge, ForgedSamplesOfASlowerCandidateAreRedNotFaster) {
   const auto [code, r] = run("self", "forge");
-  EXPECT_EQ(code, 1) << r.dump(1);
+  EXPECT_EQ(code, 1) << r["stages"]["bench"]["cases"][0]["checks"].dump() << "\n" << r.dump(1).substr(0, 4000);
   EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
   EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["kind"], "implausible_timing") << r["record"].dump(1);
   EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["who"], "candidate");
@@ -290,6 +292,22 @@ TEST_F(TimingForge, ForgedSamplesOfASlowerCandidateAreRedNotFaster) {
   EXPECT_EQ(sql("SELECT verdict FROM experiment_outcomes WHERE experiment_id = " + std::to_string(id))[0]["verdict"], "red");
   const auto p = df({"promote", std::to_string(id), "--by", "carol", "--accept-candidate-timing"});
   EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+}
+
+// A forger that shaves a fifth off each sample of code as fast as the base's
+// hides 4 ms per iteration, under the unseen_time bar (a quarter of the
+// base's 20 ms): its samples say 1.25x, densefeed's own clock says the two
+// arms' iterations cost the same, and a self-timed faster needs the clock
+// to agree. Inconclusive (wall_unconfirmed), never faster; the honest 2x
+// beside it stays faster (ACandidateTimedByItselfNeedsAcceptance...).
+TEST_F(TimingForge, ASpeedupShavedOffTheSamplesBelowTheUnseenBarIsNotFaster) {
+  const auto [code, r] = run("self", "shave");
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 3000);
+  const auto& c = r["stages"]["bench"]["cases"][0];
+  EXPECT_EQ(c["verdict"], "inconclusive") << c.dump(1);
+  EXPECT_TRUE(has(flag_kinds(r), "wall_unconfirmed")) << c.dump(1);
+  EXPECT_NE(c["reason"].get<std::string>().find("densefeed's own clock does not confirm"), std::string::npos) << c["reason"];
+  nothing_recorded_faster(r["experiment_id"].get<std::int64_t>());
 }
 
 TEST_F(TimingForge, TimingViaTheReferenceIsFasterThanTheMachine) {

@@ -246,5 +246,29 @@ TEST(TimingChecks, PlausibilityBoundsAnArmByTheFastestDeviceItCanUse) {
   EXPECT_DOUBLE_EQ(fastest_ceilings({cpu}).bytes_per_s, 68e9);
 }
 
+// A self-timed faster stands only where densefeed's own clock shows it: an
+// honest 2x is confirmed on a quiet machine; the same claim from a candidate
+// whose wall grows as fast as the base's (a forger whose unseen time stayed
+// under the unseen_time bar), or from rounds so noisy that the slopes cannot
+// tell the arms apart, is wall_unconfirmed (blaming neither arm); a candidate
+// that claims no speedup is never flagged by it.
+TEST(TimingChecks, AFasterClaimTheWallGrowthDoesNotShowIsUnconfirmed) {
+  const auto base = rounds(9, 16, 120, 20, 20);
+  EXPECT_FALSE(check_wall_confirms(base, rounds(9, 16, 120, 10, 10), 20, 10));
+  const auto equal = check_wall_confirms(base, rounds(9, 16, 120, 20, 10), 20, 10);
+  ASSERT_TRUE(equal);
+  EXPECT_EQ(equal->kind, TimingFlagKind::wall_unconfirmed);
+  EXPECT_EQ(equal->arm, "both");
+  EXPECT_NEAR(equal->figures["gap_ms"].get<double>(), 0, 1);
+  // Honest 2x, but +-600 ms of start-up noise per round: the slopes' error
+  // is then larger than the 10 ms they differ by.
+  EXPECT_TRUE(check_wall_confirms(rounds(9, 16, 120, 20, 20, 600), rounds(9, 16, 120, 10, 10, 600), 20, 10));
+  // ... which more rounds settle (the runner goes on to its next look).
+  EXPECT_FALSE(check_wall_confirms(rounds(25, 16, 120, 20, 20, 60), rounds(25, 16, 120, 10, 10, 60), 20, 10));
+  // No faster claim: nothing to confirm; too few rounds to fit: unconfirmed.
+  EXPECT_FALSE(check_wall_confirms(base, rounds(9, 16, 120, 20, 20), 20, 20));
+  EXPECT_TRUE(check_wall_confirms(rounds(3, 16, 120, 20, 20), rounds(3, 16, 120, 10, 10), 20, 10));
+}
+
 }  // namespace
 }  // namespace densefeed
