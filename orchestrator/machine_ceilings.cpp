@@ -1,6 +1,11 @@
 #include "machine_ceilings.h"
 
 #include <algorithm>
+#include <filesystem>
+#include <cstdlib>
+#include <cctype>
+#include <map>
+#include <fstream>
 #include <chrono>
 #include <cstring>
 #include <vector>
@@ -13,16 +18,50 @@
 
 namespace densefeed {
 
+double last_level_cache_bytes() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::map<std::string, double> shared;  // shared_cpu_list -> bytes of the highest-level cache
+  for (const auto& cpu : fs::directory_iterator("/sys/devices/system/cpu", ec)) {
+    const std::string name = cpu.path().filename().string();
+    if (name.rfind("cpu", 0) != 0 || name.size() < 4 || !std::isdigit(static_cast<unsigned char>(name[3]))) continue;
+    int best_level = 0;
+    double best_bytes = 0;
+    std::string best_list;
+    for (const auto& index : fs::directory_iterator(cpu.path() / "cache", ec)) {
+      if (index.path().filename().string().rfind("index", 0) != 0) continue;
+      std::ifstream level_in(index.path() / "level"), size_in(index.path() / "size"), list_in(index.path() / "shared_cpu_list");
+      int level = 0;
+      std::string size, list;
+      if (!(level_in >> level) || !(size_in >> size) || size.empty()) continue;
+      std::getline(list_in, list);
+      double bytes = std::strtod(size.c_str(), nullptr);
+      if (size.back() == 'K') bytes *= 1024;
+      else if (size.back() == 'M') bytes *= 1048576;
+      else if (size.back() == 'G') bytes *= 1073741824;
+      if (level > best_level) best_level = level, best_bytes = bytes, best_list = list.empty() ? name : list;
+    }
+    if (best_bytes > 0) shared[best_list] = best_bytes;
+  }
+  double total = 0;
+  for (const auto& [list, bytes] : shared) total += bytes;
+  return total;
+}
+
 MachineCeilings measure_cpu_ceilings() {
   MachineCeilings m;
   const Environment env = collect_environment();
   m.host = env.host;
   m.device = "cpu";
   m.device_name = env.cpu_model;
-  m.tool = "densefeed machine calibrate (std::memcpy, 32 KiB to 256 MiB, best of 7)";
+  const double cache = last_level_cache_bytes();
+  std::size_t largest = std::size_t{256} << 20;
+  while (static_cast<double>(largest) < 4 * cache) largest *= 4;
+  m.tool = fmt::format("densefeed machine calibrate (std::memcpy, 32 KiB to {} MiB, best of 7)", largest >> 20);
   m.measured_at = utc_now();
   nlohmann::ordered_json per_size = nlohmann::ordered_json::object();
-  for (std::size_t bytes = std::size_t{32} << 10; bytes <= std::size_t{256} << 20; bytes *= 4) {
+  double memory = 0;
+  for (std::size_t bytes = std::size_t{32} << 10; bytes <= largest; bytes *= 4) {
     std::vector<unsigned char> src(bytes, 1), dst(bytes, 0);
     // Enough copies per timing that one lasts at least about 1 ms.
     const std::size_t reps = std::max<std::size_t>(1, (std::size_t{8} << 20) / bytes);
@@ -39,8 +78,9 @@ MachineCeilings measure_cpu_ceilings() {
     const double bps = 2.0 * static_cast<double>(bytes) * static_cast<double>(reps) / best_s;
     per_size[std::to_string(bytes)] = bps;
     m.bytes_per_s = std::max(m.bytes_per_s, bps);
+    if (cache > 0 && static_cast<double>(bytes) >= 4 * cache) memory = bps;
   }
-  m.figures = {{"copy_bytes_per_s_by_size", per_size}};
+  m.figures = {{"copy_bytes_per_s_by_size", per_size}, {"memory_copy_bytes_per_s", memory}, {"last_level_cache_bytes", cache}};
   return m;
 }
 
@@ -79,8 +119,15 @@ std::optional<MachineCeilings> measure_gpu_ceilings(const std::filesystem::path&
 }
 
 Ceilings ceilings_of(const MachineCeilings& m) {
-  return Ceilings{m.bytes_per_s, m.flops_per_s,
-                  fmt::format("{} on {} ({}) at {}", m.tool, m.host, m.device_name.empty() ? m.device : m.device_name, m.measured_at)};
+  Ceilings c{m.bytes_per_s, m.flops_per_s,
+             fmt::format("{} on {} ({}) at {}", m.tool, m.host, m.device_name.empty() ? m.device : m.device_name, m.measured_at)};
+  // Recorded since issue 26; an older row has neither (bytes_per_s for every case).
+  const auto number = [&](const char* key) {
+    return m.figures.is_object() && m.figures.contains(key) && m.figures[key].is_number() ? m.figures[key].get<double>() : 0.0;
+  };
+  c.memory_bytes_per_s = number("memory_copy_bytes_per_s");
+  c.cache_bytes = number("last_level_cache_bytes");
+  return c;
 }
 
 Ceilings fastest_ceilings(const std::vector<MachineCeilings>& devices) {
@@ -92,6 +139,20 @@ Ceilings fastest_ceilings(const std::vector<MachineCeilings>& devices) {
   }
   Ceilings c = ceilings_of(*bytes);
   c.flops_per_s = flops->flops_per_s;
+  // Beyond the caches: the fastest device's rate there (a device that
+  // measured no memory figure, a GPU's copy of 1 GiB, counts its one rate).
+  // Only when every device's figure for it is known; else bytes_per_s for all.
+  double memory = 0, cache = 0;
+  bool known = true;
+  for (const auto& d : devices) {
+    const Ceilings dc = ceilings_of(d);
+    const bool gpu = d.device != "cpu";
+    if (!gpu && !(dc.memory_bytes_per_s > 0 && dc.cache_bytes > 0)) known = false;
+    memory = std::max(memory, gpu ? dc.bytes_per_s : dc.memory_bytes_per_s);
+    cache = std::max(cache, dc.cache_bytes);
+  }
+  c.memory_bytes_per_s = known && cache > 0 ? memory : 0;
+  c.cache_bytes = known ? cache : 0;
   if (flops != bytes && flops->flops_per_s > 0) c.source += "; FLOP/s: " + ceilings_of(*flops).source;
   return c;
 }

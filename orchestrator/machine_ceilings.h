@@ -28,14 +28,27 @@ struct MachineCeilings {
   std::string measured_at;  // ISO 8601 UTC
 };
 
-// The CPU's copy bandwidth: std::memcpy of buffers from 32 KiB to 256 MiB
-// (x4 steps), 2 bytes counted per byte copied (read + write, as STREAM's Copy
-// counts them: McCalpin, "Memory Bandwidth and Machine Balance", 1995), best
-// of 7 timed copies per size after one untimed. bytes_per_s is the largest
-// over sizes: caches included, so it bounds any kernel's achieved rate, not
-// only a memory-bound one's. figures: per size, bytes/s. No FLOP rate (a
-// loop of ours would be below a tuned BLAS: no bound). About 1 s.
+// The CPU's copy bandwidth: std::memcpy of buffers from 32 KiB up to 256 MiB
+// or, where the last-level caches are larger, to the first x4 step at which
+// each buffer is at least 4x their sum (STREAM's rule for a memory figure);
+// 2 bytes counted per byte copied (read + write, as STREAM's Copy counts
+// them: McCalpin, "Memory Bandwidth and Machine Balance", 1995), best of 7
+// timed copies per size after one untimed. bytes_per_s is the largest over
+// sizes: caches included, so it bounds any kernel's achieved rate.
+// figures.memory_copy_bytes_per_s is the rate at the largest size, the
+// ceiling of a case whose working set does not fit the caches (0 when that
+// size is below 4x them, i.e. the caches are unknown), and
+// figures.last_level_cache_bytes their size (last_level_cache_bytes());
+// figures.copy_bytes_per_s_by_size per size, bytes/s. No FLOP rate (a loop
+// of ours would be below a tuned BLAS: no bound). About 1 s.
 MachineCeilings measure_cpu_ceilings();
+
+// The total size in bytes of the CPUs' last-level caches as Linux's sysfs
+// reports them: per CPU the highest-level cache
+// (/sys/devices/system/cpu/cpuN/cache/indexK/{level,size,shared_cpu_list},
+// size as "32768K"), each distinct shared_cpu_list counted once (one per
+// socket or CCX); 0 when sysfs reports none.
+double last_level_cache_bytes();
 
 // Runs `probe` (densefeed-gpu-ceilings, next to the densefeed executable) on
 // the GPU CUDA_VISIBLE_DEVICES names. Returns nothing, with *why set, when the

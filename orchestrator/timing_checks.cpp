@@ -6,6 +6,8 @@
 #include <map>
 #include <set>
 
+#include <string_view>
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -334,18 +336,24 @@ std::vector<TimingFlag> check_ceilings(const CaseTiming& c, const Ceilings& ceil
   for (const std::string arm : {"base", "candidate"}) {
     const double t_s = (arm == "base" ? c.base_median_ms : c.candidate_median_ms) / 1e3;
     if (!(t_s > 0)) continue;
+    const bool beyond_cache = c.bytes && ceilings.memory_bytes_per_s > 0 && ceilings.cache_bytes > 0 && *c.bytes > ceilings.cache_bytes;
+    const double bandwidth = beyond_cache ? ceilings.memory_bytes_per_s : ceilings.bytes_per_s;
     for (const auto& [what, work, ceiling, unit, scale] :
-         {std::tuple{"bandwidth", c.bytes, ceilings.bytes_per_s, "GB/s", 1e9}, std::tuple{"FLOP rate", c.flops, ceilings.flops_per_s, "GFLOP/s", 1e9}}) {
+         {std::tuple{"bandwidth", c.bytes, bandwidth, "GB/s", 1e9}, std::tuple{"FLOP rate", c.flops, ceilings.flops_per_s, "GFLOP/s", 1e9}}) {
       if (!work || !(ceiling > 0)) continue;
       const double achieved = *work / t_s;
       if (achieved > ceiling * kCeilingMargin) {
         TimingFlag f;
         f.kind = TimingFlagKind::faster_than_machine;
         f.arm = arm;
+        const bool memory = std::string_view(what) == "bandwidth" && beyond_cache;
         f.reason = fmt::format("faster than the machine: the {} arm's {} on case {} is {:.4g} {}, above the machine's measured "
-                               "ceiling of {:.4g} {} (x{} margin; {})",
-                               arm, what, c.label, achieved / scale, unit, ceiling / scale, unit, kCeilingMargin, ceilings.source);
+                               "ceiling of {:.4g} {}{} (x{} margin; {})",
+                               arm, what, c.label, achieved / scale, unit, ceiling / scale, unit,
+                               memory ? fmt::format(" for a working set beyond its {:.3g} MiB last-level cache", ceilings.cache_bytes / 1048576.0) : "",
+                               kCeilingMargin, ceilings.source);
         f.figures = {{"what", what}, {"achieved", achieved}, {"ceiling", ceiling}, {"margin", kCeilingMargin}};
+        if (memory) f.figures["working_set_beyond_cache_bytes"] = ceilings.cache_bytes;
         flags.push_back(std::move(f));
       }
     }

@@ -201,6 +201,41 @@ TEST(TimingChecks, AnArmFasterThanTheMachineIsFlaggedNamingFigureAndCeiling) {
   EXPECT_TRUE(check_ceilings({"n=1", 20, 0.001, 1e12, {}}, Ceilings{}).empty());
 }
 
+// A CPU's in-cache copy rate is several times its memory's (103.6 GB/s at
+// 32 KiB against 29.9 GB/s at 32 MiB, issue 26): a case whose declared bytes
+// exceed the last-level cache is held to the memory's rate, one that fits
+// the cache to the in-cache rate; a ledger row from before (no memory
+// figure) holds every case to the one rate it has.
+TEST(TimingChecks, ACaseBeyondTheCacheIsHeldToTheMemorysRateOneInsideToTheCaches) {
+  Ceilings c{100e9, 0, "test ceilings"};
+  c.memory_bytes_per_s = 30e9;
+  c.cache_bytes = 32.0 * (1 << 20);
+  // 1 GiB in 20 ms: 53.7 GB/s, between the two rates.
+  const auto f = check_ceilings({"n=big", 20, 20, 1073741824.0, {}}, c);
+  ASSERT_EQ(f.size(), 2u);  // both arms
+  EXPECT_EQ(f[0].kind, TimingFlagKind::faster_than_machine);
+  EXPECT_DOUBLE_EQ(f[0].figures["ceiling"].get<double>(), 30e9);
+  EXPECT_NE(f[0].reason.find("beyond its 32 MiB last-level cache"), std::string::npos) << f[0].reason;
+  // The same rate on 1 MiB (inside the cache): below the in-cache ceiling.
+  EXPECT_TRUE(check_ceilings({"n=small", 0.0195, 0.0195, 1048576.0, {}}, c).empty());  // 53.8 GB/s
+  // No memory figure: the one rate for every case.
+  Ceilings old{100e9, 0, "an older row"};
+  EXPECT_TRUE(check_ceilings({"n=big", 20, 20, 1073741824.0, {}}, old).empty());
+  // From the recorded figures, alone and beside a GPU (whose one copy rate,
+  // of 1 GiB, is its rate beyond any cache).
+  MachineCeilings cpu, gpu;
+  cpu.device = "cpu";
+  cpu.bytes_per_s = 100e9;
+  cpu.figures = {{"memory_copy_bytes_per_s", 30e9}, {"last_level_cache_bytes", 32.0 * (1 << 20)}};
+  gpu.device = "GPU-1";
+  gpu.bytes_per_s = 4.2e12;
+  EXPECT_DOUBLE_EQ(fastest_ceilings({cpu}).memory_bytes_per_s, 30e9);
+  EXPECT_DOUBLE_EQ(fastest_ceilings({cpu}).cache_bytes, 32.0 * (1 << 20));
+  EXPECT_DOUBLE_EQ(fastest_ceilings({cpu, gpu}).memory_bytes_per_s, 4.2e12);
+  cpu.figures = nlohmann::ordered_json::object();  // a row from before issue 26
+  EXPECT_DOUBLE_EQ(fastest_ceilings({cpu, gpu}).memory_bytes_per_s, 0);
+}
+
 TEST(TimingChecks, WorkExpressionsAreEvaluatedOverCaseKeysAndBadOnesNamed) {
   EXPECT_DOUBLE_EQ(evaluate_work("4 * (2 * T * D + 2 * D)", {{"T", 1024}, {"D", 64}, {"name", "x"}}), 4.0 * (2 * 1024 * 64 + 128));
   EXPECT_DOUBLE_EQ(evaluate_work("2 * M^3", {{"M", 4}}), 128);
