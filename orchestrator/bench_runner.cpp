@@ -443,6 +443,9 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     if (!driven && bc.decision.verdict == BenchVerdict::faster && bc.flags.empty()) {
       if (auto f = check_wall_confirms(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(*f));
     }
+    for (const auto& s : arm_sessions) {
+      if (s) bc.checks["freeze"] = s->freeze_mechanism();  // how the other arm's session was held still
+    }
     bc.checks["wall_fit"] = {{"base", fit_json(fit_wall(bc.base_walls))}, {"candidate", fit_json(fit_wall(bc.candidate_walls))},
                              {"base_claimed_ms", base_claimed}, {"candidate_claimed_ms", candidate_claimed}};
     std::vector<double> clocks;

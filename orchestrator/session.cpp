@@ -96,30 +96,14 @@ void HarnessSession::close_input() {
   if (!input_closed_.exchange(true)) ::shutdown(write_fd_, SHUT_WR);
 }
 
-void HarnessSession::signal_all(int signal) {
+void HarnessSession::pause() {
   const int leader = leader_.load();
   if (leader <= 0 || done_) return;
-  std::set<pid_t> sent;
-  for (int pass = 0; pass < 8; ++pass) {
-    auto pids = descendants(list_processes(), leader);
-    pids.insert(pids.begin(), leader);
-    bool fresh = false;
-    for (const pid_t p : pids) {
-      if (sent.insert(p).second) {
-        ::kill(p, signal);
-        fresh = true;
-      }
-    }
-    if (!fresh) break;  // a pass that found no new process: none escaped
-  }
-}
-
-void HarnessSession::pause() {
-  if (!paused_.exchange(true)) signal_all(SIGSTOP);
+  if (!paused_.exchange(true)) freezer_.freeze(leader);
 }
 
 void HarnessSession::resume() {
-  if (paused_.exchange(false)) signal_all(SIGCONT);
+  if (paused_.exchange(false)) freezer_.thaw(leader_.load());
 }
 
 HarnessSession::~HarnessSession() {

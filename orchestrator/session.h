@@ -44,6 +44,7 @@
 
 #include "executor.h"
 #include "failure.h"
+#include "process_freezer.h"
 
 namespace densefeed {
 
@@ -100,15 +101,18 @@ class HarnessSession {
   // so that several sessions wind down at once before they are destroyed.
   // Idempotent.
   void close_input();
-  // Stops every process of the session (SIGSTOP), or lets them go on
-  // (SIGCONT): a benchmark holds one arm's session still while the other
-  // arm's round is timed, so that no session loads the machine under the
-  // other arm's clock between its own requests. The processes are the
-  // leader and everything below it (with the sandbox, its whole PID
-  // namespace), listed again until no new one appears. Work a session had
+  // Freezes every process of the session, or lets them go on: a benchmark
+  // holds one arm's session still while the other arm's round is timed, so
+  // that no session loads the machine under the other arm's clock between
+  // its own requests. The processes are the leader and everything below it
+  // (with the sandbox, its whole PID namespace), held by the cgroup v2
+  // freezer where densefeed can make a cgroup (a process forked inside is
+  // born frozen; SIGCONT does not wake it), else by the SIGSTOP walk
+  // (process_freezer.h; freeze_mechanism() says which). Work a session had
   // already queued on a GPU is not stopped. No-op once it has ended.
   void pause();
   void resume();
+  std::string freeze_mechanism() const { return freezer_.mechanism(); }
   HarnessSession(const HarnessSession&) = delete;
   HarnessSession& operator=(const HarnessSession&) = delete;
 
@@ -135,7 +139,7 @@ class HarnessSession {
   std::atomic<bool> done_{false};
   std::atomic<bool> input_closed_{false};
   std::atomic<bool> paused_{false};
-  void signal_all(int signal);
+  ProcessFreezer freezer_{"session"};  // destroyed after the session ended: kills what it left in its cgroup
   mutable std::mutex mutex_;
   LaunchResult result_;
   std::thread thread_;

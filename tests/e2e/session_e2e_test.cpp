@@ -105,6 +105,9 @@ class Session : public ::testing::Test {
                                                 "signal.signal(signal.SIGCONT, lambda *a: log and open(log[0], 'a').write('cont\\n'))\n"
                                                 "def handle(h):\n"
                                                 "    log[:] = [os.path.join(os.path.dirname(str(h.out)), 'cont.log')]\n"
+                                                // and the cgroup (v2) it is in at each request
+                                                "    v2 = [l for l in open('/proc/self/cgroup').read().splitlines() if l.startswith('0::')]\n"
+                                                "    open(os.path.join(os.path.dirname(str(h.out)), 'cgroup.log'), 'a').write((v2 or ['none'])[0] + '\\n')\n"
                                                 "    x = h.rng().standard_normal(int(h.case['n']))\n"
                                                 "    if h.mode == 'bench':\n"
                                                 "        h.write_samples(h.time_iterations(lambda: time.sleep(0.002)))\n"
@@ -435,11 +438,25 @@ TEST_F(Session, ABenchmarkGoesThroughOneSessionPerArmAndEveryRoundIsGated) {
   }
   std::sort(sessions.begin(), sessions.end());
   EXPECT_EQ(sessions, (std::vector<std::string>{"bench-session-base-0", "bench-session-candidate-0"}));
-  // While one arm's round is timed the other arm's session is stopped
-  // (SIGSTOP) and let go on (SIGCONT) before its own: each session logged
-  // the SIGCONTs it got in its folder, one per round after another arm's.
-  // (Before sessions were held still, neither ever got one.)
+  // While one arm's round is timed the other arm's session is held still:
+  // by the cgroup v2 freezer where densefeed can make a cgroup (each
+  // session, from its second request on, answers from a densefeed-* cgroup
+  // of its own), else stopped (SIGSTOP) and let go on (SIGCONT) before its
+  // own round (each session logged the SIGCONTs it got, one per round after
+  // another arm's). Before sessions were held still, neither happened.
+  const std::string freeze = honest["stages"]["bench"]["cases"][0]["timing_checks"].value("freeze", "");
+  std::set<std::string> cgroups;
   for (const auto& arm : sessions) {
+    if (freeze == "cgroup v2 freezer") {
+      std::istringstream lines(testing::read_file(work / arm / "exchange" / "cgroup.log"));
+      std::vector<std::string> seen;
+      for (std::string line; std::getline(lines, line);) seen.push_back(line);
+      ASSERT_GE(seen.size(), 3u) << arm;
+      EXPECT_NE(seen.back().find("/densefeed-"), std::string::npos) << arm << ": " << seen.back();
+      cgroups.insert(seen.back());
+      continue;
+    }
+    EXPECT_EQ(freeze.rfind("signals", 0), 0u) << freeze;
     std::size_t conts = 0;
     const auto log = work / arm / "exchange" / "cont.log";
     if (std::filesystem::exists(log)) {
@@ -448,6 +465,7 @@ TEST_F(Session, ABenchmarkGoesThroughOneSessionPerArmAndEveryRoundIsGated) {
     }
     EXPECT_GE(conts, 2u) << arm;
   }
+  if (freeze == "cgroup v2 freezer") EXPECT_EQ(cgroups.size(), 2u) << "one cgroup per arm's session";
   // Outputs wrong at the answer and put right afterwards through a file it
   // kept open: what is compared is what it answered with, red.
   const J late = bench("latefix");

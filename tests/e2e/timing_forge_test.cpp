@@ -280,7 +280,7 @@ TEST_F(TimingForge, AKernelPackageShadowingTheModuleIsTheFileTheProvenanceHashes
 
 TEST_F(TimingForge, ForgedSamplesOfASlowerCandidateAreRedNotFaster) {
   const auto [code, r] = run("self", "forge");
-  EXPECT_EQ(code, 1) << r["stages"]["bench"]["cases"][0]["checks"].dump() << "\n" << r.dump(1).substr(0, 4000);
+  EXPECT_EQ(code, 1) << r["stages"]["bench"]["cases"][0]["timing_checks"].dump() << "\n" << r.dump(1).substr(0, 4000);
   EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
   EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["kind"], "implausible_timing") << r["record"].dump(1);
   EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["who"], "candidate");
