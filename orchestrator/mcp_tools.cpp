@@ -65,6 +65,10 @@ constexpr const char* kWordPattern = "^[a-z][a-z_]*$";
 constexpr const char* kSincePattern = "^[0-9][0-9T:Z-]*$";
 // A file path: anything that does not start with '-' (nor is empty).
 constexpr const char* kPathPattern = "^[^-]";
+// Characters: a name, and a path (Linux's PATH_MAX). Every pattern comes
+// with a maxLength (McpServer refuses a longer string before matching it).
+constexpr unsigned kNameMax = 128;
+constexpr unsigned kPathMax = 4096;
 
 J object_schema(J properties, std::vector<std::string> required) {
   return {{"$schema", "http://json-schema.org/draft-07/schema#"},
@@ -331,7 +335,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
   t.push_back({"run_queue", "Run the queue",
                "Start `densefeed worker --once` in the background: it runs every queued experiment in submission order (gate, "
                "then benchmark on a green gate) and exits when the queue is empty. Returns at once.",
-               object_schema({{"profile", {{"type", "string"}, {"pattern", kNamePattern}, {"description", "gate profile (default quick; full runs every case)"}}}}, {}),
+               object_schema({{"profile", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}, {"description", "gate profile (default quick; full runs every case)"}}}}, {}),
                [self](const J& a, const std::atomic<bool>&) { return self->run_queue(a); }});
   t.push_back({"get_status", "Get an experiment's verdict",
                "The experiment's state and verdict document: each stage's status, the red cases with output, metric, value, bound "
@@ -351,7 +355,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                "What a gate runs, accepts, checks and freezes: its commands, the parameters a manifest may set (with types, allowed "
                "values, defaults), outputs with dtype, shape and tolerance, cases per profile, bench cases, frozen files, and "
                "whether it matches gates/gates.lock." + schema_text("gate-show.schema.json"),
-               object_schema({{"name", {{"type", "string"}, {"pattern", kNamePattern}, {"description", "gate name (list_gates)"}}}}, {"name"}),
+               object_schema({{"name", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}, {"description", "gate name (list_gates)"}}}}, {"name"}),
                [self](const J& a, const std::atomic<bool>& c) {
                  return self->result_of("gate show", self->cli(self->after_options({"gate", "show"}, {a["name"].get<std::string>()}), std::chrono::minutes(2), &c),
                                         "gate");
@@ -361,26 +365,26 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                "Compare a candidate tensor file with a reference (.npy or .safetensors) with the gate's comparison engine: relative "
                "L2, max abs, elementwise atol + rtol*|ref|, ULP; worst element; per-slice errors along a partition axis. Bounds "
                "default to the candidate dtype's. A red comparison is a result, not a tool error." + schema_text("compare.schema.json"),
-               object_schema({{"reference", {{"type", "string"}, {"pattern", kPathPattern}, {"description", "reference file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
-                              {"candidate", {{"type", "string"}, {"pattern", kPathPattern}, {"description", "candidate file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
+               object_schema({{"reference", {{"type", "string"}, {"pattern", kPathPattern}, {"maxLength", kPathMax}, {"description", "reference file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
+                              {"candidate", {{"type", "string"}, {"pattern", kPathPattern}, {"maxLength", kPathMax}, {"description", "candidate file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
                               {"rel_l2", bound}, {"max_abs", bound}, {"atol", bound}, {"rtol", bound}, {"ulp", bound},
                               {"max_violation_fraction", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}},
                               {"partition_axis", {{"type", "integer"}, {"minimum", 0}}},
                               {"partition_parts", {{"type", "integer"}, {"minimum", 0}}},
                               {"reference_tensor", {{"type", "string"}}}, {"candidate_tensor", {{"type", "string"}}},
-                              {"candidate_dtype", {{"type", "string"}, {"pattern", kNamePattern}}}},
+                              {"candidate_dtype", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}}}},
                              {"reference", "candidate"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->compare(a, c); }});
   t.push_back({"analyze_trace", "Analyse a trace file",
                "Analyse a trace (Chrome Trace Event JSON, or an nsys SQLite export) with `densefeed trace analyze --json`: where "
                "the time goes, per lane, and the overlap of intervals.",
-               object_schema({{"path", {{"type", "string"}, {"pattern", kPathPattern}, {"description", "trace file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}}}, {"path"}),
+               object_schema({{"path", {{"type", "string"}, {"pattern", kPathPattern}, {"maxLength", kPathMax}, {"description", "trace file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}}}, {"path"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->analyze_trace(a, c); }});
   t.push_back({"ledger_list", "List experiments",
                "Every recorded experiment with its state, gate verdict and speedups (read-only)." + schema_text("ledger-list.schema.json"),
-               object_schema({{"gate", {{"type", "string"}, {"pattern", kNamePattern}, {"description", "gate name (list_gates)"}}},
-                              {"verdict", {{"type", "string"}, {"pattern", kWordPattern}, {"description", "gate verdict (green, red, error, pending) or state (queued, started, finished, ...)"}}},
-                              {"since", {{"type", "string"}, {"pattern", kSincePattern}, {"description", "UTC ISO 8601 prefix, e.g. 2026-11-29"}}}},
+               object_schema({{"gate", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}, {"description", "gate name (list_gates)"}}},
+                              {"verdict", {{"type", "string"}, {"pattern", kWordPattern}, {"maxLength", kNameMax}, {"description", "gate verdict (green, red, error, pending) or state (queued, started, finished, ...)"}}},
+                              {"since", {{"type", "string"}, {"pattern", kSincePattern}, {"maxLength", kNameMax}, {"description", "UTC ISO 8601 prefix, e.g. 2026-11-29"}}}},
                              {}),
                [self](const J& a, const std::atomic<bool>& c) {
                  std::vector<std::string> args = {"ledger", "list"};

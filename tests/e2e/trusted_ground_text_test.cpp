@@ -158,6 +158,12 @@ TEST_F(TrustedGroundMcp, AnArgumentOfTheWrongTypeIsRefusedNamingItAndWhatItExpec
   const J unknown = server_->call(5, "show_gate", {{"name", "g"}, {"--help", true}});
   EXPECT_EQ(unknown["result"]["isError"], true) << unknown.dump();
   EXPECT_NE(text(unknown).find("argument '--help' is not an argument of this tool"), std::string::npos) << text(unknown);
+  // A 2 MB name never reaches a regular expression (std::regex recurses per
+  // character: it took the server down with SIGSEGV); refused on its length.
+  const J huge = server_->call(6, "show_gate", {{"name", std::string(2'000'000, 'a')}});
+  EXPECT_EQ(huge["result"]["isError"], true) << huge.dump().substr(0, 400);
+  EXPECT_NE(text(huge).find("argument 'name' is a string of 2000000 characters"), std::string::npos) << text(huge).substr(0, 400);
+  EXPECT_EQ(server_->request(7, "ping")["result"], J::object());
   EXPECT_FALSE(std::filesystem::exists(calls())) << "a tool ran the CLI for arguments its schema refuses";
 }
 
