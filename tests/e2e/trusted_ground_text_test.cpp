@@ -61,19 +61,8 @@ class TrustedGround : public ::testing::Test {
     ASSERT_EQ(testing::locked_project(repo_, {{"ref.py", kReference}, {"c.py", kCandidate}, {"gates/g.yaml", kGate}}, kExe, env_), "");
   }
   testing::CliResult cli(const std::vector<std::string>& args) { return testing::run_cli(kExe, args, repo_, env_); }
-
-  testing::TempDir dir_;
-  std::filesystem::path repo_ = dir_ / "project";
-  std::map<std::string, std::string> env_ = testing::project_env(dir_ / "home");
-};
-
-// --- MCP -------------------------------------------------------------------
-
-class TrustedGroundMcp : public TrustedGround {
- protected:
-  void SetUp() override {
-    TrustedGround::SetUp();
-    if (HasFatalFailure()) return;
+  // `densefeed mcp` on the project, initialized, with its ledger at ledger_.
+  void start_server() {
     server_ = std::make_unique<testing::McpClient>(
         std::vector<std::string>{kExe, "--project", repo_.string(), "mcp", "--ledger", ledger_.string()}, env_);
     ASSERT_TRUE(server_->initialize());
@@ -83,11 +72,17 @@ class TrustedGroundMcp : public TrustedGround {
   std::filesystem::path calls() const { return dir_ / "l-mcp" / "calls"; }
   static std::string text(const J& r) { return r["result"]["content"][0]["text"].get<std::string>(); }
 
+  testing::TempDir dir_;
+  std::filesystem::path repo_ = dir_ / "project";
+  std::map<std::string, std::string> env_ = testing::project_env(dir_ / "home");
   std::filesystem::path ledger_ = dir_ / "l.db";
   std::unique_ptr<testing::McpClient> server_;
 };
 
-TEST_F(TrustedGroundMcp, AGateNamedDashDashHelpIsAJsonRpcErrorAndNothingRuns) {
+// --- MCP -------------------------------------------------------------------
+
+TEST_F(TrustedGround, AGateNamedDashDashHelpIsAJsonRpcErrorAndNothingRuns) {
+  ASSERT_NO_FATAL_FAILURE(start_server());
   const J r = server_->call(1, "show_gate", {{"name", "--help"}});
   ASSERT_TRUE(r.contains("error")) << r.dump();
   EXPECT_FALSE(r.contains("result")) << r.dump();
@@ -130,7 +125,8 @@ TEST_F(TrustedGroundMcp, AGateNamedDashDashHelpIsAJsonRpcErrorAndNothingRuns) {
   EXPECT_TRUE(std::filesystem::exists(calls()));
 }
 
-TEST_F(TrustedGroundMcp, AnArgumentOfTheWrongTypeIsRefusedNamingItAndWhatItExpects) {
+TEST_F(TrustedGround, AnArgumentOfTheWrongTypeIsRefusedNamingItAndWhatItExpects) {
+  ASSERT_NO_FATAL_FAILURE(start_server());
   // A number where a string is declared: the model's to correct, a tool
   // execution error (MCP 2025-11-25, server/tools: error handling).
   const J r = server_->call(1, "show_gate", {{"name", 7}});
@@ -172,7 +168,7 @@ TEST_F(TrustedGroundMcp, AnArgumentOfTheWrongTypeIsRefusedNamingItAndWhatItExpec
 // argument the schema let through could never be read as an option. Each
 // call gets the CLI's own bad-input document (it read the word as a name or
 // a file), never its help text.
-TEST_F(TrustedGroundMcp, TheToolsPassEveryOperandAfterDashDash) {
+TEST_F(TrustedGround, TheToolsPassEveryOperandAfterDashDash) {
   McpToolConfig config;
   config.densefeed = kExe;
   config.project = repo_;
