@@ -17,14 +17,19 @@
 #include "gate_spec.h"
 #include "ledger.h"
 #include "pending_results.h"
+#include "printable.h"
 #include "workspace.h"
 
 namespace densefeed {
 namespace {
 
+// A string field of a ledger document as one line of text (printable.h):
+// a manifest's or a harness's text can never draw a line of its own.
+std::string line(const nlohmann::ordered_json& v) { return one_line(v.get<std::string>()); }
+
 std::string cell(const nlohmann::ordered_json& v) {
   if (v.is_null()) return "-";
-  if (v.is_string()) return v.get<std::string>();
+  if (v.is_string()) return one_line(v.get<std::string>());
   if (v.is_number_float()) return fmt::format("{:.6g}", v.get<double>());
   return v.dump();
 }
@@ -35,93 +40,93 @@ void print_ledger_list(const nlohmann::ordered_json& rows) {
   for (const auto& r : rows) {
     std::string tail;
     for (const auto& s : r["speedups"]) {
-      tail += fmt::format("{}{}: {} {:.3f}x [{:.3f}, {:.3f}]", tail.empty() ? "" : "; ", s["case"].get<std::string>(),
-                          s["verdict"].get<std::string>(), s["speedup"].get<double>(), s["speedup_lo"].get<double>(),
+      tail += fmt::format("{}{}: {} {:.3f}x [{:.3f}, {:.3f}]", tail.empty() ? "" : "; ", line(s["case"]),
+                          line(s["verdict"]), s["speedup"].get<double>(), s["speedup_lo"].get<double>(),
                           s["speedup_hi"].get<double>());
     }
-    if (tail.empty()) tail = r["reason"].get<std::string>();
-    std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<11} {:<8} {:<7} {:<21} {}\n", r["id"].get<std::int64_t>(), r["name"].get<std::string>(),
-                             r["gate"].get<std::string>(), r["state"].get<std::string>(), r["verdict"].get<std::string>(),
-                             r["profile"].is_string() ? r["profile"].get<std::string>() : "-", r["submitted_at"].get<std::string>(), tail);
+    if (tail.empty()) tail = line(r["reason"]);
+    std::cout << fmt::format("{:>4}  {:<32} {:<20} {:<11} {:<8} {:<7} {:<21} {}\n", r["id"].get<std::int64_t>(), line(r["name"]),
+                             line(r["gate"]), line(r["state"]), line(r["verdict"]),
+                             r["profile"].is_string() ? line(r["profile"]) : "-", line(r["submitted_at"]), tail);
   }
 }
 
 void print_ledger_show(const nlohmann::ordered_json& e) {
-  std::cout << fmt::format("experiment {} '{}' by '{}', submitted {}\n", e["id"].get<std::int64_t>(), e["name"].get<std::string>(),
-                           e["author"].get<std::string>(), e["submitted_at"].get<std::string>());
-  std::cout << fmt::format("  manifest {} (sha256 {})\n  hypothesis: {}\n  predicted:  {}\n", e["manifest_path"].get<std::string>(),
-                           e["manifest_sha256"].get<std::string>(), e["hypothesis"].get<std::string>(),
-                           e["predicted_effect"].get<std::string>());
-  std::cout << fmt::format("  candidate {} {}   base {} {}\n", e["candidate_revision"].get<std::string>(), e["candidate_params"].dump(),
-                           e["base_revision"].get<std::string>(), e["base_params"].dump());
+  std::cout << fmt::format("experiment {} '{}' by '{}', submitted {}\n", e["id"].get<std::int64_t>(), line(e["name"]),
+                           line(e["author"]), line(e["submitted_at"]));
+  std::cout << fmt::format("  manifest {} (sha256 {})\n  hypothesis: {}\n  predicted:  {}\n", line(e["manifest_path"]),
+                           line(e["manifest_sha256"]), line(e["hypothesis"]),
+                           line(e["predicted_effect"]));
+  std::cout << fmt::format("  candidate {} {}   base {} {}\n", line(e["candidate_revision"]), e["candidate_params"].dump(),
+                           line(e["base_revision"]), e["base_params"].dump());
   const auto& r = e["record"];
-  std::cout << fmt::format("  verdict: {}{}{}\n", r["verdict"].get<std::string>(),
-                           r["verdict_stage"].get<std::string>().empty() ? "" : " (" + r["verdict_stage"].get<std::string>() + ")",
-                           r["reason"].get<std::string>().empty() ? "" : " — " + r["reason"].get<std::string>());
+  std::cout << fmt::format("  verdict: {}{}{}\n", line(r["verdict"]),
+                           line(r["verdict_stage"]).empty() ? "" : " (" + line(r["verdict_stage"]) + ")",
+                           line(r["reason"]).empty() ? "" : " — " + line(r["reason"]));
   for (const auto& [stage, o] : r["stages"].items()) {
     const auto& f = o["failure"];
     std::string failure;
     if (f["kind"] != "none") {
-      failure = fmt::format(" [{}{}{}{}{}]", f["kind"].get<std::string>(), f["who"].get<std::string>().empty() ? "" : " by " + f["who"].get<std::string>(),
+      failure = fmt::format(" [{}{}{}{}{}]", line(f["kind"]), line(f["who"]).empty() ? "" : " by " + line(f["who"]),
                             f.contains("signal") ? fmt::format(", signal {}", f["signal"].get<int>()) : "",
                             f.contains("exit_code") ? fmt::format(", exit code {}", f["exit_code"].get<int>()) : "",
-                            f.contains("output") ? fmt::format(", {}{}", f["output"].get<std::string>(),
-                                                               f.contains("metric") ? "." + f["metric"].get<std::string>() : "") : "");
+                            f.contains("output") ? fmt::format(", {}{}", line(f["output"]),
+                                                               f.contains("metric") ? "." + line(f["metric"]) : "") : "");
     }
-    std::cout << fmt::format("  stage {:<10} {}{}{}\n", stage, o["verdict"].get<std::string>(), failure,
-                             o["reason"].get<std::string>().empty() ? "" : " — " + o["reason"].get<std::string>());
+    std::cout << fmt::format("  stage {:<10} {}{}{}\n", stage, line(o["verdict"]), failure,
+                             line(o["reason"]).empty() ? "" : " — " + line(o["reason"]));
   }
   const auto& g = e["gate_run"];
   if (g.is_null()) {
     std::cout << "  gate: no gate run recorded\n";
   } else {
-    std::cout << fmt::format("  gate {} (sha256 {}), profile {}, seed {}: {}{}\n", g["gate"].get<std::string>(),
-                             g["gate_sha256"].get<std::string>().substr(0, 16), g["profile"].get<std::string>(),
-                             g["seed"].get<std::string>(), g["verdict"].get<std::string>(),
-                             g["reason"].get<std::string>().empty() ? "" : " — " + g["reason"].get<std::string>());
-    for (const auto& p : g["lock_problems"]) std::cout << "    lock: " << p.get<std::string>() << "\n";
+    std::cout << fmt::format("  gate {} (sha256 {}), profile {}, seed {}: {}{}\n", line(g["gate"]),
+                             line(g["gate_sha256"]).substr(0, 16), line(g["profile"]),
+                             line(g["seed"]), line(g["verdict"]),
+                             line(g["reason"]).empty() ? "" : " — " + line(g["reason"]));
+    for (const auto& p : g["lock_problems"]) std::cout << "    lock: " << line(p) << "\n";
     for (const auto& c : g["cases"]) {
       std::string metrics;
       for (const auto& m : c["metrics"]) {
         // A metric the gate does not bound says nothing the reader can act on.
         if (!m["bound"].is_number() || !std::isfinite(m["bound"].get<double>())) continue;
-        metrics += fmt::format(" {}.{}={} (bound {:.1e})", m["output"].get<std::string>(), m["metric"].get<std::string>(),
+        metrics += fmt::format(" {}.{}={} (bound {:.1e})", line(m["output"]), line(m["metric"]),
                                m["value"].is_null() ? "nan" : fmt::format("{:.2e}", m["value"].get<double>()), m["bound"].get<double>());
       }
-      std::cout << fmt::format("    {:<6} {:<50}{}{}\n", c["verdict"].get<std::string>(), c["case_label"].get<std::string>(), metrics,
-                               metrics.empty() ? " " + c["reason"].get<std::string>() : "");
+      std::cout << fmt::format("    {:<6} {:<50}{}{}\n", line(c["verdict"]), line(c["case_label"]), metrics,
+                               metrics.empty() ? " " + line(c["reason"]) : "");
     }
   }
   for (const auto& b : e["bench_cases"]) {
     std::cout << fmt::format("  bench {}: {} — speedup {:.3f}x [{:.3f}, {:.3f}], p = {:.3g}, {} rounds; base {:.4g} {}, candidate {:.4g} {}\n",
-                             b["case_label"].get<std::string>(), b["verdict"].get<std::string>(), b["speedup"].get<double>(),
+                             line(b["case_label"]), line(b["verdict"]), b["speedup"].get<double>(),
                              b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>(), b["p_value"].get<double>(),
-                             b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(), b["unit"].get<std::string>(),
-                             b["candidate_median"].get<double>(), b["unit"].get<std::string>());
+                             b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(), line(b["unit"]),
+                             b["candidate_median"].get<double>(), line(b["unit"]));
     std::cout << (b.value("timing", "candidate") == "driver" ? "    timed by the gate's trusted driver\n"
                                                               : "    timed by the candidate (promotion needs --accept-candidate-timing)\n");
     for (const auto& f : b.value("timing_flags", nlohmann::ordered_json::array())) {
-      std::cout << fmt::format("    {}: {}\n", f.value("kind", ""), f.value("reason", ""));
+      std::cout << fmt::format("    {}: {}\n", one_line(f.value("kind", "")), one_line(f.value("reason", "")));
     }
   }
   for (const auto& t : e["trace_findings"]) {
-    std::cout << fmt::format("  trace {} check {} ({}): {} — value {}, bound {}\n", t["arm"].get<std::string>(),
-                             t["check_index"].get<std::int64_t>(), t["kind"].get<std::string>(),
+    std::cout << fmt::format("  trace {} check {} ({}): {} — value {}, bound {}\n", line(t["arm"]),
+                             t["check_index"].get<std::int64_t>(), line(t["kind"]),
                              t["passed"].get<bool>() ? "passed" : "FAILED", cell(t["value"]), cell(t["bound"]));
   }
-  std::cout << "  state: " << e["state"].get<std::string>();
+  std::cout << "  state: " << line(e["state"]);
   for (const auto& [category, decision] : e["categories"].items()) std::cout << fmt::format("; {}: {}", category, cell(decision));
   if (!e["promotion"].is_null()) {
-    std::cout << fmt::format("; promoted by {} at {}", e["promotion"]["promoted_by"].get<std::string>(),
-                             e["promotion"]["promoted_at"].get<std::string>());
+    std::cout << fmt::format("; promoted by {} at {}", line(e["promotion"]["promoted_by"]),
+                             line(e["promotion"]["promoted_at"]));
   }
   std::cout << "\n";
   for (const auto& a : e["acceptance_runs"]) {
-    std::cout << fmt::format("  acceptance: {}{}\n", a["verdict"].get<std::string>(),
-                             a["reason"].get<std::string>().empty() ? "" : " — " + a["reason"].get<std::string>());
+    std::cout << fmt::format("  acceptance: {}{}\n", line(a["verdict"]),
+                             line(a["reason"]).empty() ? "" : " — " + line(a["reason"]));
     for (const auto& c : a["criteria"]) {
-      std::cout << fmt::format("    {:<6} {:<48} {} {} vs {}\n", c["passed"].get<bool>() ? "pass" : "FAIL", c["criterion"].get<std::string>(),
-                               c["statistic"].get<std::string>(), cell(c["lhs"]), cell(c["rhs"]));
+      std::cout << fmt::format("    {:<6} {:<48} {} {} vs {}\n", c["passed"].get<bool>() ? "pass" : "FAIL", line(c["criterion"]),
+                               line(c["statistic"]), cell(c["lhs"]), cell(c["rhs"]));
     }
   }
 }
@@ -320,7 +325,7 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                          delta = fmt::format("{:+.3g}", r["delta"].get<double>());
                          if (r.contains("ratio")) delta += fmt::format(" (x{:.3g})", r["ratio"].get<double>());
                        }
-                       std::cout << fmt::format("{:<56} {:>18} {:>18} {:>12}\n", r["field"].get<std::string>(), cell(r["a"]),
+                       std::cout << fmt::format("{:<56} {:>18} {:>18} {:>12}\n", line(r["field"]), cell(r["a"]),
                                                 cell(r["b"]), delta);
                      }
                      if (rows.empty()) std::cout << "no differences\n";
@@ -422,7 +427,7 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                      } else {
                        for (const auto& r : recovered) {
                          std::cout << fmt::format("experiment {}: {} ({} case(s)), verdict {} — from {}\n", r.experiment_id, r.outcome,
-                                                  r.cases, r.verdict, r.file);
+                                                  r.cases, r.verdict, one_line(r.file));
                        }
                      }
                      return 0;
@@ -523,7 +528,7 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                        doc["checks"].push_back({{"check", c.name}, {"ok", c.failures.empty()}, {"failures", c.failures}});
                        if (!ctx.json) {
                          std::cout << fmt::format("{:<4} {}\n", c.failures.empty() ? "ok" : "FAIL", c.name);
-                         for (const auto& f : c.failures) std::cout << "       " << f << "\n";
+                         for (const auto& f : c.failures) std::cout << "       " << one_line(f) << "\n";
                        }
                      }
                      doc["ok"] = ok;

@@ -24,6 +24,7 @@
 #include "gate_lock.h"
 #include "heartbeat.h"
 #include "ledger.h"
+#include "printable.h"
 #include "process_runner.h"
 #include "slurm_executor.h"
 #include "rank_group.h"
@@ -91,7 +92,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        queued.push_back({{"experiment_id", id}, {"experiment", p.manifest.name}, {"manifest", p.manifest.doc.path}, {"state", "queued"}});
                        if (!ctx.json) {
                          std::cout << fmt::format("experiment {} queued ({}); follow it with: densefeed status {} --wait\n", id,
-                                                  p.manifest.name, id);
+                                                  one_line(p.manifest.name), id);
                        }
                      }
                      if (ctx.json) {
@@ -293,7 +294,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                              line = state + (p.exit_code == 0 ? " (green)" : p.exit_code == 1 ? " (red)" : fmt::format(" (exit {})", p.exit_code));
                            }
                            const std::lock_guard lock(print);
-                           std::cout << fmt::format("slot {}: experiment {} ({}): {}\n", slot, claimed->id, claimed->manifest_path, line)
+                           std::cout << fmt::format("slot {}: experiment {} ({}): {}\n", slot, claimed->id, one_line(claimed->manifest_path), one_line(line))
                                      << std::flush;
                          }
                        });
@@ -395,17 +396,17 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        std::cout << s.dump(2) << "\n";
                      } else {
                        const auto& r = s["record"];
-                       std::cout << fmt::format("experiment {} ({}): {}; verdict {}{}{}\n", id, s["experiment"].get<std::string>(),
-                                                s["state"].get<std::string>(), r["verdict"].get<std::string>(),
-                                                r["verdict_stage"].get<std::string>().empty() ? "" : " (" + r["verdict_stage"].get<std::string>() + ")",
-                                                r["reason"].get<std::string>().empty() ? "" : " — " + r["reason"].get<std::string>());
+                       std::cout << fmt::format("experiment {} ({}): {}; verdict {}{}{}\n", id, one_line(s["experiment"].get<std::string>()),
+                                                one_line(s["state"].get<std::string>()), one_line(r["verdict"].get<std::string>()),
+                                                r["verdict_stage"].get<std::string>().empty() ? "" : " (" + one_line(r["verdict_stage"].get<std::string>()) + ")",
+                                                r["reason"].get<std::string>().empty() ? "" : " — " + one_line(r["reason"].get<std::string>()));
                        for (const auto& b : s["bench"]) {
-                         std::cout << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", b["case"].get<std::string>(),
-                                                  b["verdict"].get<std::string>(), b["speedup"].get<double>(), b["speedup_lo"].get<double>(),
+                         std::cout << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", one_line(b["case"].get<std::string>()),
+                                                  one_line(b["verdict"].get<std::string>()), b["speedup"].get<double>(), b["speedup_lo"].get<double>(),
                                                   b["speedup_hi"].get<double>());
                        }
                        if (!e["events"].empty() && !e["events"].back()["detail"].get<std::string>().empty()) {
-                         std::cout << "  " << e["events"].back()["detail"].get<std::string>() << "\n";
+                         std::cout << "  " << one_line(e["events"].back()["detail"].get<std::string>()) << "\n";
                        }
                        std::cout << render_next_steps_text(s["next"]);
                      }

@@ -13,6 +13,7 @@
 #include "gate_spec.h"
 #include "heartbeat.h"
 #include "ledger.h"
+#include "printable.h"
 #include "revision_build.h"
 #include "untrusted_launch.h"
 
@@ -142,7 +143,7 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                          std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"promoted", false}, {"reasons", blockers}}.dump(2) << "\n";
                        } else {
                          std::cout << fmt::format("experiment {} cannot be promoted:\n", id);
-                         for (const auto& b : blockers) std::cout << "  - " << b << "\n";
+                         for (const auto& b : blockers) std::cout << "  - " << one_line(b) << "\n";
                        }
                        return 1;
                      }
@@ -198,10 +199,10 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                        }
                        std::cout << doc.dump(2) << "\n";
                      } else {
-                       std::cout << fmt::format("experiment {} promoted by {}; acceptance: {}{}\n", id, pa->by, record.verdict,
-                                                record.reason.empty() ? "" : " — " + record.reason);
+                       std::cout << fmt::format("experiment {} promoted by {}; acceptance: {}{}\n", id, one_line(pa->by), record.verdict,
+                                                record.reason.empty() ? "" : " — " + one_line(record.reason));
                        for (const auto& c : record.criteria) {
-                         std::cout << fmt::format("  {:<6} {:<48} {}: {} vs {}\n", c.passed ? "pass" : "FAIL", c.criterion, c.statistic,
+                         std::cout << fmt::format("  {:<6} {:<48} {}: {} vs {}\n", c.passed ? "pass" : "FAIL", one_line(c.criterion), one_line(c.statistic),
                                                   c.lhs ? fmt::format("{:.6g}", *c.lhs) : "?", c.rhs ? fmt::format("{:.6g}", *c.rhs) : "?");
                        }
                      }

@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -14,6 +15,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "error.h"
 #include "printable.h"
 #include "schema_validator.h"
 
@@ -65,6 +67,70 @@ struct Runner {
 
 struct TooDeep {};
 
+// One declared argument of a tool (a property of its object inputSchema):
+// its schema, a validator of it, and its `pattern` when it has one. The
+// words that reach the CLI's argv (names, paths, profiles) declare a pattern
+// that no option ('-x', '--help') matches, and a maxLength: std::regex
+// (libstdc++) matches by recursion, one frame per character, so a pattern is
+// only ever tried on a string within its maxLength (a 2 MB name would
+// overflow the stack).
+struct ArgumentSchema {
+  std::string argument;
+  J schema;
+  std::unique_ptr<SchemaValidator> validator;
+  std::string pattern;  // ECMA-262, as JSON Schema draft-07 says; "" for none
+  std::regex regex;
+  std::size_t max_length = 0;  // characters; set whenever pattern is
+};
+
+// The properties of an object inputSchema, each with its own validator, so
+// that a refusal names the argument it is about (a typed field, not a pointer
+// read back out of valijson's message). Throws InfraError for a pattern that
+// is not a regular expression or comes without a maxLength.
+std::vector<ArgumentSchema> argument_schemas(const J& schema, const std::string& tool) {
+  std::vector<ArgumentSchema> out;
+  if (!schema.is_object() || !schema.contains("properties") || !schema["properties"].is_object()) return out;
+  for (const auto& [name, property] : schema["properties"].items()) {
+    ArgumentSchema a{name, property, std::make_unique<SchemaValidator>(nlohmann::json(property), "tool " + tool + " argument " + name)};
+    if (property.is_object() && property.contains("pattern")) {
+      if (!property["pattern"].is_string() || !property.contains("maxLength") || !property["maxLength"].is_number_unsigned()) {
+        throw InfraError(fmt::format("tool {}: inputSchema property '{}': a pattern needs a string and a maxLength", tool, name));
+      }
+      a.pattern = property["pattern"].get<std::string>();
+      a.max_length = property["maxLength"].get<std::size_t>();
+      try {
+        a.regex = std::regex(a.pattern, std::regex::ECMAScript);
+      } catch (const std::regex_error& e) {
+        throw InfraError(fmt::format("tool {}: inputSchema property '{}': pattern '{}' is not a regular expression ({})", tool,
+                                     name, a.pattern, e.what()));
+      }
+    }
+    out.push_back(std::move(a));
+  }
+  return out;
+}
+
+// A JSON value's type as JSON Schema names it, for "got a number".
+std::string json_type(const J& v) {
+  if (v.is_string()) return "a string";
+  if (v.is_number_integer() || v.is_number_unsigned()) return "an integer";
+  if (v.is_number()) return "a number";
+  if (v.is_boolean()) return "a boolean";
+  if (v.is_null()) return "null";
+  if (v.is_array()) return "an array";
+  return "an object";
+}
+
+// Characters (code points) of UTF-8 text, as JSON Schema's maxLength counts them.
+std::size_t characters(const std::string& text) {
+  std::size_t n = 0;
+  for (const unsigned char c : text) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+// `text` cut for a message, as printable() shows it.
+std::string shown(const std::string& text) { return printable(text.size() > 200 ? text.substr(0, 200) + "..." : text, false); }
+
 }  // namespace
 
 const std::vector<std::string>& mcp_protocol_versions() {
@@ -84,6 +150,7 @@ struct McpServer::Impl {
   std::deque<PendingCall> pending;           // in arrival order
   std::list<Runner> runners;                 // at most options.max_running_calls alive
   std::vector<std::unique_ptr<SchemaValidator>> validators;  // one per tool, same order
+  std::vector<std::vector<ArgumentSchema>> arguments;         // one list per tool, same order
   bool initialize_answered = false;
   bool initialized_notified = false;
   std::string protocol_version;
@@ -228,22 +295,92 @@ struct McpServer::Impl {
       send(error_response(id, kInvalidParams, fmt::format("tools/call {}: params.arguments must be an object", name)));
       return;
     }
+    const J& tool_schema = options.tools[index].input_schema;
+    const auto& declared = this->arguments[index];
+    const auto declared_as = [&](const std::string& key) {
+      return std::find_if(declared.begin(), declared.end(), [&](const ArgumentSchema& a) { return a.argument == key; });
+    };
+    // Each refusal names the argument and what it expects (its property schema).
+    J invalid = J::array();
+    std::vector<std::string> lines;
+    const auto refuse = [&](const std::string& argument, const std::string& problem, const J& expected) {
+      invalid.push_back({{"argument", argument}, {"problem", problem}, {"expected", expected}});
+      lines.push_back(fmt::format("argument '{}' {}; expected {}", argument, problem, expected.dump()));
+    };
+    const auto refused = [&] {
+      send(result_response(id, {{"content", J::array({{{"type", "text"},
+                                                       {"text", fmt::format("{}: the arguments do not match its inputSchema: {}. "
+                                                                            "Nothing was run.",
+                                                                            name, fmt::join(lines, "; "))}}})},
+                                {"structuredContent", {{"invalid_arguments", invalid}}},
+                                {"isError", true}}));
+    };
+    // A string longer than its maxLength never reaches a regular expression
+    // (neither ours below nor valijson's): refused first, as a tool error.
+    for (const auto& a : declared) {
+      if (a.pattern.empty() || !arguments.contains(a.argument) || !arguments[a.argument].is_string()) continue;
+      const std::size_t n = characters(arguments[a.argument].get<std::string>());
+      if (n > a.max_length) refuse(a.argument, fmt::format("is a string of {} characters", n), a.schema);
+    }
+    if (!lines.empty()) return refused();
+    // A string argument that misses its declared pattern (a gate name that
+    // is "--help") is refused as invalid params before anything runs: the
+    // words that reach the CLI's argv are never options (issue 25). The
+    // tools pass operands after "--" as well; this is the first of the two.
+    for (const auto& a : declared) {
+      if (a.pattern.empty() || !arguments.contains(a.argument) || !arguments[a.argument].is_string()) continue;  // absent or mistyped: the schema's turn
+      const std::string value = arguments[a.argument].get<std::string>();
+      if (std::regex_search(value, a.regex)) continue;
+      send(error_response(
+          id, kInvalidParams,
+          fmt::format("tools/call {}: argument '{}' is \"{}\": expected a string matching {}{}; nothing was run", name,
+                      a.argument, shown(value), a.pattern,
+                      a.schema.contains("description") ? " (" + a.schema["description"].get<std::string>() + ")" : ""),
+          J{{"tool", name}, {"argument", a.argument}, {"pattern", a.pattern}}));
+      return;
+    }
     // Argument values of the wrong type are the model's to correct: a tool
     // execution error (server/tools: error handling), not a protocol error.
+    for (const auto& [key, value] : arguments.items()) {
+      const auto it = declared_as(key);
+      if (it == declared.end()) {
+        if (tool_schema.value("additionalProperties", true) == false) {
+          std::vector<std::string> names;
+          for (const auto& a : declared) names.push_back(a.argument);
+          refuse(printable(key, false), "is not an argument of this tool", J(names));
+        }
+        continue;
+      }
+      if (!it->validator->errors(nlohmann::json(value)).empty()) {
+        refuse(key, fmt::format("is {} ({})", json_type(value), shown(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))),
+               it->schema);
+      }
+    }
+    if (tool_schema.contains("required") && tool_schema["required"].is_array()) {
+      for (const auto& r : tool_schema["required"]) {
+        if (!r.is_string() || arguments.contains(r.get<std::string>())) continue;
+        const auto it = declared_as(r.get<std::string>());
+        refuse(r.get<std::string>(), "is missing (it is required)", it == declared.end() ? J::object() : it->schema);
+      }
+    }
+    // The whole schema too: what the per-argument checks cannot see, and
+    // valijson's own words (JSON pointers) beside them.
     const auto all = validators[index]->errors(nlohmann::json(arguments));
     // valijson adds a "failed to validate" line for each enclosing schema; the innermost lines say what is wrong.
     std::vector<std::string> problems;
     for (const auto& p : all) {
-      if (p.find("Failed to validate against schema") == std::string::npos) problems.push_back(p);
+      if (p.find("Failed to validate against schema") == std::string::npos) problems.push_back(printable(p, false));
     }
     if (problems.empty()) problems = all;
-    if (!problems.empty()) {
-      J schema_hint = options.tools[index].input_schema;
-      send(result_response(
-          id, {{"content", J::array({{{"type", "text"},
-                                      {"text", fmt::format("{}: the arguments do not match its inputSchema: {}. Expected: {}", name,
-                                                           fmt::join(problems, "; "), schema_hint.dump())}}})},
-               {"isError", true}}));
+    if (!lines.empty() || !problems.empty()) {
+      const std::string text =
+          lines.empty() ? fmt::format("{}: the arguments do not match its inputSchema: {}. Expected: {}. Nothing was run.", name,
+                                      fmt::join(problems, "; "), tool_schema.dump())
+                        : fmt::format("{}: the arguments do not match its inputSchema: {}. Nothing was run. (JSON Schema: {})", name,
+                                      fmt::join(lines, "; "), fmt::join(problems, "; "));
+      send(result_response(id, {{"content", J::array({{{"type", "text"}, {"text", text}}})},
+                                {"structuredContent", {{"invalid_arguments", invalid}}},
+                                {"isError", true}}));
       return;
     }
     const std::string key = id.dump();
@@ -388,6 +525,7 @@ McpServer::McpServer(McpServerOptions options, std::function<void(const std::str
   impl_->write = std::move(write);
   for (const auto& t : impl_->options.tools) {
     impl_->validators.push_back(std::make_unique<SchemaValidator>(nlohmann::json(t.input_schema), "tool " + t.name));
+    impl_->arguments.push_back(argument_schemas(t.input_schema, t.name));
   }
 }
 

@@ -13,6 +13,17 @@
 // a red verdict is NOT a failure) is a result with isError: true. Nothing a
 // client sends stops the server; only the end of its input does.
 //
+// A tool call's arguments are checked before anything runs, in two steps:
+// a string argument that misses the `pattern` its inputSchema property
+// declares (a gate name "--help": the tools' patterns match no word that
+// starts with '-') is invalid params, -32602, whose data names the tool, the
+// argument and the pattern (issue 25: an argument never becomes a CLI
+// option). Any other mismatch (a number where a string is declared, a
+// missing or unknown argument) is the model's to correct, a tool execution
+// error as MCP 2025-11-25 (server/tools: error handling) says: isError,
+// text naming each argument and its property schema, structuredContent
+// {invalid_arguments: [{argument, problem, expected}]}.
+//
 // Tool calls run on their own threads, so ping and quick calls are answered
 // while a long one (status --wait) is in flight; responses are written whole,
 // one line each, under a lock. Hostile input cannot take it down: a line
@@ -47,7 +58,9 @@ struct McpTool {
   std::string name;   // [A-Za-z0-9_.-]{1,128} (server/tools: tool names)
   std::string title;
   std::string description;
-  nlohmann::ordered_json input_schema;  // JSON Schema (draft-07) of `arguments`; checked before `run`
+  // JSON Schema (draft-07) of `arguments`, an object schema; checked before
+  // `run`. A property's `pattern` (ECMA-262) is enforced as invalid params.
+  nlohmann::ordered_json input_schema;
   // Runs the tool on arguments that passed input_schema. `cancel` becomes
   // true when the client cancels the call (or the server is ending). Never throws.
   std::function<McpToolResult(const nlohmann::ordered_json& arguments, const std::atomic<bool>& cancel)> run;

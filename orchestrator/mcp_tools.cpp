@@ -53,6 +53,23 @@ std::string schema_text(const std::string& verb_schema) {
   return fmt::format(" The result is the CLI's --json document (schemas/{}).", verb_schema);
 }
 
+// The forms of the strings that reach the CLI's argv (JSON Schema
+// `pattern`s, ECMA-262). None matches a word that starts with '-', so an
+// argument can never be read as an option; McpServer refuses one that misses
+// its pattern as invalid params before anything runs.
+// A gate, profile or dtype name: schemas/gate-list.schema.json's gate name.
+constexpr const char* kNamePattern = "^[A-Za-z0-9][A-Za-z0-9._-]*$";
+// A verdict or state (ledger list --verdict): green, red, cancel_requested, ...
+constexpr const char* kWordPattern = "^[a-z][a-z_]*$";
+// A UTC ISO 8601 prefix (ledger list --since): 2026-11-29, 2026-11-29T20:00.
+constexpr const char* kSincePattern = "^[0-9][0-9T:Z-]*$";
+// A file path: anything that does not start with '-' (nor is empty).
+constexpr const char* kPathPattern = "^[^-]";
+// Characters: a name, and a path (Linux's PATH_MAX). Every pattern comes
+// with a maxLength (McpServer refuses a longer string before matching it).
+constexpr unsigned kNameMax = 128;
+constexpr unsigned kPathMax = 4096;
+
 J object_schema(J properties, std::vector<std::string> required) {
   return {{"$schema", "http://json-schema.org/draft-07/schema#"},
           {"type", "object"},
@@ -149,11 +166,18 @@ struct DensefeedMcpTools::Impl {
     return r;
   }
 
-  std::vector<std::string> with_ledger(std::vector<std::string> args) const {
-    args.push_back("--ledger");
-    args.push_back(config.ledger.string());
-    args.push_back("--json");
-    return args;
+  // `verb` with the server's ledger and --json, then "--" and the operands:
+  // an argument an agent sent (a name, an id, a path) is never read as an
+  // option, whatever it holds. Option values go as --flag=VALUE for the same reason.
+  std::vector<std::string> with_ledger(std::vector<std::string> verb, const std::vector<std::string>& operands = {}) const {
+    verb.push_back("--ledger=" + config.ledger.string());
+    return after_options(std::move(verb), operands);
+  }
+  static std::vector<std::string> after_options(std::vector<std::string> verb, const std::vector<std::string>& operands) {
+    verb.push_back("--json");
+    verb.push_back("--");
+    verb.insert(verb.end(), operands.begin(), operands.end());
+    return verb;
   }
 
   McpToolResult submit(const J& a, const std::atomic<bool>& cancel) {
@@ -166,7 +190,7 @@ struct DensefeedMcpTools::Impl {
       out << a["manifest"].get<std::string>();
       if (!out) return {J::object(), "cannot write the manifest to " + path.string(), true};
     }
-    const auto o = cli(with_ledger({"submit", path.string()}), std::chrono::minutes(5), &cancel);
+    const auto o = cli(with_ledger({"submit"}, {path.string()}), std::chrono::minutes(5), &cancel);
     std::string lead;
     if (o.doc.is_object() && o.doc.contains("experiment_id")) {
       lead = fmt::format("Queued as experiment {}. It runs when a worker takes it: call run_queue (or start `densefeed worker`), "
@@ -189,19 +213,19 @@ struct DensefeedMcpTools::Impl {
     const std::string id = a["experiment_id"].dump();
     const double wait_s = a.contains("wait_s") ? a["wait_s"].get<double>() : 0;
     if (wait_s > 0) {
-      const auto o = cli(with_ledger({"status", id, "--wait", "--timeout", fmt::format("{}", wait_s)}),
+      const auto o = cli(with_ledger({"status", "--wait", fmt::format("--timeout={}", wait_s)}, {id}),
                          std::chrono::milliseconds(static_cast<long long>(wait_s * 1000) + 120'000), &cancel);
       const bool still = is_error_document(o.doc) && o.doc["error"].get<std::string>().find(" is still ") != std::string::npos;
       if (!still) return result_of("status", o, "status");
       // Waited long enough: the current state is the answer, not an error.
-      auto now = result_of("status", cli(with_ledger({"status", id}), std::chrono::minutes(2), &cancel), "status");
+      auto now = result_of("status", cli(with_ledger({"status"}, {id}), std::chrono::minutes(2), &cancel), "status");
       if (!now.is_error) {
         now.text = fmt::format("Still {} after {} s; call get_status again (is a worker running? run_queue starts one).\n{}",
                                now.structured.value("state", std::string("?")), wait_s, now.text);
       }
       return now;
     }
-    return result_of("status", cli(with_ledger({"status", id}), std::chrono::minutes(2), &cancel), "status");
+    return result_of("status", cli(with_ledger({"status"}, {id}), std::chrono::minutes(2), &cancel), "status");
   }
 
   // A file an agent names must lie in the project folder or next to the
@@ -226,18 +250,19 @@ struct DensefeedMcpTools::Impl {
     for (const char* f : {"reference", "candidate"}) {
       if (auto refused = outside(f, a[f].get<std::string>())) return *refused;
     }
-    std::vector<std::string> args = {"compare", a["reference"].get<std::string>(), a["candidate"].get<std::string>()};
+    std::vector<std::string> args = {"compare"};
     for (const auto& [key, flag] : std::vector<std::pair<std::string, std::string>>{
              {"rel_l2", "--rel-l2"}, {"max_abs", "--max-abs"}, {"atol", "--atol"}, {"rtol", "--rtol"}, {"ulp", "--ulp"},
              {"max_violation_fraction", "--max-violation-fraction"}, {"partition_axis", "--partition-axis"},
              {"partition_parts", "--partition-parts"}, {"reference_tensor", "--ref-tensor"}, {"candidate_tensor", "--cand-tensor"},
              {"candidate_dtype", "--dtype"}}) {
       if (!a.contains(key)) continue;
-      args.push_back(flag);
-      args.push_back(a[key].is_string() ? a[key].get<std::string>() : a[key].dump());
+      args.push_back(flag + "=" + (a[key].is_string() ? a[key].get<std::string>() : a[key].dump()));
     }
-    args.push_back("--json");
-    return result_of("compare", cli(args, std::chrono::minutes(10), &cancel), "comparison");
+    return result_of("compare",
+                     cli(after_options(args, {a["reference"].get<std::string>(), a["candidate"].get<std::string>()}),
+                         std::chrono::minutes(10), &cancel),
+                     "comparison");
   }
 
   McpToolResult analyze_trace(const J& a, const std::atomic<bool>& cancel) {
@@ -250,7 +275,7 @@ struct DensefeedMcpTools::Impl {
               true};
     }
     if (auto refused = outside("path", a["path"].get<std::string>())) return *refused;
-    return result_of("trace analyze", cli({"trace", "analyze", a["path"].get<std::string>(), "--json"}, std::chrono::minutes(10), &cancel),
+    return result_of("trace analyze", cli(after_options({"trace", "analyze"}, {a["path"].get<std::string>()}), std::chrono::minutes(10), &cancel),
                      "analysis");
   }
 
@@ -268,12 +293,9 @@ struct DensefeedMcpTools::Impl {
     worker_log = dir / (unique("worker") + ".log");
     std::vector<std::string> argv = {config.densefeed.string(), "--project", config.project.string()};
     if (config.trust_worktree) argv.push_back("--trust-worktree");
-    for (const std::string a : {"worker", "--once", "--ledger"}) argv.push_back(a);
-    argv.push_back(config.ledger.string());
-    if (a.contains("profile")) {
-      argv.push_back("--profile");
-      argv.push_back(a["profile"].get<std::string>());
-    }
+    for (const std::string a : {"worker", "--once"}) argv.push_back(a);
+    argv.push_back("--ledger=" + config.ledger.string());
+    if (a.contains("profile")) argv.push_back("--profile=" + a["profile"].get<std::string>());
     worker_pid = start_detached(argv, config.project, worker_log, worker_log.string() + ".stderr");
     return {{{"started", true}, {"running", true}, {"log", worker_log.string()}},
             fmt::format("Started `densefeed worker --once`: it runs every queued experiment in submission order and exits when "
@@ -313,7 +335,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
   t.push_back({"run_queue", "Run the queue",
                "Start `densefeed worker --once` in the background: it runs every queued experiment in submission order (gate, "
                "then benchmark on a green gate) and exits when the queue is empty. Returns at once.",
-               object_schema({{"profile", {{"type", "string"}, {"description", "gate profile (default quick; full runs every case)"}}}}, {}),
+               object_schema({{"profile", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}, {"description", "gate profile (default quick; full runs every case)"}}}}, {}),
                [self](const J& a, const std::atomic<bool>&) { return self->run_queue(a); }});
   t.push_back({"get_status", "Get an experiment's verdict",
                "The experiment's state and verdict document: each stage's status, the red cases with output, metric, value, bound "
@@ -327,15 +349,15 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
   t.push_back({"list_gates", "List the gates", "The names of the frozen correctness gates (gates/*.yaml)." + schema_text("gate-list.schema.json"),
                object_schema(J::object(), {}),
                [self](const J&, const std::atomic<bool>& c) {
-                 return self->result_of("gate list", self->cli({"gate", "list", "--json"}, std::chrono::minutes(2), &c), "gates");
+                 return self->result_of("gate list", self->cli(self->after_options({"gate", "list"}, {}), std::chrono::minutes(2), &c), "gates");
                }});
   t.push_back({"show_gate", "Show a gate",
                "What a gate runs, accepts, checks and freezes: its commands, the parameters a manifest may set (with types, allowed "
                "values, defaults), outputs with dtype, shape and tolerance, cases per profile, bench cases, frozen files, and "
                "whether it matches gates/gates.lock." + schema_text("gate-show.schema.json"),
-               object_schema({{"name", {{"type", "string"}, {"minLength", 1}, {"description", "gate name (list_gates)"}}}}, {"name"}),
+               object_schema({{"name", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}, {"description", "gate name (list_gates)"}}}}, {"name"}),
                [self](const J& a, const std::atomic<bool>& c) {
-                 return self->result_of("gate show", self->cli({"gate", "show", a["name"].get<std::string>(), "--json"}, std::chrono::minutes(2), &c),
+                 return self->result_of("gate show", self->cli(self->after_options({"gate", "show"}, {a["name"].get<std::string>()}), std::chrono::minutes(2), &c),
                                         "gate");
                }});
   const J bound = {{"type", "number"}, {"minimum", 0}};
@@ -343,31 +365,31 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                "Compare a candidate tensor file with a reference (.npy or .safetensors) with the gate's comparison engine: relative "
                "L2, max abs, elementwise atol + rtol*|ref|, ULP; worst element; per-slice errors along a partition axis. Bounds "
                "default to the candidate dtype's. A red comparison is a result, not a tool error." + schema_text("compare.schema.json"),
-               object_schema({{"reference", {{"type", "string"}, {"minLength", 1}, {"description", "reference file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
-                              {"candidate", {{"type", "string"}, {"minLength", 1}, {"description", "candidate file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
+               object_schema({{"reference", {{"type", "string"}, {"pattern", kPathPattern}, {"maxLength", kPathMax}, {"description", "reference file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
+                              {"candidate", {{"type", "string"}, {"pattern", kPathPattern}, {"maxLength", kPathMax}, {"description", "candidate file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}},
                               {"rel_l2", bound}, {"max_abs", bound}, {"atol", bound}, {"rtol", bound}, {"ulp", bound},
                               {"max_violation_fraction", {{"type", "number"}, {"minimum", 0}, {"maximum", 1}}},
                               {"partition_axis", {{"type", "integer"}, {"minimum", 0}}},
                               {"partition_parts", {{"type", "integer"}, {"minimum", 0}}},
                               {"reference_tensor", {{"type", "string"}}}, {"candidate_tensor", {{"type", "string"}}},
-                              {"candidate_dtype", {{"type", "string"}}}},
+                              {"candidate_dtype", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}}}},
                              {"reference", "candidate"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->compare(a, c); }});
   t.push_back({"analyze_trace", "Analyse a trace file",
                "Analyse a trace (Chrome Trace Event JSON, or an nsys SQLite export) with `densefeed trace analyze --json`: where "
                "the time goes, per lane, and the overlap of intervals.",
-               object_schema({{"path", {{"type", "string"}, {"minLength", 1}, {"description", "trace file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}}}, {"path"}),
+               object_schema({{"path", {{"type", "string"}, {"pattern", kPathPattern}, {"maxLength", kPathMax}, {"description", "trace file path in the project folder or the ledger's folder (absolute, or relative to the project folder)"}}}}, {"path"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->analyze_trace(a, c); }});
   t.push_back({"ledger_list", "List experiments",
                "Every recorded experiment with its state, gate verdict and speedups (read-only)." + schema_text("ledger-list.schema.json"),
-               object_schema({{"gate", {{"type", "string"}}},
-                              {"verdict", {{"type", "string"}, {"description", "gate verdict (green, red, error, pending) or state (queued, started, finished, ...)"}}},
-                              {"since", {{"type", "string"}, {"description", "UTC ISO 8601 prefix, e.g. 2026-11-29"}}}},
+               object_schema({{"gate", {{"type", "string"}, {"pattern", kNamePattern}, {"maxLength", kNameMax}, {"description", "gate name (list_gates)"}}},
+                              {"verdict", {{"type", "string"}, {"pattern", kWordPattern}, {"maxLength", kNameMax}, {"description", "gate verdict (green, red, error, pending) or state (queued, started, finished, ...)"}}},
+                              {"since", {{"type", "string"}, {"pattern", kSincePattern}, {"maxLength", kNameMax}, {"description", "UTC ISO 8601 prefix, e.g. 2026-11-29"}}}},
                              {}),
                [self](const J& a, const std::atomic<bool>& c) {
                  std::vector<std::string> args = {"ledger", "list"};
                  for (const char* k : {"gate", "verdict", "since"}) {
-                   if (a.contains(k)) args.insert(args.end(), {std::string("--") + k, a[k].get<std::string>()});
+                   if (a.contains(k)) args.push_back(fmt::format("--{}={}", k, a[k].get<std::string>()));
                  }
                  return self->result_of("ledger list", self->cli(self->with_ledger(args), std::chrono::minutes(2), &c), "experiments");
                }});
@@ -376,7 +398,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                "cases with rounds, trace findings, reviews, promotion, acceptance (read-only)." + schema_text("ledger-show.schema.json"),
                object_schema({{"experiment_id", id_schema}}, {"experiment_id"}),
                [self](const J& a, const std::atomic<bool>& c) {
-                 return self->result_of("ledger show", self->cli(self->with_ledger({"ledger", "show", a["experiment_id"].dump()}), std::chrono::minutes(2), &c),
+                 return self->result_of("ledger show", self->cli(self->with_ledger({"ledger", "show"}, {a["experiment_id"].dump()}), std::chrono::minutes(2), &c),
                                         "experiment");
                }});
   t.push_back({"ledger_compare", "Compare two experiments",
@@ -385,7 +407,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                object_schema({{"a", id_schema}, {"b", id_schema}}, {"a", "b"}),
                [self](const J& a, const std::atomic<bool>& c) {
                  return self->result_of("ledger compare",
-                                        self->cli(self->with_ledger({"ledger", "compare", a["a"].dump(), a["b"].dump()}), std::chrono::minutes(2), &c),
+                                        self->cli(self->with_ledger({"ledger", "compare"}, {a["a"].dump(), a["b"].dump()}), std::chrono::minutes(2), &c),
                                         "comparison");
                }});
   t.push_back({"write_report", "Write an experiment's HTML report",
@@ -399,7 +421,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                  std::filesystem::create_directories(dir);
                  const auto path = dir / fmt::format("experiment-{}.html", a["experiment_id"].get<std::int64_t>());
                  return self->result_of("report",
-                                        self->cli(self->with_ledger({"report", a["experiment_id"].dump(), "-o", path.string()}), std::chrono::minutes(2), &c),
+                                        self->cli(self->with_ledger({"report", "-o", path.string()}, {a["experiment_id"].dump()}), std::chrono::minutes(2), &c),
                                         "report", "Wrote " + path.string());
                }});
   return t;

@@ -16,6 +16,11 @@
 //   ledger_compare     densefeed ledger compare ID1 ID2 --json
 //   write_report       densefeed report ID -o LEDGER-mcp/reports/experiment-ID.html --json
 //
+// Operands (names, ids, paths) go after "--" and option values as
+// --flag=VALUE, so an argument is never read as an option; every string
+// argument that reaches argv declares a `pattern` no option matches, which
+// McpServer enforces before the tool runs.
+//
 // A document the CLI prints is a result (a red verdict included); the CLI's
 // error document (exit 2 bad input, 3 infrastructure) is a tool error whose
 // text says what to change.

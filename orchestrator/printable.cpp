@@ -43,6 +43,19 @@ std::string printable(std::string_view text, bool keep_newlines) {
   return out;
 }
 
+std::string one_line(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  std::size_t begin = 0;
+  for (std::size_t i = 0; i <= text.size(); ++i) {
+    if (i < text.size() && text[i] != '\n' && text[i] != '\t') continue;
+    out += printable(text.substr(begin, i - begin), false);
+    if (i < text.size()) out += text[i] == '\n' ? "\\n" : "\\t";
+    begin = i + 1;
+  }
+  return out;
+}
+
 class PrintableStream::Buffer : public std::streambuf {
  public:
   explicit Buffer(std::streambuf* out) : out_(out) {}

@@ -20,9 +20,9 @@
 namespace densefeed {
 namespace {
 
-// Untrusted text (a manifest's hypothesis) on one line of a terminal:
-// printable.h's escapes, line breaks included.
-std::string printable(const std::string& text) { return densefeed::printable(text, false); }
+// Untrusted text (a manifest's hypothesis, a harness's reason) on one line
+// of a terminal: printable.h's one_line(), line breaks as "\n".
+std::string printable(const std::string& text) { return one_line(text); }
 
 std::string threshold_source(const BenchCaseResult& c) {
   if (!c.calibrated_floor) return "the 1 % minimum; no calibration on this host";
@@ -184,7 +184,7 @@ std::string render_comparison_text(const Comparison& c) {
                      m.violations ? fmt::format(" ({} of {} element(s) beyond)", m.violations, c.elements) : "");
   }
   if (!c.worst_index.empty()) s += "  " + worst_text(c) + "\n";
-  if (!c.note.empty()) s += "  " + c.note + "\n";
+  if (!c.note.empty()) s += "  " + printable(c.note) + "\n";
   return s;
 }
 
@@ -331,15 +331,15 @@ std::string render_gate_text(const nlohmann::ordered_json& d) {
 std::string render_text_report(const ExperimentOutcome& o) {
   const Manifest& m = o.manifest;
   std::string s;
-  s += fmt::format("experiment {} '{}' — gate {} (profile {}, seed {})\n", o.experiment_id, m.name, m.gate, o.profile, o.seed);
+  s += fmt::format("experiment {} '{}' — gate {} (profile {}, seed {})\n", o.experiment_id, printable(m.name), printable(m.gate), printable(o.profile), o.seed);
   s += fmt::format("  hypothesis: {}\n  predicted:  {}\n", printable(m.hypothesis), printable(m.predicted_effect));
-  s += fmt::format("  candidate: {} {}   base: {} {}\n", m.candidate.revision, o.candidate_params.dump(), m.base.revision,
+  s += fmt::format("  candidate: {} {}   base: {} {}\n", printable(m.candidate.revision), o.candidate_params.dump(), printable(m.base.revision),
                    o.base_params.dump());
   const GateResult& g = o.gate_result;
-  s += fmt::format("\ngate: {}{}\n", to_string(g.verdict), g.reason.empty() ? "" : " — " + g.reason);
+  s += fmt::format("\ngate: {}{}\n", to_string(g.verdict), g.reason.empty() ? "" : " — " + printable(g.reason));
   if (!o.lock_problems.empty()) {
     s += "  lock: NOT OK\n";
-    for (const auto& p : o.lock_problems) s += "    " + p + "\n";
+    for (const auto& p : o.lock_problems) s += "    " + printable(p) + "\n";
   } else {
     s += fmt::format("  lock: ok (gate sha256 {})\n", o.gate_sha256);
   }
@@ -347,7 +347,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
   if (p.clean()) {
     s += fmt::format("  provenance: {} at commit {}; gates from {}\n", p.project, p.commit.substr(0, 12), p.gate_store);
   } else {
-    s += fmt::format("  provenance: WARNING ({}; gates from {}): {}\n", p.project, p.gate_store, fmt::join(p.notes, "; "));
+    s += fmt::format("  provenance: WARNING ({}; gates from {}): {}\n", p.project, p.gate_store, printable(fmt::format("{}", fmt::join(p.notes, "; "))));
   }
   s += "  sandbox: " + sandbox_line(o.sandbox) + "\n";
   s += "  sandbox by stage: " + stage_sandboxes(o) + "\n";
@@ -418,7 +418,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
     s += "\n";
     for (const auto& c : g.cases) {
       if (c.outputs.empty()) {
-        s += fmt::format("  {:<{}} {:<7} {}\n", c.gate_case.label, width, to_string(c.verdict), c.reason);
+        s += fmt::format("  {:<{}} {:<7} {}\n", c.gate_case.label, width, to_string(c.verdict), printable(c.reason));
         continue;
       }
       for (const auto& out : c.outputs) {
@@ -438,12 +438,12 @@ std::string render_text_report(const ExperimentOutcome& o) {
       if (c.verdict == Verdict::green) continue;
       if (!any_failed) s += "  not green:\n";
       any_failed = true;
-      s += fmt::format("    [{}] {}: {}\n", to_string(c.verdict), c.gate_case.label, c.reason);
+      s += fmt::format("    [{}] {}: {}\n", to_string(c.verdict), c.gate_case.label, printable(c.reason));
       for (const auto& out : c.outputs) {
         if (out.comparison.verdict != Verdict::green && !out.comparison.worst_index.empty()) {
           s += fmt::format("      {}: {}\n", out.output, worst_text(out.comparison));
         }
-        if (!out.comparison.note.empty()) s += fmt::format("      {}: {}\n", out.output, out.comparison.note);
+        if (!out.comparison.note.empty()) s += fmt::format("      {}: {}\n", out.output, printable(out.comparison.note));
       }
       for (const auto& [who, pr] : {std::pair{"reference", &c.reference_process}, std::pair{"candidate", &c.candidate_process}}) {
         for (const auto& [stream, counts] : {std::pair{"stdout", pr->stdout_capture}, std::pair{"stderr", pr->stderr_capture}}) {
@@ -471,7 +471,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
 
   s += "\nbench: ";
   if (!o.bench) {
-    s += "not run (" + o.bench_skipped + ")\n";
+    s += "not run (" + printable(o.bench_skipped) + ")\n";
   } else if (o.bench->verdict != Verdict::green) {
     s += fmt::format("{} — {}\n", to_string(o.bench->verdict), printable(o.bench->reason));
     for (const auto& c : o.bench->cases) {
@@ -501,7 +501,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
   }
   s += "\ntrace: ";
   if (!o.trace) {
-    s += "not run (" + o.trace_skipped + ")\n";
+    s += "not run (" + printable(o.trace_skipped) + ")\n";
   } else {
     s += fmt::format("{}{}\n", to_string(o.trace->verdict), o.trace->reason.empty() ? "" : " — " + printable(o.trace->reason));
     for (const auto& arm : o.trace->arms) {

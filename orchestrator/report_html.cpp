@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "printable.h"
 #include "vega_bundle.h"
 #include "vega_specs.h"
 
@@ -594,7 +595,8 @@ void acceptance_and_review_section(Page& page, const J& record) {
 
 }  // namespace
 
-std::string html_escape(const std::string& text) {
+std::string html_escape(const std::string& raw) {
+  const std::string text = one_line(raw);
   std::string out;
   out.reserve(text.size());
   for (char c : text) {

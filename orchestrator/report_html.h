@@ -89,7 +89,10 @@ struct ReportWritten {
 ReportWritten write_report(const ReportRequest& request);
 nlohmann::ordered_json report_written_json(const ReportWritten& written);
 
-// Text with &, <, >, " and ' as entities.
+// Text on one line (printable.h's one_line(): control characters, bidi
+// marks and bytes that are not UTF-8 escaped, a line feed as "\n"), then
+// &, <, >, " and ' as entities: what a manifest or a harness wrote reads on
+// the page as it does in `ledger show`.
 std::string html_escape(const std::string& text);
 
 }  // namespace densefeed
