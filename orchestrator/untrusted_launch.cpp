@@ -264,16 +264,18 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
   UntrustedResult result;
   UntrustedCommand c = c_in;
   // The ranks of a multi-rank command: one command, `densefeed rank-group`,
-  // in one sandbox (rank_group.h says why one). Their harness's folder is
-  // shown as a single rank's would be.
+  // in the group's sandbox (rank_group.h says why one), each rank in a
+  // sandbox of its own inside it. Their harness's folder is shown as a
+  // single rank's would be.
   std::filesystem::path rank_exe;
   const bool ranked = !c.rank_env.empty();
+  RankGroupSpec group;
+  const auto spec_file = c.cwd / "rank-group.json";
   if (ranked) {
     const std::size_t n = c.rank_env.size();
     std::error_code ec;
     std::filesystem::create_directories(c.cwd / "ranks", ec);
     if (ec) throw InfraError(fmt::format("{}: cannot create the ranks' log folder: {}", (c.cwd / "ranks").string(), ec.message()));
-    RankGroupSpec group;
     group.timeout = c.timeout;
     for (std::size_t k = 0; k < n; ++k) {
       RankCommand r;
@@ -284,12 +286,6 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
       r.stdout_path = rank_log(c.cwd, static_cast<int>(k), "stdout");
       r.stderr_path = rank_log(c.cwd, static_cast<int>(k), "stderr");
       group.ranks.push_back(std::move(r));
-    }
-    const auto spec_file = c.cwd / "rank-group.json";
-    {
-      std::ofstream out(spec_file);
-      out << rank_group_to_json(group).dump(1) << "\n";
-      if (!out) throw InfraError(fmt::format("{}: cannot write the rank group", spec_file.string()));
     }
     rank_exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], c.arm ? c.arm->exe_dirs : std::vector<std::filesystem::path>{});
     c.argv = {running_executable().string(), "rank-group", spec_file.string()};
@@ -356,6 +352,21 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
     if (!c.cwd.empty()) policy.readable.push_back(c.cwd);
     policy.cwd = c.cwd;
     policy.tmp_bytes = c.limits.tmp_bytes;
+    if (ranked) {
+      // Each rank in a sandbox of its own inside the group's: what the
+      // group shows, with only its own output folder (and its revision's
+      // compile cache) writable and its own /tmp of the gate's size.
+      policy.role = SandboxRole::group;
+      for (std::size_t k = 0; k < group.ranks.size(); ++k) {
+        SandboxPolicy rank = policy;
+        rank.role = SandboxRole::rank;
+        rank.writable.clear();
+        if (const auto out = c.rank_env[k].find("DENSEFEED_OUT"); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
+        if (c.arm && !c.arm->cache_dir.empty()) rank.writable.push_back(c.arm->cache_dir);
+        rank.tmp_bytes = c_in.limits.tmp_bytes;
+        group.ranks[k].launcher = sandbox_argv(rank);
+      }
+    }
     spec.launcher = sandbox_argv(policy);
     // RLIMIT_NPROC counts the processes of a user in its user namespace: set
     // inside the sandbox (prlimit(1), util-linux), where bwrap made one. As
@@ -366,6 +377,11 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
         result.containment += ", RLIMIT_NPROC";
       }
     }
+  }
+  if (ranked) {
+    std::ofstream out(spec_file);
+    out << rank_group_to_json(group).dump(1) << "\n";
+    if (!out) throw InfraError(fmt::format("{}: cannot write the rank group", spec_file.string()));
   }
   result.process = run_process(spec);
   result.limit = limit_hit(result.process, cgroup, c.limits, rlimit_as, c.stderr_path);
