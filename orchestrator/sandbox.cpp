@@ -153,6 +153,20 @@ SandboxPolicy harness_policy(const std::filesystem::path& run_dir, const std::fi
   return policy;
 }
 
+bool shown_by_system(const std::filesystem::path& p) {
+  const auto norm = std::filesystem::absolute(p).lexically_normal();
+  const auto inside = [](const std::filesystem::path& a_in, const std::filesystem::path& dir) {
+    const auto a = a_in.string(), d = dir.string();
+    return a == d || (a.size() > d.size() && a.compare(0, d.size(), d) == 0 && a[d.size()] == '/');
+  };
+  std::error_code ec;
+  const auto real = std::filesystem::weakly_canonical(norm, ec);
+  for (const auto& s : system_folders()) {
+    if (inside(norm, s) && (ec || inside(real, "/usr") || inside(real, s))) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
   auto argv = base_argv(bwrap_path(), policy.tmp_bytes);
   std::error_code ec;
@@ -167,18 +181,10 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
     }
     return false;
   };
-  const auto in_system = [&](const std::filesystem::path& p) {
-    std::error_code sec;
-    const auto real = std::filesystem::weakly_canonical(p, sec);
-    for (const auto& s : system_folders()) {
-      if (inside(p, s) && (sec || inside(real, "/usr") || inside(real, s))) return true;
-    }
-    return false;
-  };
   // Shallow folders first, so that a deeper bind is not covered by a wider one.
   std::vector<std::filesystem::path> readable;
   for (const auto& p : policy.readable) {
-    if (!in_system(p)) readable.push_back(p);
+    if (!shown_by_system(p)) readable.push_back(p);
   }
   std::sort(readable.begin(), readable.end(), [&](const auto& a, const auto& b) { return norm(a).string().size() < norm(b).string().size(); });
   // A folder reached through a symbolic link (a project's build folder

@@ -87,6 +87,10 @@ SandboxStatus sandbox_status(bool requested);
 SandboxPolicy harness_policy(const std::filesystem::path& run_dir, const std::filesystem::path& exe,
                              const std::filesystem::path& private_dir, std::vector<std::filesystem::path> readable);
 
+// Whether `p` is inside the system folders every sandbox shows read-only
+// (/usr, /bin, /sbin, /lib*, /etc) by its own path and its real one.
+bool shown_by_system(const std::filesystem::path& p);
+
 // The argv prefix {bwrap, options..., "--"} that runs a command under
 // `policy`. Paths that do not exist are skipped, and so are readable
 // folders the system part already shows (/usr, /bin, /sbin, /lib*, /etc:

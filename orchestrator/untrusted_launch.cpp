@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "error.h"
 #include "install_paths.h"
+#include "shown_tree.h"
 
 extern char** environ;
 
@@ -352,6 +354,31 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
     if (!c.cwd.empty()) policy.readable.push_back(c.cwd);
     policy.cwd = c.cwd;
     policy.tmp_bytes = c.limits.tmp_bytes;
+    // Every other ledger in what it is shown, covered; a unix socket in it
+    // stops the launch (shown_tree.h).
+    std::vector<std::filesystem::path> roots;
+    for (const auto* list : {&policy.readable, &policy.writable}) {
+      for (const auto& p : *list) {
+        if (!shown_by_system(p)) roots.push_back(p);
+      }
+    }
+    const ShownTree shown = scan_shown_tree(roots, policy.hidden);
+    if (!shown.sockets.empty()) {
+      const auto& socket = shown.sockets.front();
+      std::filesystem::path root;
+      for (const auto& r : roots) {
+        const auto rel = socket.lexically_relative(std::filesystem::absolute(r).lexically_normal());
+        if (!rel.empty() && *rel.begin() != "..") root = r;
+      }
+      throw InfraError(fmt::format("{}: a unix socket inside {}, which the sandbox would show to '{}': a sandboxed command could "
+                                   "connect to whatever listens on it, so nothing was run{}. Remove it, or move what made it out "
+                                   "of that folder",
+                                   socket.string(), root.string(), c_in.argv.empty() ? "" : c_in.argv[0],
+                                   shown.sockets.size() > 1 ? fmt::format(" ({} sockets; this is the first)", shown.sockets.size()) : ""));
+    }
+    for (const auto& h : shown.hidden) {
+      if (std::find(policy.hidden.begin(), policy.hidden.end(), h) == policy.hidden.end()) policy.hidden.push_back(h);
+    }
     if (ranked) {
       // Each rank in a sandbox of its own inside the group's: what the
       // group shows, with only its own output folder (and its revision's
