@@ -368,7 +368,7 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
       std::filesystem::path root;
       for (const auto& r : roots) {
         const auto rel = socket.lexically_relative(std::filesystem::absolute(r).lexically_normal());
-        if (!rel.empty() && *rel.begin() != "..") root = r;
+        if (!rel.empty() && *rel.begin() != ".." && r.string().size() > root.string().size()) root = r;
       }
       throw InfraError(fmt::format("{}: a unix socket inside {}, which the sandbox would show to '{}': a sandboxed command could "
                                    "connect to whatever listens on it, so nothing was run{}. Remove it, or move what made it out "
