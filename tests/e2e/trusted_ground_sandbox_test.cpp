@@ -126,7 +126,7 @@ class TrustedGround : public ::testing::Test {
     const auto p = dir_ / (name + ".yaml");
     testing::write_file(p, "experiment: " + name + "\nhypothesis: h\npredicted_effect: p\ngate: scan-sharded\n"
                            "candidate: {revision: WORKTREE, params: {merge_dtype: float32}}\n"
-                           "base: {revision: WORKTREE, params: {merge_dtype: float32}}\n"
+                           "base: {revision: WORKTREE, params: {merge_dtype: float16}}\n"
                            "trace:\n  command: " + command + "\n  arms: " + arms +
                            "\n  checks:\n    - share: {name: gemm, max_fraction: 0.5}\n");
     return p;
@@ -152,7 +152,7 @@ class TrustedGround : public ::testing::Test {
   std::pair<int, J> run_ranks(const std::string& mode, int bad, bool sandbox = true) {
     const auto m = dir_ / fmt::format("scanrk-{}-{}.yaml", mode, bad);
     testing::write_file(m, fmt::format("experiment: scanrk-{}\nhypothesis: h\npredicted_effect: p\ngate: scanrk\n"
-                                       "candidate: {{revision: WORKTREE, params: {{mode: {}, bad: {}}}}}\nbase: {{revision: WORKTREE}}\n",
+                                       "candidate: {{revision: WORKTREE, params: {{mode: {}, bad: {}}}}}\nbase: {{revision: WORKTREE, params: {{bad: 7}}}}\n",
                                        mode, mode, bad));
     std::vector<std::string> args = {"run", m.string(), "--json", "--jobs", "2", "--no-bench"};
     if (!sandbox) args.push_back("--no-sandbox");
@@ -314,7 +314,8 @@ TEST_F(TrustedGround, BinShAndOtherSystemProgramsRunAsATraceCommandInTheSandbox)
   const auto r = densefeed({"run", trace_manifest("sh", command).string(), "--json", "--no-bench"});
   ASSERT_EQ(r.exit_code, 0) << r.out.substr(0, 3000) << r.err;
   const J doc = J::parse(r.out);
-  EXPECT_EQ(doc["stages"]["trace"]["verdict"], "green") << doc["stages"]["trace"].dump(1);
+  EXPECT_EQ(doc["stages"]["trace"]["status"], "green") << doc["stages"]["trace"].dump(1);
+  EXPECT_EQ(doc["stages"]["trace"]["arms"][0]["ran"], true) << doc["stages"]["trace"].dump(1);
   EXPECT_EQ(doc["sandbox"]["stages"]["trace"], "on") << doc["sandbox"].dump();
   EXPECT_NE(probe(1, "candidate").find("CACHE "), std::string::npos);
   if (std::filesystem::exists("/sbin/ldconfig")) {
