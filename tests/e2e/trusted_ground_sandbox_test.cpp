@@ -286,21 +286,21 @@ TEST_F(TrustedGround, AUnixSocketInTheTreeStopsTheLaunchNamingItAndNothingConnec
   ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
   ASSERT_EQ(::listen(fd, 8), 0);
   const std::string client = "import socket, sys\ns = socket.socket(socket.AF_UNIX); s.settimeout(2); s.connect(sys.argv[1])\n";
-  testing::write_file(dir_ / "client.py", client);
-  const auto r = densefeed({"run", trace_manifest("socket", "[python3, " + J((dir_ / "client.py").string()).dump() + ", " +
-                                                                J(path.string()).dump() + "]").string(),
+  // In the worktree, where the candidate's own commands are shown.
+  testing::write_file(repo_ / "client.py", client);
+  const auto r = densefeed({"run", trace_manifest("socket", "[python3, \"{project}/client.py\", " + J(path.string()).dump() + "]").string(),
                             "--no-bench"});
   EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
   EXPECT_NE(r.err.find(path.string() + ": a unix socket inside " + repo_.string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("nothing was run"), std::string::npos) << r.err;
   EXPECT_LT(::accept(fd, nullptr, nullptr), 0) << "something connected to the socket";
   // The premise: the socket answers a client outside the sandbox.
-  EXPECT_EQ(testing::run_cli("/usr/bin/python3", {(dir_ / "client.py").string(), path.string()}, dir_.path()).exit_code, 0);
+  EXPECT_EQ(testing::run_cli("/usr/bin/python3", {(repo_ / "client.py").string(), path.string()}, dir_.path()).exit_code, 0);
   EXPECT_GE(::accept(fd, nullptr, nullptr), 0);
   ::close(fd);
   // With the socket gone the same experiment runs.
   std::filesystem::remove(path);
-  testing::write_file(dir_ / "client.py", "print('no socket')\n");
+  testing::write_file(repo_ / "client.py", "print('no socket')\n");
   const auto again = densefeed({"run", (dir_ / "socket.yaml").string(), "--no-bench"});
   EXPECT_NE(again.exit_code, 3) << again.out << again.err;
 }
