@@ -156,7 +156,13 @@ if bad and args.mode == "ptrace":
         who = "its sandbox's init" if target == 1 and os.getppid() == 1 else "pid %d" % target
         print("PTRACE attach %s %s" % (who, "accepted" if got == 0 else "refused errno %d" % ctypes.get_errno()), file=sys.stderr, flush=True)
         if got == 0:
-            libc.ptrace(17, target, None, None)  # PTRACE_DETACH
+            # Wait for the attach's stop before detaching, or the target
+            # stays stopped (its sandbox's init then reaps nothing).
+            try:
+                os.waitpid(target, 0x40000000)  # __WALL
+            except OSError:
+                pass
+            libc.ptrace(17, target, None, 0)  # PTRACE_DETACH
 if bad and args.mode == "early":
     sys.exit(0)  # leaves without its part: rank 0 waits for it
 local = scan(a[lo:hi], b[lo:hi], np.zeros(D))
