@@ -377,5 +377,49 @@ TEST_F(TrustedGround, TheCandidateAndTheBaseGetCachesOfTheirOwnAndTheReferenceNe
   }
 }
 
+// The bench driver is trusted code that loads the arm's kernel: whatever
+// the kernel writes into the driver's compile cache must never reach the
+// reference (its cache was the reference's before issue 25). The worktree's
+// kernel module writes a poison file into every cache it is given; after a
+// benchmark, the next experiment's reference sees none, and the poison lies
+// in the drivers' own caches, one per arm.
+TEST_F(TrustedGround, AKernelLoadedByTheBenchDriverNeverWritesTheReferencesCache) {
+  init_project();
+  const auto kernel = repo_ / "harness" / "scan.py";
+  testing::write_file(kernel, "import os as _o, uuid as _u\n_c = _o.environ.get('XDG_CACHE_HOME', '')\n"
+                              "if _c and _o.path.isdir(_c): open(_o.path.join(_c, 'poison-' + _u.uuid4().hex), 'w').write('x')\n" +
+                                  testing::read_file(kernel));
+  const auto bench = densefeed({"run", trace_manifest("bench", probe_command({})).string(), "--json"});
+  ASSERT_NE(bench.exit_code, 2) << bench.out.substr(0, 3000) << bench.err;
+  ASSERT_NE(bench.exit_code, 3) << bench.out.substr(0, 3000) << bench.err;
+  std::set<std::string> driver_caches;
+  for (const auto& e : std::filesystem::directory_iterator(repo_ / ".densefeed" / "ledger-caches")) {
+    const std::string name = e.path().filename().string();
+    if (name.size() > 7 && name.compare(name.size() - 7, 7, "-driver") == 0) {
+      for (const auto& f : std::filesystem::directory_iterator(e.path() / "xdg")) {
+        if (f.path().filename().string().rfind("poison-", 0) == 0) driver_caches.insert(name);
+      }
+    }
+  }
+  EXPECT_EQ(driver_caches, (std::set<std::string>{"worktree-1-candidate-driver", "worktree-1-base-driver"}))
+      << "the driver ran the arms' kernels, each in a cache of its own";
+  for (const auto& e : std::filesystem::directory_iterator(repo_ / ".densefeed" / "ledger-caches")) {
+    if (e.path().filename().string().rfind("trusted-", 0) != 0) continue;
+    for (const auto& f : std::filesystem::recursive_directory_iterator(e.path())) {
+      EXPECT_NE(f.path().filename().string().rfind("poison-", 0), 0u) << f.path() << ": the arm's kernel wrote the reference's cache";
+    }
+  }
+  const auto next = densefeed({"run", trace_manifest("after", probe_command({})).string(), "--json", "--no-bench"});
+  ASSERT_EQ(next.exit_code, 0) << next.out.substr(0, 3000) << next.err;
+  std::string ref_log;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(repo_ / ".densefeed" / "ledger-runs" / "2")) {
+    if (e.path().filename() == "stderr.log" && e.path().parent_path().filename().string().rfind("reference-", 0) == 0) {
+      ref_log += testing::read_file(e.path());
+    }
+  }
+  ASSERT_NE(ref_log.find("REFCACHE "), std::string::npos) << ref_log;
+  EXPECT_EQ(ref_log.find("poison-"), std::string::npos) << ref_log;
+}
+
 }  // namespace
 }  // namespace densefeed
