@@ -105,6 +105,10 @@ std::filesystem::path command_program(const std::vector<std::string>& rendered, 
 }
 
 
+std::filesystem::path arm_cache_dir(const Workspace& workspace, const std::string& key, const std::string& arm) {
+  return workspace.caches() / (key + "-" + arm);
+}
+
 std::map<std::string, std::string> cache_environment(const std::filesystem::path& cache_dir) {
   if (cache_dir.empty()) return {};
   std::map<std::string, std::string> env = {{"TRITON_CACHE_DIR", (cache_dir / "triton").string()},

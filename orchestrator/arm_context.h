@@ -15,6 +15,7 @@
 #include "command_template.h"
 #include "gate_store.h"
 #include "project.h"
+#include "workspace.h"
 
 namespace densefeed {
 
@@ -33,16 +34,23 @@ struct ArmContext {
   // builds, exports, the ledger) when the tree holds it (untrusted_launch.h).
   std::vector<std::filesystem::path> hidden;
   std::vector<std::string> env_allow;  // the project's sandbox.env: densefeed's variables its untrusted commands get
-  // This revision's compile cache ('' = none): a folder of the workspace
-  // (Workspace::caches() / KEY, KEY the revision's build folder name, the same
-  // key as its cached build; "worktree" for WORKTREE; "trusted-COMMIT" for
-  // the reference). Its commands get TRITON_CACHE_DIR, CUDA_CACHE_PATH,
+  // This arm's compile cache ('' = none): a folder of the workspace
+  // (arm_cache_dir: Workspace::caches() / KEY-ARM, KEY the revision's build
+  // folder name, the same key as its cached build, or "worktree-ID" for a
+  // WORKTREE arm of experiment ID; ARM candidate or base; "trusted-COMMIT"
+  // for the reference; a bench driver hosting an arm's kernel gets the
+  // arm's with "-driver" added, never the arm's own nor the reference's).
+  // Its commands get TRITON_CACHE_DIR, CUDA_CACHE_PATH,
   // TORCHINDUCTOR_CACHE_DIR and XDG_CACHE_HOME inside it, and it is the one
-  // cache folder they may write (cache_environment); every other revision's
-  // is hidden with the workspace, so no candidate can poison another's cache
-  // or the reference's.
+  // cache folder they may write (cache_environment); every other is hidden
+  // with the workspace, so no candidate can poison the base's cache, a
+  // later experiment's or a trusted command's.
   std::filesystem::path cache_dir;
 };
+
+// Workspace::caches() / "KEY-ARM": the compile cache of arm `arm`
+// ("candidate", "base") of the revision keyed `key` (see ArmContext::cache_dir).
+std::filesystem::path arm_cache_dir(const Workspace& workspace, const std::string& key, const std::string& arm);
 
 // The variables that point a command's compilers at `cache_dir` (created):
 // TRITON_CACHE_DIR = DIR/triton, CUDA_CACHE_PATH = DIR/cuda,

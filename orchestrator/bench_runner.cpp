@@ -291,6 +291,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
           driver_arm = *options.trusted;
           driver_arm.readable.insert(driver_arm.readable.end(), arm.readable.begin(), arm.readable.end());
           driver_arm.hidden.insert(driver_arm.hidden.end(), arm.hidden.begin(), arm.hidden.end());
+          // A cache of its own per arm: the arm's kernel compiles into it,
+          // so it is neither the reference's (trusted) nor the arm's own
+          // harness's (arm_context.h).
+          driver_arm.cache_dir = arm.cache_dir.empty() ? std::filesystem::path()
+                                                       : arm.cache_dir.parent_path() / (arm.cache_dir.filename().string() + "-driver");
           TemplateValues values;
           values.case_values = c.values;
           values.params = nlohmann::ordered_json::object();

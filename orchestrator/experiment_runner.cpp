@@ -94,7 +94,7 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
   // Compile caches: one per revision under test (arm_context.h).
   out.reference_arm.cache_dir = options.workspace.caches() / (store.worktree || store.commit.empty() ? std::string("trusted-worktree")
                                                                                                       : "trusted-" + store.commit.substr(0, 12));
-  out.candidate_arm.cache_dir = options.workspace.caches() / "worktree";
+  // The WORKTREE arms' caches are keyed by the experiment (run_experiment), once it has an id.
   out.base_arm = out.candidate_arm;
   out.provenance = read_provenance(options.project, store, out.gate ? &*out.gate : nullptr, &out.reference_arm,
                                    &out.candidate_arm, out.candidate_params);
@@ -157,6 +157,11 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   Ledger ledger(options.workspace.ledger);
   ledger.recover_dead_owners();
   out.experiment_id = record_prepared(ledger, out, ExperimentEvent::started, "run");
+  // A WORKTREE arm's compile cache: its own, per experiment and arm (the
+  // worktree changes between experiments; the candidate and the base never
+  // share one). A revision's is keyed by its build and arm where it is built.
+  out.candidate_arm.cache_dir = arm_cache_dir(options.workspace, fmt::format("worktree-{}", out.experiment_id), "candidate");
+  out.base_arm.cache_dir = arm_cache_dir(options.workspace, fmt::format("worktree-{}", out.experiment_id), "base");
   {
     // Beaten while it runs, so that a worker of another host can tell when this run died.
     const Heartbeat heartbeat(options.workspace.ledger, ledger.heartbeat_of(out.experiment_id), ledger.heartbeat_interval_s());
@@ -296,7 +301,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
         const auto hidden = out.candidate_arm.hidden;
         out.candidate_arm = revision_context(options.project, options.store, b, out.candidate_arm.python);
         out.candidate_arm.hidden = hidden;
-        out.candidate_arm.cache_dir = options.workspace.caches() / b.src.parent_path().filename();
+        out.candidate_arm.cache_dir = arm_cache_dir(options.workspace, b.src.parent_path().filename().string(), "candidate");
         out.candidate_bin = b.bin;
         out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,
                                          out.candidate_params);
@@ -419,7 +424,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       const auto hidden = out.base_arm.hidden;
       out.base_arm = revision_context(options.project, options.store, b, out.base_arm.python);
       out.base_arm.hidden = hidden;
-      out.base_arm.cache_dir = options.workspace.caches() / b.src.parent_path().filename();
+      out.base_arm.cache_dir = arm_cache_dir(options.workspace, b.src.parent_path().filename().string(), "base");
       bench_options.base = out.base_arm;
       if (!b.ok) {
         // Never measure something else in the base's place.
@@ -455,7 +460,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       revision_dirs.push_back(b.src.parent_path());
       trace_options.base = revision_context(options.project, options.store, b, out.base_arm.python);
       trace_options.base.hidden = out.base_arm.hidden;
-      trace_options.base.cache_dir = options.workspace.caches() / b.src.parent_path().filename();
+      trace_options.base.cache_dir = arm_cache_dir(options.workspace, b.src.parent_path().filename().string(), "base");
     }
     trace_options.readable = revision_dirs;
     out.trace = run_trace_stage(m.trace, out.trace_checks, out.candidate_params, out.base_params, trace_options);

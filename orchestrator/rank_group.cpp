@@ -96,6 +96,7 @@ std::vector<RankOutcome> run_rank_group(const RankGroupSpec& spec) {
       ProcessSpec p;
       p.argv = c.argv;
       p.exe_dirs = c.exe_dirs;
+      p.launcher = c.launcher;
       p.env = rank_environment(k, world, port);
       if (!c.env.count("CUDA_VISIBLE_DEVICES") && inherited.size() >= static_cast<std::size_t>(world)) {
         p.env["CUDA_VISIBLE_DEVICES"] = inherited[static_cast<std::size_t>(k)];
@@ -155,7 +156,8 @@ J rank_group_to_json(const RankGroupSpec& spec) {
                      {"env", r.env},
                      {"cwd", r.cwd.string()},
                      {"stdout_path", r.stdout_path.string()},
-                     {"stderr_path", r.stderr_path.string()}});
+                     {"stderr_path", r.stderr_path.string()},
+                     {"launcher", r.launcher}});
   }
   return {{"ranks", ranks}, {"timeout_ms", spec.timeout.count()}};
 }
@@ -171,6 +173,7 @@ RankGroupSpec rank_group_from_json(const J& j) {
     c.cwd = r.at("cwd").get<std::string>();
     c.stdout_path = r.at("stdout_path").get<std::string>();
     c.stderr_path = r.at("stderr_path").get<std::string>();
+    c.launcher = r.value("launcher", std::vector<std::string>{});
     spec.ranks.push_back(std::move(c));
   }
   return spec;

@@ -5,15 +5,21 @@
 // grace), so a rank left waiting on a dead peer never runs to the timeout.
 //
 // Where it runs: launch_untrusted (untrusted_launch.h) runs the whole group
-// as ONE command, `densefeed rank-group SPEC.json`, inside one sandbox: the
-// ranks share its network namespace (bwrap --unshare-net gives each sandbox
-// a loopback of its own, and bwrap cannot join a namespace another sandbox
-// made), so MASTER_ADDR=127.0.0.1:MASTER_PORT reaches rank 0 as
-// torch.distributed and NCCL's bootstrap expect, while nothing outside the
-// arm (the reference, another case, the host) is reachable. The group shares
-// its PID namespace, cgroup and limits (scaled by the rank count), and
-// nothing of it outlives the sandbox. This file is the inside half of the
-// one launcher, not a second one: what it starts is already contained.
+// as ONE command, `densefeed rank-group SPEC.json`, inside the group's
+// sandbox (sandbox.h SandboxRole::group): its network namespace is the
+// ranks' (bwrap --unshare-net gives each sandbox a loopback of its own, and
+// bwrap cannot join a namespace another sandbox made), so
+// MASTER_ADDR=127.0.0.1:MASTER_PORT reaches rank 0 as torch.distributed and
+// NCCL's bootstrap expect, while nothing outside the arm (the reference,
+// another case, the host) is reachable. Inside it every rank runs under its
+// own `launcher` (SandboxRole::rank, made by launch_untrusted): its own PID
+// namespace (no rank sees, signals or ptraces a sibling or the group's
+// launcher), its own /tmp, and only its own output folder (rank-K/ with
+// rank_outputs: per_rank) writable. The group shares its cgroup and limits
+// (scaled by the rank count), and nothing of it outlives the sandbox. This
+// file is the inside half of the one launcher, not a second one: what it
+// starts is already contained. Without the sandbox (--no-sandbox) there is
+// no launcher and no such guarantee: every rank can write every folder.
 //
 // Its report (one JSON line on stdout: each rank's ProcessResult) is read
 // back by launch_untrusted. The ranks could write that stream too, so it
@@ -43,6 +49,9 @@ struct RankCommand {
   std::filesystem::path cwd;
   std::filesystem::path stdout_path;  // ranks/rank-K.stdout.log of the arm's run folder
   std::filesystem::path stderr_path;
+  // The argv prefix the rank runs under (sandbox.h sandbox_argv of its
+  // SandboxRole::rank policy); empty without the sandbox.
+  std::vector<std::string> launcher;
 };
 
 struct RankGroupSpec {

@@ -63,11 +63,29 @@ std::vector<std::string> base_argv(const std::filesystem::path& bwrap, std::uint
   return argv;
 }
 
-void add_namespaces(std::vector<std::string>& argv) {
+// The system folders base_argv shows read-only: a readable folder inside
+// one is shown already (and its secrets stay covered).
+const std::vector<std::filesystem::path>& system_folders() {
+  static const std::vector<std::filesystem::path> folders = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"};
+  return folders;
+}
+
+void add_namespaces(std::vector<std::string>& argv, SandboxRole role) {
   // No --new-session: it would call setsid and take the command out of the
   // process group that densefeed signals at its timeout.
+  if (role == SandboxRole::rank) {
+    // The group's network namespace (its loopback, abstract sockets) and
+    // IPC namespace stay shared: bwrap cannot join a namespace another
+    // sandbox made, so the ranks reach each other through their common parent's.
+    argv.insert(argv.end(), {"--unshare-pid", "--unshare-uts", "--unshare-cgroup-try", "--die-with-parent", "--cap-drop", "ALL"});
+    return;
+  }
   argv.insert(argv.end(), {"--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-                           "--die-with-parent", "--cap-drop", "ALL"});
+                           "--die-with-parent"});
+  // As root, bwrap makes no user namespace: the group's holder keeps the
+  // capabilities the ranks' bwrap needs (it runs densefeed's code only).
+  if (role == SandboxRole::group && ::geteuid() == 0) return;
+  argv.insert(argv.end(), {"--cap-drop", "ALL"});
 }
 
 SandboxStatus probe() {
@@ -81,7 +99,7 @@ SandboxStatus probe() {
   const auto truth = resolve_executable("true");
   auto argv = base_argv(bwrap, 1 << 20);
   argv.insert(argv.end(), {"--chdir", "/"});
-  add_namespaces(argv);
+  add_namespaces(argv, SandboxRole::alone);
   argv.insert(argv.end(), {"--", truth.empty() ? "/bin/true" : truth.string()});
   char name[] = "/tmp/densefeed-bwrap-probe-XXXXXX";
   const int fd = ::mkstemp(name);
@@ -135,6 +153,20 @@ SandboxPolicy harness_policy(const std::filesystem::path& run_dir, const std::fi
   return policy;
 }
 
+bool shown_by_system(const std::filesystem::path& p) {
+  const auto norm = std::filesystem::absolute(p).lexically_normal();
+  const auto inside = [](const std::filesystem::path& a_in, const std::filesystem::path& dir) {
+    const auto a = a_in.string(), d = dir.string();
+    return a == d || (a.size() > d.size() && a.compare(0, d.size(), d) == 0 && a[d.size()] == '/');
+  };
+  std::error_code ec;
+  const auto real = std::filesystem::weakly_canonical(norm, ec);
+  for (const auto& s : system_folders()) {
+    if (inside(norm, s) && (ec || inside(real, "/usr") || inside(real, s))) return true;
+  }
+  return false;
+}
+
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
   auto argv = base_argv(bwrap_path(), policy.tmp_bytes);
   std::error_code ec;
@@ -150,7 +182,10 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
     return false;
   };
   // Shallow folders first, so that a deeper bind is not covered by a wider one.
-  auto readable = policy.readable;
+  std::vector<std::filesystem::path> readable;
+  for (const auto& p : policy.readable) {
+    if (!shown_by_system(p)) readable.push_back(p);
+  }
   std::sort(readable.begin(), readable.end(), [&](const auto& a, const auto& b) { return norm(a).string().size() < norm(b).string().size(); });
   // A folder reached through a symbolic link (a project's build folder
   // linked elsewhere, say) is shown at its real place, where the link in
@@ -202,8 +237,11 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
   for (const auto& p : policy.writable) {
     if (std::filesystem::exists(p, ec)) argv.insert(argv.end(), {"--bind", norm(p).string(), norm(p).string()});
   }
+  // A rank shares its group's /dev/shm (the group sandbox's own, empty at
+  // its start), as ranks of one host expect.
+  if (policy.role == SandboxRole::rank) argv.insert(argv.end(), {"--bind", "/dev/shm", "/dev/shm"});
   if (!policy.cwd.empty()) argv.insert(argv.end(), {"--chdir", policy.cwd.string()});
-  add_namespaces(argv);
+  add_namespaces(argv, policy.role);
   argv.push_back("--");
   return argv;
 }

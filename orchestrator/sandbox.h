@@ -21,8 +21,13 @@
 //   - no capabilities (--cap-drop ALL: densefeed running as root would
 //     otherwise hand them on, and root could remount / read-write);
 //   - the GPUs' device nodes (/dev/nvidia*) and, with them, /sys read-only.
-// The reference runs outside it: it is built from the gate store, as
-// trusted as densefeed itself.
+// A multi-rank command (rank_group.h) is two levels of it: the group's
+// sandbox (its network namespace: one loopback for the ranks' rendezvous)
+// holds only `densefeed rank-group`, which starts every rank in a sandbox
+// of its own inside it (its own PID namespace and /tmp, only its own rank-K
+// output folder writable; the group's loopback and /dev/shm shared).
+// The reference runs in it too, from the trusted ref's export
+// (untrusted_launch.h).
 #pragma once
 
 #include <cstdint>
@@ -32,6 +37,20 @@
 
 namespace densefeed {
 
+// Where a sandbox stands among the others (see above).
+enum class SandboxRole {
+  alone,  // one command: every namespace of its own
+  // A rank group's outer sandbox: it holds densefeed's own rank-group only,
+  // so when densefeed runs as root it keeps its capabilities (bwrap needs
+  // them to make the ranks' sandboxes; as another user bwrap nests through
+  // a user namespace of its own and they are dropped as for any command).
+  group,
+  // One rank inside a group's sandbox: its own PID namespace, mounts and
+  // /tmp; the group's network namespace and /dev/shm (NCCL's shared-memory
+  // transport) shared with its sibling ranks; no capabilities.
+  rank,
+};
+
 struct SandboxPolicy {
   std::vector<std::filesystem::path> writable;  // bound read-write
   // Bound read-only again after the hidden folders and /tmp are covered:
@@ -40,6 +59,7 @@ struct SandboxPolicy {
   std::vector<std::filesystem::path> hidden;  // folders covered by an empty tmpfs, files by /dev/null
   std::filesystem::path cwd;                  // must be readable or writable
   std::uint64_t tmp_bytes = 0;                // size of the private /tmp (0: bwrap's default, half the RAM)
+  SandboxRole role = SandboxRole::alone;
 };
 
 enum class SandboxMode { on, off, unavailable };
@@ -67,8 +87,15 @@ SandboxStatus sandbox_status(bool requested);
 SandboxPolicy harness_policy(const std::filesystem::path& run_dir, const std::filesystem::path& exe,
                              const std::filesystem::path& private_dir, std::vector<std::filesystem::path> readable);
 
+// Whether `p` is inside the system folders every sandbox shows read-only
+// (/usr, /bin, /sbin, /lib*, /etc) by its own path and its real one.
+bool shown_by_system(const std::filesystem::path& p);
+
 // The argv prefix {bwrap, options..., "--"} that runs a command under
-// `policy`. Paths that do not exist are skipped. Call only when
+// `policy`. Paths that do not exist are skipped, and so are readable
+// folders the system part already shows (/usr, /bin, /sbin, /lib*, /etc:
+// a harness at /bin/sh has /bin as its folder, which is a link to usr/bin
+// on a merged-/usr system and cannot be bound again). Call only when
 // sandbox_status(true).on().
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy);
 

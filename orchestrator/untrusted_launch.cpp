@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
@@ -17,6 +18,7 @@
 
 #include "error.h"
 #include "install_paths.h"
+#include "shown_tree.h"
 
 extern char** environ;
 
@@ -264,16 +266,18 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
   UntrustedResult result;
   UntrustedCommand c = c_in;
   // The ranks of a multi-rank command: one command, `densefeed rank-group`,
-  // in one sandbox (rank_group.h says why one). Their harness's folder is
-  // shown as a single rank's would be.
+  // in the group's sandbox (rank_group.h says why one), each rank in a
+  // sandbox of its own inside it. Their harness's folder is shown as a
+  // single rank's would be.
   std::filesystem::path rank_exe;
   const bool ranked = !c.rank_env.empty();
+  RankGroupSpec group;
+  const auto spec_file = c.cwd / "rank-group.json";
   if (ranked) {
     const std::size_t n = c.rank_env.size();
     std::error_code ec;
     std::filesystem::create_directories(c.cwd / "ranks", ec);
     if (ec) throw InfraError(fmt::format("{}: cannot create the ranks' log folder: {}", (c.cwd / "ranks").string(), ec.message()));
-    RankGroupSpec group;
     group.timeout = c.timeout;
     for (std::size_t k = 0; k < n; ++k) {
       RankCommand r;
@@ -284,12 +288,6 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
       r.stdout_path = rank_log(c.cwd, static_cast<int>(k), "stdout");
       r.stderr_path = rank_log(c.cwd, static_cast<int>(k), "stderr");
       group.ranks.push_back(std::move(r));
-    }
-    const auto spec_file = c.cwd / "rank-group.json";
-    {
-      std::ofstream out(spec_file);
-      out << rank_group_to_json(group).dump(1) << "\n";
-      if (!out) throw InfraError(fmt::format("{}: cannot write the rank group", spec_file.string()));
     }
     rank_exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], c.arm ? c.arm->exe_dirs : std::vector<std::filesystem::path>{});
     c.argv = {running_executable().string(), "rank-group", spec_file.string()};
@@ -356,6 +354,46 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
     if (!c.cwd.empty()) policy.readable.push_back(c.cwd);
     policy.cwd = c.cwd;
     policy.tmp_bytes = c.limits.tmp_bytes;
+    // Every other ledger in what it is shown, covered; a unix socket in it
+    // stops the launch (shown_tree.h).
+    std::vector<std::filesystem::path> roots;
+    for (const auto* list : {&policy.readable, &policy.writable}) {
+      for (const auto& p : *list) {
+        if (!shown_by_system(p)) roots.push_back(p);
+      }
+    }
+    const ShownTree shown = scan_shown_tree(roots, policy.hidden);
+    if (!shown.sockets.empty()) {
+      const auto& socket = shown.sockets.front();
+      std::filesystem::path root;
+      for (const auto& r : roots) {
+        const auto rel = socket.lexically_relative(std::filesystem::absolute(r).lexically_normal());
+        if (!rel.empty() && *rel.begin() != ".." && r.string().size() > root.string().size()) root = r;
+      }
+      throw InfraError(fmt::format("{}: a unix socket inside {}, which the sandbox would show to '{}': a sandboxed command could "
+                                   "connect to whatever listens on it, so nothing was run{}. Remove it, or move what made it out "
+                                   "of that folder",
+                                   socket.string(), root.string(), c_in.argv.empty() ? "" : c_in.argv[0],
+                                   shown.sockets.size() > 1 ? fmt::format(" ({} sockets; this is the first)", shown.sockets.size()) : ""));
+    }
+    for (const auto& h : shown.hidden) {
+      if (std::find(policy.hidden.begin(), policy.hidden.end(), h) == policy.hidden.end()) policy.hidden.push_back(h);
+    }
+    if (ranked) {
+      // Each rank in a sandbox of its own inside the group's: what the
+      // group shows, with only its own output folder (and its revision's
+      // compile cache) writable and its own /tmp of the gate's size.
+      policy.role = SandboxRole::group;
+      for (std::size_t k = 0; k < group.ranks.size(); ++k) {
+        SandboxPolicy rank = policy;
+        rank.role = SandboxRole::rank;
+        rank.writable.clear();
+        if (const auto out = c.rank_env[k].find("DENSEFEED_OUT"); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
+        if (c.arm && !c.arm->cache_dir.empty()) rank.writable.push_back(c.arm->cache_dir);
+        rank.tmp_bytes = c_in.limits.tmp_bytes;
+        group.ranks[k].launcher = sandbox_argv(rank);
+      }
+    }
     spec.launcher = sandbox_argv(policy);
     // RLIMIT_NPROC counts the processes of a user in its user namespace: set
     // inside the sandbox (prlimit(1), util-linux), where bwrap made one. As
@@ -366,6 +404,11 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
         result.containment += ", RLIMIT_NPROC";
       }
     }
+  }
+  if (ranked) {
+    std::ofstream out(spec_file);
+    out << rank_group_to_json(group).dump(1) << "\n";
+    if (!out) throw InfraError(fmt::format("{}: cannot write the rank group", spec_file.string()));
   }
   result.process = run_process(spec);
   result.limit = limit_hit(result.process, cgroup, c.limits, rlimit_as, c.stderr_path);

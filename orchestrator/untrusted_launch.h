@@ -59,9 +59,11 @@ struct UntrustedCommand {
   std::atomic<int>* leader = nullptr;
   // A multi-rank command (rank_group.h): one entry per rank, what rank K
   // adds to `env` (its DENSEFEED_OUT, CUDA_VISIBLE_DEVICES). Empty: one
-  // process. When set, all ranks run as one command in one sandbox (their
-  // loopback shared), with `timeout` each and the limits scaled by the
-  // rank count; their logs go to cwd/ranks/rank-K.{stdout,stderr}.log.
+  // process. When set, all ranks run as one command in the group's sandbox
+  // (their loopback shared), each rank in a sandbox of its own inside it
+  // (own PID namespace and /tmp; writable: only its own DENSEFEED_OUT and
+  // the arm's compile cache), with `timeout` each and the limits scaled by
+  // the rank count; their logs go to cwd/ranks/rank-K.{stdout,stderr}.log.
   std::vector<std::map<std::string, std::string>> rank_env;
 };
 

@@ -157,6 +157,61 @@ TEST(Sandbox, ArgvShowsASmallWorldCoversThenRebindsAndShutsTheNamespaces) {
   EXPECT_EQ(argv.back(), "--");
 }
 
+// A rank of a group (issue 25): a PID namespace, mounts and /tmp of its
+// own and no capabilities, inside its group's sandbox, whose network
+// namespace (the ranks' loopback) and /dev/shm it shares. The group's
+// holder runs densefeed's own code only: as root it keeps the capabilities
+// bwrap needs to make the ranks' sandboxes.
+TEST(Sandbox, ARankHasItsOwnPidNamespaceAndNoCapabilitiesAndSharesItsGroupsNetwork) {
+  Scratch dir;
+  std::filesystem::create_directories(dir / "r");
+  SandboxPolicy policy;
+  policy.readable = {dir / "r"};
+  policy.cwd = dir / "r";
+  policy.role = SandboxRole::rank;
+  const auto count = [](const std::vector<std::string>& argv, std::vector<std::string> seq) {
+    long n = 0;
+    for (auto it = argv.begin(); (it = std::search(it, argv.end(), seq.begin(), seq.end())) != argv.end(); ++it) ++n;
+    return n;
+  };
+  const auto rank = sandbox_argv(policy);
+  EXPECT_EQ(count(rank, {"--unshare-pid"}), 1);
+  EXPECT_EQ(count(rank, {"--unshare-net"}), 0);
+  EXPECT_EQ(count(rank, {"--cap-drop", "ALL"}), 1);
+  EXPECT_EQ(count(rank, {"--bind", "/dev/shm", "/dev/shm"}), 1);
+  policy.role = SandboxRole::group;
+  const auto group = sandbox_argv(policy);
+  EXPECT_EQ(count(group, {"--unshare-net"}), 1);
+  EXPECT_EQ(count(group, {"--unshare-pid"}), 1);
+  EXPECT_EQ(count(group, {"--cap-drop", "ALL"}), ::geteuid() == 0 ? 0 : 1);
+  EXPECT_EQ(count(group, {"--bind", "/dev/shm", "/dev/shm"}), 0);
+}
+
+// A harness whose folder is a system folder (/bin/sh: /bin, a link to
+// usr/bin on a merged-/usr system) runs: the folder is shown by the system
+// part already and never bound again ("bwrap: Can't make symlink at /bin:
+// File exists" before issue 25).
+TEST_F(SandboxTest, AProgramInASystemFolderRunsWithItsFolderReadable) {
+  SandboxPolicy policy = policy_for(dir_);
+  for (const char* d : {"/bin", "/sbin", "/lib", "/usr/bin", "/etc/ssh"}) policy.readable.emplace_back(d);
+  const auto argv = sandbox_argv(policy);
+  const auto plain = sandbox_argv(policy_for(dir_));
+  for (const char* d : {"/bin", "/sbin", "/lib", "/usr/bin", "/etc/ssh"}) {
+    EXPECT_EQ(std::count(argv.begin(), argv.end(), std::string(d)), std::count(plain.begin(), plain.end(), std::string(d)))
+        << d << " bound again (or uncovered)";
+  }
+  ProcessSpec spec;
+  spec.argv = {"/bin/sh", "-c", "echo ran > out/sh.txt"};
+  spec.cwd = dir_ / "run";
+  spec.stdout_path = dir_ / "stdout.log";
+  spec.stderr_path = dir_ / "stderr.log";
+  spec.timeout = std::chrono::seconds(60);
+  spec.launcher = argv;
+  const ProcessResult r = run_process(spec);
+  EXPECT_TRUE(r.ok()) << r.describe() << ": " << testing::read_file(dir_ / "stderr.log");
+  EXPECT_EQ(testing::read_file(dir_ / "run" / "out" / "sh.txt"), "ran\n");
+}
+
 TEST_F(SandboxTest, WritesOnlyItsOutputFolderAndReachesNoNetwork) {
   Listener listener;
   const auto r = run_script(dir_, attempts_script(dir_, listener.port(), tmp_file_), sandbox_argv(policy_for(dir_)));

@@ -15,9 +15,16 @@ writes both.
 
 --reference: the unpartitioned sequential scan in one process.
 --mode MODE: how rank --bad misbehaves (honest, crash, hang, early, wrong,
-norank, escape, lopsided (rank 0 writes every shard, rank --bad none), ptrace (tries to
-attach to the group's launcher, then goes on honestly), forge: writes an all-ok report of the group onto its
-parent's stdout, where densefeed rank-group reports, then exits 5). Every rank writes "MRLOG rank cvd start end netns seed" on
+norank (removes its folder, or empties it where it cannot), escape, lopsided
+(rank 0 writes every shard, rank --bad none), ptrace (tries to attach to
+every process it can see but itself and its sandbox's init, and reports
+which it sees, then goes on honestly), forge: writes an all-ok report of the
+group onto its parent's stdout, where densefeed rank-group reports, then
+exits 5; grab: rank --bad computes the whole sequence alone and writes every
+rank's shard into every rank-K folder, reporting each write as "GRAB rank-K
+wrote" or "GRAB rank-K refused: ERROR", while the other ranks exit 0 having
+computed and written nothing; silent: rank --bad takes part in the exchange
+and exits 0 without writing anything). Every rank writes "MRLOG rank cvd start end netns seed" on
 stderr: its CUDA_VISIBLE_DEVICES, wall clock start/end, network namespace
 and seed, for the tests.
 """
@@ -105,6 +112,19 @@ def recv(sock):
 
 
 lo, hi = rank * T // world, (rank + 1) * T // world
+if args.mode == "grab" and os.path.basename(out.rstrip("/")).startswith("rank-"):
+    if bad:
+        y = scan(a, b, s0)
+        for k in range(world):
+            folder = os.path.join(os.path.dirname(out.rstrip("/")), "rank-%d" % k)
+            try:
+                np.save(os.path.join(folder, "y.npy"), y[k * T // world:(k + 1) * T // world])
+                np.save(os.path.join(folder, "final.npy"), y[-1])
+                print("GRAB rank-%d wrote" % k, file=sys.stderr, flush=True)
+            except OSError as e:
+                print("GRAB rank-%d refused: %s" % (k, e), file=sys.stderr, flush=True)
+    log()
+    sys.exit(0)
 if bad and args.mode == "crash":
     os.kill(os.getpid(), signal.SIGSEGV)
 if bad and args.mode == "hang":
@@ -123,14 +143,26 @@ if bad and args.mode == "forge":
         print("could not forge: %s" % e, file=sys.stderr, flush=True)
     sys.exit(5)
 if bad and args.mode == "ptrace":
-    # Attaching to the group's launcher (its parent), whose exit status and
-    # report decide whether the ranks passed: it must be refused.
+    # The group's launcher, whose exit status and report decide whether the
+    # ranks passed, and the sibling ranks must be out of reach. With a PID namespace of its own (one sandbox per rank) it sees only
+    # itself and its sandbox's init (pid 1, bwrap's, which holds nothing of
+    # the group's); anything else it sees is a sibling or the launcher.
     import ctypes
     libc = ctypes.CDLL(None, use_errno=True)
-    got = libc.ptrace(16, os.getppid(), None, None)  # PTRACE_ATTACH
-    print("PTRACE attach %s" % ("accepted" if got == 0 else "refused errno %d" % ctypes.get_errno()), file=sys.stderr, flush=True)
-    if got == 0:
-        libc.ptrace(17, os.getppid(), None, None)  # PTRACE_DETACH
+    visible = sorted(int(d) for d in os.listdir("/proc") if d.isdigit())
+    print("PTRACE sees %s (itself %d)" % (",".join(map(str, visible)), os.getpid()), file=sys.stderr, flush=True)
+    for target in (p for p in visible if p != os.getpid()):
+        got = libc.ptrace(16, target, None, None)  # PTRACE_ATTACH
+        who = "its sandbox's init" if target == 1 and os.getppid() == 1 else "pid %d" % target
+        print("PTRACE attach %s %s" % (who, "accepted" if got == 0 else "refused errno %d" % ctypes.get_errno()), file=sys.stderr, flush=True)
+        if got == 0:
+            # Wait for the attach's stop before detaching, or the target
+            # stays stopped (its sandbox's init then reaps nothing).
+            try:
+                os.waitpid(target, 0x40000000)  # __WALL
+            except OSError:
+                pass
+            libc.ptrace(17, target, None, 0)  # PTRACE_DETACH
 if bad and args.mode == "early":
     sys.exit(0)  # leaves without its part: rank 0 waits for it
 local = scan(a[lo:hi], b[lo:hi], np.zeros(D))
@@ -186,21 +218,27 @@ if per_rank and args.mode == "lopsided":
 if per_rank:
     np.save(os.path.join(out, "y.npy"), y)
     np.save(os.path.join(out, "final.npy"), final)
-    if bad and args.mode == "norank":
+    if bad and args.mode in ("norank", "silent"):
         for f in os.listdir(out):
             os.unlink(os.path.join(out, f))
-        os.rmdir(out)
+    if bad and args.mode == "norank":
+        try:
+            os.rmdir(out)
+        except OSError as e:
+            # In its own sandbox its folder is a mount point: it stays, empty.
+            print("NORANK could not remove %s: %s" % (out, e), file=sys.stderr, flush=True)
     if bad and args.mode == "escape":
-        # Another rank's folder is within the arm's reach (one sandbox):
-        # what it writes there is compared, so it is caught.
-        np.save(os.path.join(os.path.dirname(out), "rank-0", "y.npy"), np.zeros((T // world, D)))
-        # The reference's folder is not: the sandbox shows only this arm's.
+        # The reference's folder is out of reach: the sandbox shows only this arm's.
         ref = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(out))), "reference-000", "out")
         try:
             np.save(os.path.join(ref, "y.npy"), np.zeros((T, D)))
             print("ESCAPED into %s" % ref, file=sys.stderr)
         except OSError as e:
-            print("CONTAINED: %s" % e, file=sys.stderr)
+            print("CONTAINED: %s" % e, file=sys.stderr, flush=True)
+        # Another rank's folder: read-only in this rank's own sandbox (the
+        # write fails and so does the rank); without the sandbox what it
+        # writes there is compared, so it is caught.
+        np.save(os.path.join(os.path.dirname(out), "rank-0", "y.npy"), np.zeros((T // world, D)))
 else:
     if rank == 0:
         ys = {0: y}
