@@ -12,7 +12,10 @@
 
 #include "error.h"
 #include "experiment_runner.h"
+#include "ledger.h"
 #include "ledger_key.h"
+
+#include <iostream>
 
 namespace densefeed {
 
@@ -43,6 +46,18 @@ std::filesystem::path CliContext::ledger_path() {
 const GateStore& CliContext::store() {
   if (!store_) {
     store_ = open_gate_store(project(), workspace(), trust_worktree);
+    // The export was altered and has been replaced: the ledger keeps what
+    // was found (audit fails until a person acknowledges it).
+    if (!store_->tampered.empty()) {
+      Ledger ledger(ledger_path());
+      for (const auto& e : store_->tampered) {
+        const std::int64_t id = ledger.record_tamper(e);
+        std::cerr << fmt::format("densefeed: tamper event {}: the export of {} was altered ({}: {}: {}); densefeed exported it again "
+                                 "and uses the fresh export; `densefeed audit` fails until a person runs `densefeed audit "
+                                 "acknowledge {} --by NAME --note TEXT`\n",
+                                 id, store_->describe(), to_string(e.kind), e.path, e.detail, id);
+      }
+    }
     // From here on the project is configured as its trusted ref says, not as
     // the checked-out densefeed.yaml (an agent's branch) says.
     if (!store_->worktree) {

@@ -416,9 +416,16 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                      const auto runs = Workspace{ctx.ledger_path()}.runs();
                      const auto recovered = recover_pending(ledger, runs);
                      nlohmann::ordered_json doc = {{"ledger", ctx.ledger_path().string()}, {"recovered", nlohmann::ordered_json::array()}};
+                     bool refused = false;
                      for (const auto& r : recovered) {
-                       doc["recovered"].push_back({{"experiment_id", r.experiment_id}, {"file", r.file}, {"outcome", r.outcome},
-                                                   {"verdict", r.verdict}, {"cases", r.cases}});
+                       nlohmann::ordered_json one = {{"experiment_id", r.experiment_id}, {"file", r.file}, {"outcome", r.outcome},
+                                                     {"verdict", r.verdict}, {"cases", r.cases}};
+                       if (r.refusal != PendingRefusal::none) {
+                         refused = true;
+                         one["refusal"] = to_string(r.refusal);
+                         one["reason"] = r.reason;
+                       }
+                       doc["recovered"].push_back(one);
                      }
                      if (ctx.json) {
                        std::cout << doc.dump(2) << "\n";
@@ -426,14 +433,40 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                        std::cout << fmt::format("nothing to recover under {}\n", runs.string());
                      } else {
                        for (const auto& r : recovered) {
+                         if (r.refusal != PendingRefusal::none) {
+                           std::cout << fmt::format("experiment {}: REFUSED ({}): {}; the file is kept — {}\n", r.experiment_id,
+                                                    to_string(r.refusal), r.reason, r.file);
+                           continue;
+                         }
                          std::cout << fmt::format("experiment {}: {} ({} case(s)), verdict {} — from {}\n", r.experiment_id, r.outcome,
                                                   r.cases, r.verdict, one_line(r.file));
                        }
                      }
-                     return 0;
+                     return refused ? 1 : 0;
                    }});
 
-  auto* audit = app.add_subcommand("audit", "CI: exit 1 if a result lacks a green gate, a gate or frozen file differs from gates/gates.lock, or the hash chain is broken");
+  auto* audit = app.add_subcommand("audit", "CI: exit 1 if a result lacks a green gate, a gate or frozen file differs from gates/gates.lock, the hash chain is broken, or a tamper event is unacknowledged");
+  // A person's verb: what densefeed found altered (and replaced) was seen.
+  auto* acknowledge = audit->add_subcommand("acknowledge", "a person acknowledges a tamper event (an altered export or cached build densefeed replaced)");
+  auto ack_id = std::make_shared<std::string>();
+  auto ack_by = std::make_shared<std::string>();
+  auto ack_note = std::make_shared<std::string>();
+  acknowledge->add_option("ID", *ack_id, "the tamper event's id (densefeed audit names it)")->required();
+  acknowledge->add_option("--by", *ack_by, "who acknowledges it")->required();
+  acknowledge->add_option("--note", *ack_note, "what was found out about it")->required();
+  add_ledger_and_json(acknowledge, ctx);
+  verbs.push_back({acknowledge, [&ctx, ack_id, ack_by, ack_note] {
+                     const std::int64_t id = parse_experiment_id(*ack_id);
+                     Ledger ledger(ctx.ledger_path());
+                     require_intact_chain(ledger);
+                     ledger.acknowledge_tamper(id, *ack_by, *ack_note);
+                     if (ctx.json) {
+                       std::cout << nlohmann::ordered_json{{"tamper_event", id}, {"acknowledged_by", *ack_by}, {"note", *ack_note}}.dump(2) << "\n";
+                     } else {
+                       std::cout << fmt::format("tamper event {}: acknowledged by {}\n", id, *ack_by);
+                     }
+                     return 0;
+                   }});
   auto junit = std::make_shared<std::string>();
   auto allow_unsandboxed = std::make_shared<bool>(false);
   auto allow_untrusted_gates = std::make_shared<bool>(false);
@@ -490,6 +523,15 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
                                            "runs it again", r.experiment_id, r.started_at, r.owner, r.experiment_id));
                          }
                          checks.push_back(interrupted);
+                       }
+                       {
+                         Check tamper{"no unacknowledged tamper event (an export or cached build densefeed found altered; "
+                                      "'densefeed audit acknowledge ID --by NAME --note TEXT')", {}};
+                         for (const auto& e : ledger.tamper_events(true)) {
+                           tamper.failures.push_back(fmt::format("tamper event {} ({}, {}): {}: {} (commit {})", e.id, e.kind, e.detected_at,
+                                                                 e.path, e.detail, e.commit.substr(0, 12)));
+                         }
+                         checks.push_back(tamper);
                        }
                        const ChainCheck c = ledger.verify();
                        Check chain{"hash chain intact", {}};

@@ -164,7 +164,11 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                        const auto gate = load_gate(store, gate_name);
                        options.limits = gate.limits;
                        options.gpus = gate.gpus;
-                       const auto b = build_revision(gate, project, e["candidate_sha"].get<std::string>(), ctx.workspace().builds());
+                       const auto b = build_revision(gate, project, e["candidate_sha"].get<std::string>(), ctx.workspace());
+                       if (!b.tampered.empty()) {
+                         Ledger tamper_ledger(ctx.ledger_path());
+                         for (const auto& t : b.tampered) tamper_ledger.record_tamper(t);
+                       }
                        if (!b.ok) throw InfraError("the candidate's build failed: " + b.failure);
                        options.candidate = revision_context(project, store, b, python);
                      }

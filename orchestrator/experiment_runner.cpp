@@ -289,7 +289,8 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
                               out.candidate_sha.substr(0, 12), fmt::join(changed, ", "))
                 : fmt::format("the candidate revision cannot be judged: {}; no case ran", history_error);
       } else {
-        const RevisionBuild b = build_revision(*out.gate, options.project, out.candidate_sha, options.workspace.builds(), options.sandbox);
+        const RevisionBuild b = build_revision(*out.gate, options.project, out.candidate_sha, options.workspace, options.sandbox);
+        for (const auto& e : b.tampered) ledger.record_tamper(e);
         revision_dirs.push_back(b.src.parent_path());
         gate_options.sandbox_readable = revision_dirs;
         if (!b.ok) {
@@ -311,9 +312,11 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     // Once the candidate is known to be runnable: a red before any case
     // costs no build.
     bool trusted_built = false;
+    std::vector<TamperEvent> trusted_tampered;
     const std::string problem = runnable ? build_trusted_arm(out.reference_arm, *out.gate, options.project, options.store,
-                                                             options.workspace, options.sandbox, &trusted_built)
+                                                             options.workspace, options.sandbox, &trusted_built, &trusted_tampered)
                                          : "";
+    for (const auto& e : trusted_tampered) ledger.record_tamper(e);
     if (!problem.empty()) {
       runnable = false;
       out.gate_result.verdict = Verdict::error;
@@ -352,7 +355,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   }
   // Kept in the run folder first: a held write lock or a crash while
   // waiting for it loses nothing (`densefeed ledger recover` records it).
-  const auto pending = write_pending_gate_run(out.work_dir, out.experiment_id, record);
+  const auto pending = write_pending_gate_run(out.work_dir, out.experiment_id, record, ledger);
   std::int64_t gate_run_id = 0;
   try {
     gate_run_id = ledger.record_gate_run(out.experiment_id, record);
@@ -419,7 +422,8 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
       if (!measured.empty()) bench_options.ceilings = fastest_ceilings(measured);
     }
     if (m.base.revision != kWorktree) {
-      const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
+      const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace, options.sandbox);
+        for (const auto& e : b.tampered) ledger.record_tamper(e);
       revision_dirs.push_back(b.src.parent_path());
       const auto hidden = out.base_arm.hidden;
       out.base_arm = revision_context(options.project, options.store, b, out.base_arm.python);
@@ -456,7 +460,8 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     trace_options.limits = out.gate->limits;
     trace_options.gpus = out.gate->gpus;
     if (m.base.revision != kWorktree) {
-      const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace.builds(), options.sandbox);
+      const RevisionBuild b = build_revision(*out.gate, options.project, out.base_sha, options.workspace, options.sandbox);
+        for (const auto& e : b.tampered) ledger.record_tamper(e);
       revision_dirs.push_back(b.src.parent_path());
       trace_options.base = revision_context(options.project, options.store, b, out.base_arm.python);
       trace_options.base.hidden = out.base_arm.hidden;

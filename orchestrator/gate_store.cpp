@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "export_verify.h"
 #include "revision.h"
 #include "sha256.h"
 
@@ -63,16 +64,44 @@ GateStore open_gate_store(const Project& project, const Workspace& workspace, bo
   }
   const std::string key = s.commit + (project.prefix.empty() ? "" : "-" + sha256_hex(project.prefix).substr(0, 12));
   s.root = workspace.exports() / key;
-  if (std::filesystem::is_directory(s.root)) return s;
+  std::error_code ec;
+  if (std::filesystem::exists(std::filesystem::symlink_status(s.root, ec))) {
+    ExportCheck check;
+    if (std::filesystem::is_symlink(std::filesystem::symlink_status(s.root, ec))) {
+      check.tampered.push_back({TamperKind::export_link, s.root.string(),
+                                fmt::format("the export folder is a symbolic link to '{}'", std::filesystem::read_symlink(s.root, ec).string()),
+                                s.commit});
+    } else {
+      check = verify_export(project.repo_top, project.prefix, s.commit, s.root);
+    }
+    if (check.tampered.empty()) return s;
+    s.tampered = std::move(check.tampered);
+    // Moved aside first (a rename needs only the exports folder writable,
+    // whatever was done to the modes inside), then removed as far as it can be.
+    const auto aside = workspace.exports() / fmt::format(".{}.tampered.{}", key, ::getpid());
+    std::filesystem::remove_all(aside, ec);
+    std::filesystem::rename(s.root, aside, ec);
+    if (ec) {
+      throw InfraError(fmt::format("{} does not match the trusted ref's commit {} ({}) and cannot be moved aside: {}", s.root.string(),
+                                   s.commit.substr(0, 12), s.tampered.front().detail, ec.message()));
+    }
+    std::filesystem::remove_all(aside, ec);
+  }
   // Exported beside its final place and renamed: a reader never sees half an export.
   const auto tmp = workspace.exports() / fmt::format(".{}.{}.tmp", key, ::getpid());
-  std::error_code ec;
   std::filesystem::remove_all(tmp, ec);
   try {
     export_revision(project.repo_top, project.prefix, s.commit, tmp);
   } catch (const std::runtime_error& e) {
     std::filesystem::remove_all(tmp, ec);
     throw InfraError(fmt::format("exporting the trusted ref {} ({}) failed: {}", project.trusted_ref, s.commit.substr(0, 12), e.what()));
+  }
+  if (const ExportCheck fresh = verify_export(project.repo_top, project.prefix, s.commit, tmp); !fresh.tampered.empty()) {
+    std::filesystem::remove_all(tmp, ec);
+    throw InfraError(fmt::format("a fresh export of the trusted ref {} ({}) does not match its commit ({}: {}): git attributes "
+                                 "(export-subst, eol, filters) rewrite files that densefeed must verify; remove them for the "
+                                 "gate store's files",
+                                 project.trusted_ref, s.commit.substr(0, 12), fresh.tampered.front().path, fresh.tampered.front().detail));
   }
   std::filesystem::rename(tmp, s.root, ec);
   if (ec) std::filesystem::remove_all(tmp, ec);  // another process exported it first

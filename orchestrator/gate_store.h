@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "project.h"
+#include "tamper_event.h"
 #include "workspace.h"
 
 namespace densefeed {
@@ -22,6 +23,10 @@ struct GateStore {
   std::string ref;             // the trusted ref's name ("main")
   std::string commit;          // its commit; for a worktree store HEAD ("" outside git)
   bool worktree = false;       // read from the project folder as it is, not from the trusted ref
+  // What open_gate_store found altered in the export it had made earlier
+  // (export_verify.h), which it then replaced with a fresh export: the
+  // caller that holds the ledger records each (Ledger::record_tamper).
+  std::vector<TamperEvent> tampered;
 
   std::string gate_rel(const std::string& name) const { return gates + "/" + name + ".yaml"; }
   std::string lock_rel() const { return gates + "/gates.lock"; }
@@ -36,9 +41,13 @@ GateStore worktree_store(const Project& project);
 
 // The store a run uses: the worktree's when `trust_worktree`, otherwise the
 // trusted ref's commit exported (once per commit) into workspace.exports().
-// Throws InputError when the project is in no git repository (naming
-// --trust-worktree) or the trusted ref names no commit (naming densefeed.yaml's
-// trusted_ref); InfraError when the export fails.
+// An export found there is verified against the commit before it is used
+// (export_verify.h); one that differs is moved aside and removed, exported
+// afresh, and what differed is returned in `tampered`. A fresh export is
+// verified too. Throws InputError when the project is in no git repository
+// (naming --trust-worktree) or the trusted ref names no commit (naming
+// densefeed.yaml's trusted_ref); InfraError when the export fails or a fresh
+// export does not match its commit (git attributes rewrote files).
 GateStore open_gate_store(const Project& project, const Workspace& workspace, bool trust_worktree);
 
 // Of `rels` (paths relative to the project), those whose bytes in the project

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include <openssl/rand.h>
 #include <sqlite3.h>
 
 #include <cctype>
@@ -22,18 +23,20 @@
 namespace densefeed {
 namespace {
 
-constexpr int kSchemaVersion = 5;
+constexpr int kSchemaVersion = 6;
 
 // The tables whose rows are linked into record_chain, in the order in which
 // rows recorded before the chain existed (version 1) are sealed; the first
 // kChainedTablesV2 existed at version 2, up to kChainedTablesV3 came with
-// version 3, the rest with version 5. heartbeats (version 4) is not chained:
+// version 3, up to kChainedTablesV5 with version 5, the rest with version 6
+// (tamper events, their acknowledgements, run nonces). heartbeats (version 4) is not chained:
 // a beat updates its row in place (liveness, not a result); the requeued or
 // interrupted event it leads to is.
 constexpr const char* kChainedTables[] = {
     "experiments", "experiment_events", "gate_runs", "gate_cases", "gate_metrics", "bench_cases", "environments",
     "calibrations", "trace_findings", "reviews", "promotions", "acceptance_runs", "acceptance_criteria",
-    "stage_outcomes", "experiment_outcomes", "chain_keys", "machine_ceilings", "bench_acceptances"};
+    "stage_outcomes", "experiment_outcomes", "chain_keys", "machine_ceilings", "bench_acceptances", "tamper_events",
+    "tamper_acknowledgements", "run_nonces"};
 constexpr std::size_t kChainedTablesV2 = 13;
 constexpr std::size_t kChainedTablesV3 = 16;  // machine_ceilings and bench_acceptances came with version 5
 
@@ -286,6 +289,7 @@ const Inventory& compiled_inventory() {
       exec(db, kLedgerMigration3Sql);
       exec(db, kLedgerMigration4Sql);
       exec(db, kLedgerMigration5Sql);
+      exec(db, kLedgerMigration6Sql);
       Inventory i = inventory_of(db);
       sqlite3_close(db);
       return i;
@@ -525,6 +529,12 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path), hear
       Statement(db_, "INSERT INTO schema_info(version) VALUES (5)").run();
       v = 5;
     }
+    if (v < 6) {
+      // New tables only, empty: nothing to seal.
+      exec(db_, kLedgerMigration6Sql);
+      Statement(db_, "INSERT INTO schema_info(version) VALUES (6)").run();
+      v = 6;
+    }
     {
       Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
       if (!k.step()) {
@@ -621,7 +631,9 @@ void Ledger::link(const std::string& table, std::int64_t row_id) {
     Statement e(db_, sql);
     e.bind(1, row_id);
     if (e.step() && e.column(0).is_number_integer()) experiment = e.column(0).get<std::int64_t>();
-  } else if (table != "calibrations" && table != "chain_keys" && table != "machine_ceilings") {
+  } else if (table == "tamper_acknowledgements") {
+    // A tamper event belongs to no experiment; nor does its acknowledgement.
+  } else if (table != "calibrations" && table != "chain_keys" && table != "machine_ceilings" && table != "tamper_events") {
     Statement e(db_, fmt::format("SELECT experiment_id FROM {} WHERE id = ?", table).c_str());
     e.bind(1, row_id);
     if (e.step() && e.column(0).is_number_integer()) experiment = e.column(0).get<std::int64_t>();
@@ -666,9 +678,85 @@ std::int64_t Ledger::record_experiment(const ExperimentRecord& record, Experimen
   ev.run();
   const std::int64_t event_id = sqlite3_last_insert_rowid(db_);
   link("experiment_events", event_id);
-  if (first == ExperimentEvent::started) insert_heartbeat(id, owner, event_id, 0);
+  if (first == ExperimentEvent::started) {
+    insert_heartbeat(id, owner, event_id, 0);
+    insert_run_nonce(id);
+  }
   t.commit();
   return id;
+}
+
+void Ledger::insert_run_nonce(std::int64_t experiment_id) {
+  unsigned char bytes[16];
+  if (RAND_bytes(bytes, sizeof bytes) != 1) throw InfraError("OpenSSL: cannot draw a run nonce (RAND_bytes failed)");
+  std::string nonce;
+  for (unsigned char b : bytes) nonce += fmt::format("{:02x}", b);
+  Statement s(db_, "INSERT INTO run_nonces(experiment_id, nonce, created_at) VALUES (?,?,?)");
+  s.bind(1, experiment_id).bind(2, nonce).bind(3, utc_now());
+  s.run();
+  link("run_nonces", sqlite3_last_insert_rowid(db_));
+}
+
+bool Ledger::nonce_issued(std::int64_t experiment_id, const std::string& nonce) const {
+  Statement s(db_, "SELECT COUNT(*) FROM run_nonces WHERE experiment_id = ? AND nonce = ?");
+  s.bind(1, experiment_id).bind(2, nonce);
+  s.step();
+  return s.column(0).get<std::int64_t>() > 0;
+}
+
+std::string Ledger::run_nonce(std::int64_t experiment_id) const {
+  Statement s(db_, "SELECT nonce FROM run_nonces WHERE experiment_id = ? ORDER BY id DESC LIMIT 1");
+  s.bind(1, experiment_id);
+  return s.step() ? s.column(0).get<std::string>() : std::string();
+}
+
+std::string Ledger::sign(const std::string& message) const { return hmac_sha256_hex(key_.bytes, message); }
+
+std::int64_t Ledger::record_tamper(const TamperEvent& e) {
+  Transaction t(db_);
+  Statement s(db_, "INSERT INTO tamper_events(detected_at, kind, path, detail, commit_sha) VALUES (?,?,?,?,?)");
+  s.bind(1, utc_now()).bind(2, to_string(e.kind)).bind(3, e.path).bind(4, e.detail).bind(5, e.commit);
+  s.run();
+  const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  link("tamper_events", id);
+  t.commit();
+  return id;
+}
+
+void Ledger::acknowledge_tamper(std::int64_t id, const std::string& by, const std::string& note) {
+  if (by.empty()) throw InputError("command line", {}, "--by", "name the person who acknowledges the tamper event");
+  Transaction t(db_);
+  {
+    Statement q(db_, "SELECT (SELECT COUNT(*) FROM tamper_events WHERE id = ?1), "
+                     "(SELECT acknowledged_by FROM tamper_acknowledgements WHERE event_id = ?1)");
+    q.bind(1, id);
+    q.step();
+    if (q.column(0).get<std::int64_t>() == 0) {
+      throw InputError("command line", {}, "ID", fmt::format("no tamper event {} in {} (densefeed audit lists them)", id, path_.string()));
+    }
+    if (!q.column(1).is_null()) {
+      throw InputError("command line", {}, "ID", fmt::format("tamper event {} was acknowledged already, by {}", id, q.column(1).get<std::string>()));
+    }
+  }
+  Statement s(db_, "INSERT INTO tamper_acknowledgements(event_id, acknowledged_by, note, acknowledged_at) VALUES (?,?,?,?)");
+  s.bind(1, id).bind(2, by).bind(3, note).bind(4, utc_now());
+  s.run();
+  link("tamper_acknowledgements", sqlite3_last_insert_rowid(db_));
+  t.commit();
+}
+
+std::vector<RecordedTamper> Ledger::tamper_events(bool unacknowledged_only) const {
+  std::vector<RecordedTamper> out;
+  Statement s(db_, unacknowledged_only
+                       ? "SELECT e.id, e.detected_at, e.kind, e.path, e.detail, e.commit_sha, a.acknowledged_by, a.note, a.acknowledged_at "
+                         "FROM tamper_events e LEFT JOIN tamper_acknowledgements a ON a.event_id = e.id WHERE a.id IS NULL ORDER BY e.id"
+                       : "SELECT e.id, e.detected_at, e.kind, e.path, e.detail, e.commit_sha, a.acknowledged_by, a.note, a.acknowledged_at "
+                         "FROM tamper_events e LEFT JOIN tamper_acknowledgements a ON a.event_id = e.id ORDER BY e.id");
+  const auto text = [&](int i) { return s.column(i).is_string() ? s.column(i).get<std::string>() : std::string(); };
+  while (s.step()) {
+    out.push_back({s.column(0).get<std::int64_t>(), text(1), text(2), text(3), text(4), text(5), text(6), text(7), text(8)});
+  }
+  return out;
 }
 
 std::int64_t Ledger::insert_heartbeat(std::int64_t experiment_id, const std::string& owner, std::int64_t started_event_id,
@@ -793,6 +881,7 @@ std::optional<ClaimedExperiment> Ledger::claim_next(const std::string& owner) {
   const std::int64_t event_id = sqlite3_last_insert_rowid(db_);
   link("experiment_events", event_id);
   c.heartbeat_id = insert_heartbeat(c.id, owner, event_id, 0);
+  insert_run_nonce(c.id);
   t.commit();
   return c;
 }

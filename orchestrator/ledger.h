@@ -52,6 +52,7 @@
 #include "gate_runner.h"
 #include "ledger_key.h"
 #include "manifest.h"
+#include "tamper_event.h"
 
 struct sqlite3;
 
@@ -194,6 +195,17 @@ struct BlindSpots {
   std::vector<Entry> entries;  // in case order; empty: every case could fail
 };
 
+// A tamper event as recorded (tamper_events), with the acknowledgement a
+// person gave it (tamper_acknowledgements; empty fields when none yet).
+struct RecordedTamper {
+  std::int64_t id = 0;
+  std::string detected_at;  // ISO 8601 UTC
+  std::string kind;         // to_string(TamperKind)
+  std::string path, detail, commit;
+  std::string acknowledged_by, note, acknowledged_at;  // "" while unacknowledged
+  bool acknowledged() const { return !acknowledged_by.empty(); }
+};
+
 // Another process held the write lock for longer than the lock wait.
 class LedgerBusy : public InfraError {
  public:
@@ -292,6 +304,23 @@ class Ledger {
   // the schema refuses a promotion whose benchmark needs one not given.
   std::int64_t record_promotion(std::int64_t experiment_id, const std::string& by,
                                 const std::vector<std::string>& accepted = {});
+  // A tamper event (tamper_event.h), linked into the chain; returns its id.
+  std::int64_t record_tamper(const TamperEvent& event);
+  // `densefeed audit acknowledge`: a person's acknowledgement of event `id`.
+  // Throws InputError naming ID when there is no such event or it was
+  // acknowledged already, or `by` is empty.
+  void acknowledge_tamper(std::int64_t id, const std::string& by, const std::string& note);
+  // Every tamper event, oldest first (with `unacknowledged_only`: those no
+  // one acknowledged yet).
+  std::vector<RecordedTamper> tamper_events(bool unacknowledged_only = false) const;
+  // Whether `nonce` was issued to `experiment_id` when one of its runs
+  // started (run_nonces: made with every `started` event).
+  bool nonce_issued(std::int64_t experiment_id, const std::string& nonce) const;
+  // The nonce of the experiment's latest start ("" when it never started).
+  std::string run_nonce(std::int64_t experiment_id) const;
+  // HMAC-SHA256 of `message` under the ledger's key, hex (64 characters):
+  // what a pending gate run is signed with (pending_results.h).
+  std::string sign(const std::string& message) const;
   // A machine's ceilings (`densefeed machine calibrate`); returns the row id.
   std::int64_t record_ceilings(const MachineCeilings& m);
   // The latest ceilings measured on `host` for `device` ("cpu" or a GPU UUID).
@@ -398,6 +427,9 @@ class Ledger {
   // (exactly one of them non-zero); call inside the transaction that made it.
   std::int64_t insert_heartbeat(std::int64_t experiment_id, const std::string& owner, std::int64_t started_event_id,
                                 std::int64_t acceptance_stage_id);
+  // A fresh nonce (16 random bytes, hex) for a started run of the
+  // experiment, linked; call inside the transaction that records `started`.
+  void insert_run_nonce(std::int64_t experiment_id);
   // HMAC-SHA256 under the key of prev_hash "\n" table "\n" row_id "\n" content_sha256.
   std::string link_hash(const std::string& prev, const std::string& table, std::int64_t row_id, const std::string& content) const;
   void load_key(bool create);

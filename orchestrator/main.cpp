@@ -500,6 +500,21 @@ int main(int argc, char** argv) {
           for (const auto& p : problems) std::cout << "  " << p << "\n";
         }
       }
+      // The trusted ref's export that runs use, when there is one: verified
+      // against its commit (ctx.store() replaces an altered one and records
+      // what differed), and an alteration is a failure here too.
+      if (!ctx.trust_worktree && ctx.project().in_git() && std::filesystem::is_directory(ctx.workspace().exports())) {
+        const df::GateStore& trusted = ctx.store();
+        std::vector<std::string> tampered;
+        for (const auto& e : trusted.tampered) {
+          tampered.push_back(fmt::format("{}: {}: {} (commit {})", df::to_string(e.kind), e.path, e.detail, e.commit.substr(0, 12)));
+          if (!json) std::cout << fmt::format("export of {}: TAMPERED ({}): {}: {}\n", trusted.describe(), df::to_string(e.kind), e.path, e.detail);
+        }
+        if (!trusted.tampered.empty()) {
+          ok = false;
+          report["trusted ref export"] = tampered;  // no gate has a space in its name
+        }
+      }
       if (json) std::cout << report.dump(2) << "\n";
       return ok ? 0 : 1;
     }

@@ -43,8 +43,31 @@ Verdict verdict_of(const std::string& v) { return v == "green" ? Verdict::green 
 
 }  // namespace
 
+const char* to_string(PendingRefusal r) {
+  switch (r) {
+    case PendingRefusal::none: return "none";
+    case PendingRefusal::malformed: return "malformed";
+    case PendingRefusal::unsigned_file: return "unsigned";
+    case PendingRefusal::altered: return "altered";
+    case PendingRefusal::transplanted: return "transplanted";
+    case PendingRefusal::never_started: return "never started";
+  }
+  return "?";
+}
+
+std::string pending_signed_message(const nlohmann::json& doc) {
+  nlohmann::json rest = doc;
+  if (rest.is_object()) rest.erase("signature");
+  return "densefeed pending gate run v1\n" + rest.dump();
+}
+
 std::filesystem::path write_pending_gate_run(const std::filesystem::path& dir, std::int64_t experiment_id,
-                                             const GateRunRecord& rec) {
+                                             const GateRunRecord& rec, const Ledger& ledger) {
+  const std::string nonce = ledger.run_nonce(experiment_id);
+  if (nonce.empty()) {
+    throw InfraError(fmt::format("experiment {} has no run nonce in {}: it was never started, so its results cannot be kept "
+                                 "for recover", experiment_id, ledger.path().string()));
+  }
   const GateResult& r = *rec.result;
   J cases = J::array();
   for (const auto& c : r.cases) {
@@ -64,7 +87,8 @@ std::filesystem::path write_pending_gate_run(const std::filesystem::path& dir, s
                      {"reason", c.reason}, {"failure", failure_json(c.failure)}, {"reference_wall_s", c.reference_wall_s},
                      {"candidate_wall_s", c.candidate_wall_s}, {"outputs", outputs}});
   }
-  const J doc = {{"experiment_id", experiment_id},
+  J doc = {{"experiment_id", experiment_id},
+                 {"nonce", nonce},
                  {"gate", rec.gate},
                  {"gate_sha256", rec.gate_sha256},
                  {"lock_problems", rec.lock_problems},
@@ -80,6 +104,8 @@ std::filesystem::path write_pending_gate_run(const std::filesystem::path& dir, s
                  {"wall_s", r.wall_s},
                  {"harness_wall_s", r.harness_wall_s},
                  {"cases", cases}};
+  // Signed as read back: the canonical form of what a reader parses.
+  doc["signature"] = ledger.sign(pending_signed_message(nlohmann::json::parse(doc.dump())));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   const auto file = dir / kPendingGateRunFile;
@@ -170,11 +196,55 @@ std::vector<std::filesystem::path> pending_gate_runs(const std::filesystem::path
 std::vector<RecoveredRun> recover_pending(Ledger& ledger, const std::filesystem::path& runs_dir) {
   std::vector<RecoveredRun> out;
   for (const auto& file : pending_gate_runs(runs_dir)) {
-    PendingGateRun p = read_pending_gate_run(file);
-    p.record.result = &p.result;
     RecoveredRun r;
-    r.experiment_id = p.experiment_id;
     r.file = file.string();
+    r.experiment_id = std::stoll(file.parent_path().filename().string());  // pending_gate_runs lists numbered folders only
+    const auto refuse = [&](PendingRefusal why, std::string reason) {
+      r.outcome = "refused";
+      r.refusal = why;
+      r.reason = std::move(reason);
+      out.push_back(r);
+    };
+    nlohmann::json raw;
+    try {
+      std::ifstream f(file);
+      raw = nlohmann::json::parse(f);
+      if (!raw.is_object()) throw std::runtime_error("not a JSON object");
+    } catch (const std::exception& e) {
+      refuse(PendingRefusal::malformed, fmt::format("not JSON densefeed wrote: {}", e.what()));
+      continue;
+    }
+    if (!raw.contains("signature") || !raw["signature"].is_string()) {
+      refuse(PendingRefusal::unsigned_file, "it carries no signature: densefeed signs every pending gate run it keeps");
+      continue;
+    }
+    if (raw["signature"].get<std::string>() != ledger.sign(pending_signed_message(raw))) {
+      refuse(PendingRefusal::altered, "its signature does not verify under the ledger's key: it was changed after densefeed wrote it");
+      continue;
+    }
+    PendingGateRun p;
+    try {
+      p = read_pending_gate_run(file);
+    } catch (const InputError& e) {
+      refuse(PendingRefusal::malformed, e.message());
+      continue;
+    }
+    p.record.result = &p.result;
+    const std::string nonce = raw.value("nonce", std::string());
+    if (p.experiment_id != r.experiment_id) {
+      refuse(PendingRefusal::transplanted, fmt::format("it lies in the run folder of experiment {} but is experiment {}'s",
+                                                       r.experiment_id, p.experiment_id));
+      continue;
+    }
+    if (!ledger.nonce_issued(p.experiment_id, nonce)) {
+      if (ledger.run_nonce(p.experiment_id).empty()) {
+        refuse(PendingRefusal::never_started, fmt::format("experiment {} was never started: the ledger issued it no run nonce",
+                                                          p.experiment_id));
+      } else {
+        refuse(PendingRefusal::transplanted, fmt::format("its nonce {} was never issued to experiment {}", nonce, p.experiment_id));
+      }
+      continue;
+    }
     r.cases = p.result.cases.size();
     const ExperimentSummary before = ledger.summary(p.experiment_id);
     if (before.stage("gate").verdict != StageVerdict::pending) {

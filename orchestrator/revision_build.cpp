@@ -1,5 +1,7 @@
 #include "revision_build.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <fstream>
 
@@ -7,8 +9,10 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "build_seal.h"
 #include "command_template.h"
 #include "error.h"
+#include "ledger_key.h"
 #include "process_runner.h"
 #include "revision.h"
 #include "sha256.h"
@@ -17,8 +21,16 @@
 
 namespace densefeed {
 
-RevisionBuild build_revision(const GateSpec& gate, const Project& project, const std::string& sha,
-                             const std::filesystem::path& builds_dir, bool sandbox) {
+RevisionBuild build_revision(const GateSpec& gate, const Project& project, const std::string& sha, const Workspace& workspace,
+                             bool sandbox) {
+  const auto builds_dir = workspace.builds();
+  // The ledger's key seals builds; a workspace whose ledger has no key yet
+  // seals nothing, and so reuses nothing.
+  std::string key;
+  try {
+    key = load_ledger_key(ledger_key_file(workspace.ledger), false).bytes;
+  } catch (const std::exception&) {
+  }
   const auto start = std::chrono::steady_clock::now();
   RevisionBuild b;
   b.sha = sha;
@@ -34,14 +46,24 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
   if (spec.commands.empty()) b.build.clear();  // nothing is built: the export is the build
   else b.bin = render_command({spec.bin}, values)[0];
   const auto marker = dir / "built";
-  if (std::filesystem::exists(marker)) {
-    b.ok = b.cached = true;
-    b.sandbox = {SandboxMode::off, "cached"};
-    return b;
+  std::error_code ec;
+  if (std::filesystem::exists(marker) && !key.empty()) {
+    auto altered = check_build_seal(dir, key, sha);
+    if (!altered) {
+      b.ok = b.cached = true;
+      b.sandbox = {SandboxMode::off, "cached"};
+      return b;
+    }
+    b.tampered.push_back(std::move(*altered));
+    // Moved aside first (a rename needs only the builds folder writable), then removed.
+    const auto aside = builds_dir / fmt::format(".{}.tampered.{}", dir.filename().string(), ::getpid());
+    std::filesystem::remove_all(aside, ec);
+    std::filesystem::rename(dir, aside, ec);
+    if (ec) throw InfraError(fmt::format("{}: an altered cached build cannot be moved aside: {}", dir.string(), ec.message()));
+    std::filesystem::remove_all(aside, ec);
   }
   b.sandbox = require_sandbox(sandbox);
 
-  std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir / "build", ec);
   if (ec) throw InfraError(fmt::format("{}: cannot create the build folder: {}", (dir / "build").string(), ec.message()));
@@ -83,6 +105,7 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
       return b;
     }
   }
+  if (!key.empty()) write_build_seal(dir, key);
   std::ofstream(marker) << sha << "\n";
   b.ok = true;
   b.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

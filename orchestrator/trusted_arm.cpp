@@ -74,10 +74,12 @@ ArmContext trusted_arm(const GateSpec& gate, const Project& project, const GateS
 }
 
 std::string build_trusted_arm(ArmContext& arm, const GateSpec& gate, const Project& project, const GateStore& store,
-                              const Workspace& workspace, bool sandbox, bool* built) {
+                              const Workspace& workspace, bool sandbox, bool* built,
+                              std::vector<TamperEvent>* tampered) {
   if (built) *built = false;
   if (!needs_trusted_build(gate, project, store)) return "";
-  const RevisionBuild b = build_revision(gate, project, store.commit, workspace.builds(), sandbox);
+  const RevisionBuild b = build_revision(gate, project, store.commit, workspace, sandbox);
+  if (tampered) tampered->insert(tampered->end(), b.tampered.begin(), b.tampered.end());
   if (!b.ok) {
     return fmt::format("the trusted ref's build at {} (of the gate's reference and driver) failed: {}", store.commit.substr(0, 12),
                        b.failure);

@@ -38,6 +38,7 @@ bool needs_trusted_build(const GateSpec& gate, const Project& project, const Gat
 // says which), else what failed, in words (the build's failure, or a program
 // it did not build): the caller records the gate as error, no case run.
 std::string build_trusted_arm(ArmContext& arm, const GateSpec& gate, const Project& project, const GateStore& store,
-                              const Workspace& workspace, bool sandbox, bool* built = nullptr);
+                              const Workspace& workspace, bool sandbox, bool* built = nullptr,
+                              std::vector<TamperEvent>* tampered = nullptr);
 
 }  // namespace densefeed

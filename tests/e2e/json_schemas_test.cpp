@@ -56,7 +56,7 @@ const std::map<std::string, std::string> kSchemaOf = {
     {"status", "status.schema.json"},         {"cancel", "cancel.schema.json"},
     {"ledger list", "ledger-list.schema.json"}, {"ledger show", "ledger-show.schema.json"},
     {"ledger compare", "ledger-compare.schema.json"}, {"ledger verify", "ledger-verify.schema.json"},
-    {"audit", "audit.schema.json"},           {"review approve", "review.schema.json"},
+    {"audit", "audit.schema.json"},           {"audit acknowledge", "audit-acknowledge.schema.json"}, {"review approve", "review.schema.json"},
     {"review reject", "review.schema.json"},  {"promote", "promote.schema.json"},
     {"gate list", "gate-list.schema.json"},   {"gate show", "gate-show.schema.json"},
     {"gate verify", "gate-verify.schema.json"}, {"compare", "compare.schema.json"},
