@@ -12,6 +12,7 @@
 #include <fmt/ranges.h>
 
 #include "error.h"
+#include "export_verify.h"
 #include "gate_lock.h"
 #include "heartbeat.h"
 #include "ledger.h"
@@ -329,6 +330,28 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     gate_options.reference = out.reference_arm;
     gate_options.candidate = out.candidate_arm;
     if (runnable) out.gate_result = run_gate(*out.gate, cases, out.candidate_params, gate_options);
+    // The export was checked before the run (open_gate_store); a shell of
+    // the agent's user could change it while the reference read it (the
+    // hostile trial swapped the reference after the check and put nothing
+    // back). Checked again once the gate ran: a difference is a tamper event
+    // and the gate stage an error, never a verdict. A swap put back before
+    // this check is beyond what the agent's own user can be kept from
+    // (densefeed as a service of its own user, issue 28).
+    if (runnable && !options.store.worktree) {
+      const ExportCheck after = verify_export(options.project.repo_top, options.project.prefix, options.store.commit, options.store.root);
+      if (!after.tampered.empty()) {
+        std::vector<std::int64_t> ids;
+        for (const auto& e : after.tampered) ids.push_back(ledger.record_tamper(e));
+        const std::string why = fmt::format(
+            "the trusted ref's export {} changed while the gate ran ({}: {}; tamper event {}), so what the reference computed "
+            "is not the trusted ref's; nothing of this gate run counts",
+            options.store.root.string(), to_string(after.tampered.front().kind), after.tampered.front().path, ids.front());
+        out.gate_result.verdict = Verdict::error;
+        out.gate_result.failure = {FailureKind::infrastructure, FailureWho::densefeed, {}, {}, after.tampered.front().path,
+                                   "export_changed", why};
+        out.gate_result.reason = why;
+      }
+    }
   }
   GateRunRecord record{m.gate, out.gate_sha256, out.lock_problems, options.profile, out.seed, started_at, &out.gate_result,
                        provenance_json(out.provenance).dump(), out.sandbox.text(), {}};

@@ -35,7 +35,7 @@ std::string printable(std::string_view text, bool keep_newlines) {
       continue;
     }
     const bool hidden = (cp >= 0x80 && cp <= 0x9F) || (cp >= 0x202A && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069) ||
-                        cp == 0x200E || cp == 0x200F || cp == 0x061C;
+                        cp == 0x200E || cp == 0x200F || cp == 0x061C || cp == 0x2028 || cp == 0x2029;
     if (hidden) out += fmt::format("\\u{:04x}", static_cast<unsigned>(cp));
     else out.append(text.substr(i, len));
     i += len;

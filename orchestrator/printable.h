@@ -19,7 +19,8 @@ namespace densefeed {
 // `text` with escapes in place of: C0 controls except '\n' and '\t' when
 // keep_newlines (\x1b, \r, \x07 ...), DEL (\x7f), C1 controls (U+0080..U+009F,
 // as \u0085), the bidirectional marks and isolates U+202A..U+202E,
-// U+2066..U+2069, U+200E, U+200F, U+061C, and bytes that are not UTF-8
+// U+2066..U+2069, U+200E, U+200F, U+061C, the line and paragraph separators
+// U+2028 and U+2029 (line breaks to a browser and some editors), and bytes that are not UTF-8
 // (\xff). A backslash stays as it is. Everything else is unchanged.
 std::string printable(std::string_view text, bool keep_newlines = true);
 

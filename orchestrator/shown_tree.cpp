@@ -70,6 +70,19 @@ ShownTree scan_shown_tree(const std::vector<std::filesystem::path>& roots, const
         } else if (ends_with(name, "-exports") || ends_with(name, "-caches") || (ends_with(name, "-runs") && holds_run_folders(path))) {
           hide(normal);
           it.disable_recursion_pending();
+          // Its ledger, whatever it is named (--ledger ci/results.sqlite
+          // makes ci/results-runs): the files beside it named STEM.* (and
+          // their -wal, -shm, -journal).
+          const std::string stem = name.substr(0, name.rfind('-'));
+          std::error_code dec;
+          for (std::filesystem::directory_iterator d(path.parent_path(), dec), dend; !dec && d != dend; d.increment(dec)) {
+            const std::string sibling = d->path().filename().string();
+            std::error_code sec;
+            if (sibling.size() > stem.size() + 1 && sibling.compare(0, stem.size() + 1, stem + ".") == 0 &&
+                d->symlink_status(sec).type() == std::filesystem::file_type::regular) {
+              hide(d->path().lexically_normal());
+            }
+          }
         }
       }
     }

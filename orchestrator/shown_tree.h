@@ -6,7 +6,9 @@
 //     -runs, -builds, -exports, -calibrations and -caches folders); any
 //     folder named *-exports or *-caches; a folder named *-runs that holds a
 //     folder named by a number (an experiment's run folder) even where its
-//     ledger is gone. A second ledger in the project tree (README's CI
+//     ledger is gone, and beside such a folder named STEM-*, the files named
+//     STEM.* (a ledger of any suffix: ci/results.sqlite beside
+//     ci/results-runs). A second ledger in the project tree (README's CI
 //     layout, ci/ledger.db) holds reference outputs a candidate could copy.
 //   - unix sockets (a server of the host, or one the agent left listening
 //     in its tree): a sandboxed command can connect to a socket it is shown,

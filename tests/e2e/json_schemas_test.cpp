@@ -246,6 +246,20 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   EXPECT_EQ(SchemaValidator(kRoot / "schemas" / "ledger-export.schema.json").errors(nlohmann::json::parse(exported.out)),
             std::vector<std::string>{});
 
+  // A write into the cached export of the trusted ref: the next run records
+  // a tamper event (issue 25), `audit` fails (exit 1, its document) until a
+  // person acknowledges it.
+  std::filesystem::path exported_tree;
+  for (const auto& e : std::filesystem::directory_iterator(*dir_ / "ledger-exports")) {
+    if (e.is_directory() && e.path().filename().string().front() != '.') exported_tree = e.path();
+  }
+  ASSERT_FALSE(exported_tree.empty());
+  testing::write_file(exported_tree / "planted.py", "print('planted')\n");
+  check("run", {"run", manifest("after-tamper", "honest", "").string(), "--ledger", L, "--json", "--no-bench"}, 0);
+  check("audit", {"audit", "--ledger", L, "--json"}, 1);
+  check("audit acknowledge", {"audit", "acknowledge", "1", "--by", "alice", "--note", "a test wrote it", "--ledger", L, "--json"}, 0);
+  check("audit", {"audit", "--ledger", L, "--json"}, 0);
+
   // Bad input gets the error document, on every family of verbs.
   check("status", {"status", "99", "--ledger", L, "--json"}, 2);
   check("ledger show", {"ledger", "show", "x", "--ledger", L, "--json"}, 2);

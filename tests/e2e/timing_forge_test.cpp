@@ -301,12 +301,20 @@ TEST_F(TimingForge, ForgedSamplesOfASlowerCandidateAreRedNotFaster) {
 // to agree. Inconclusive (wall_unconfirmed), never faster; the honest 2x
 // beside it stays faster (ACandidateTimedByItselfNeedsAcceptance...).
 TEST_F(TimingForge, ASpeedupShavedOffTheSamplesBelowTheUnseenBarIsNotFaster) {
+  // The rounds it adds while the claim stands unconfirmed can also shrink
+  // the slopes' error below the 4 ms it hides: then unseen_time finds it
+  // (red). Either way, never faster.
   const auto [code, r] = run("self", "shave");
-  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 3000);
   const auto& c = r["stages"]["bench"]["cases"][0];
   EXPECT_EQ(c["verdict"], "inconclusive") << c.dump(1);
-  EXPECT_TRUE(has(flag_kinds(r), "wall_unconfirmed")) << c.dump(1);
-  EXPECT_NE(c["reason"].get<std::string>().find("densefeed's own clock does not confirm"), std::string::npos) << c["reason"];
+  if (code == 1) {
+    EXPECT_TRUE(has(flag_kinds(r), "unseen_time")) << c.dump(1);
+    EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["kind"], "implausible_timing") << r["record"].dump(1);
+  } else {
+    ASSERT_EQ(code, 0) << r.dump(1).substr(0, 3000);
+    EXPECT_TRUE(has(flag_kinds(r), "wall_unconfirmed")) << c.dump(1);
+    EXPECT_NE(c["reason"].get<std::string>().find("densefeed's own clock does not confirm"), std::string::npos) << c["reason"];
+  }
   nothing_recorded_faster(r["experiment_id"].get<std::int64_t>());
 }
 

@@ -248,8 +248,16 @@ TEST_F(TrustedGround, ACandidateCannotReadASecondLedgerInTheTreeNorItsRunsAndExp
   const auto stray = repo_ / "old" / "ledger-runs" / "7" / "reference-000" / "out" / "final_state.npy";
   testing::write_file(stray, "a reference output whose ledger is gone");
   testing::write_file(repo_ / "ci" / "ledger.db-wal", "the second ledger's journal");
+  // A third ledger not named *.db (the hostile trial read one): found by its
+  // workspace folders beside it.
+  const auto other = repo_ / "other" / "results.sqlite";
+  const auto third = densefeed({"run", trace_manifest("other", probe_command({})).string(), "--json", "--no-bench", "--ledger",
+                                other.string()});
+  ASSERT_EQ(third.exit_code, 0) << third.out.substr(0, 3000) << third.err;
+  ASSERT_TRUE(std::filesystem::is_directory(repo_ / "other" / "results-runs"));
   const std::vector<std::filesystem::path> targets = {ci / "ledger.db", ci / "ledger.db-wal", ci / "ledger-runs", ref_out,
-                                                      ci / "ledger-exports", stray, repo_ / "old" / "ledger-runs"};
+                                                      ci / "ledger-exports", stray, repo_ / "old" / "ledger-runs", other,
+                                                      repo_ / "other" / "results-runs"};
 
   // The premise: outside the sandbox every one of them can be read.
   std::vector<std::string> argv = {(repo_ / "probe.py").string()};

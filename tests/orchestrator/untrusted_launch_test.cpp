@@ -35,6 +35,7 @@ const std::map<std::string, std::string> kMayStartProcesses = {
     {"untrusted_launch.cpp", "the one launcher of untrusted commands"},
     {"sandbox.cpp", "the bwrap probe: runs `true`"},
     {"revision.cpp", "git and tar on the trusted side"},
+    {"export_verify.cpp", "git ls-tree of the trusted ref's commit, on the trusted side"},
     {"project.cpp", "git rev-parse, and the configured interpreter importing numpy (never one in the project folder)"},
     {"trusted_paths.cpp", "the trusted interpreter (outside the project folder, or the trusted ref's export) importing numpy"},
     {"project_init.cpp", "git, for densefeed init"},
