@@ -246,19 +246,38 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   EXPECT_EQ(SchemaValidator(kRoot / "schemas" / "ledger-export.schema.json").errors(nlohmann::json::parse(exported.out)),
             std::vector<std::string>{});
 
-  // A write into the cached export of the trusted ref: the next run records
-  // a tamper event (issue 25), `audit` fails (exit 1, its document) until a
-  // person acknowledges it.
-  std::filesystem::path exported_tree;
-  for (const auto& e : std::filesystem::directory_iterator(*dir_ / "ledger-exports")) {
-    if (e.is_directory() && e.path().filename().string().front() != '.') exported_tree = e.path();
+  // A write into the cached export of the trusted ref (in a git project of
+  // its own: the rest runs --trust-worktree): the next run records a tamper
+  // event (issue 25), `audit` fails (exit 1, its document) until a person
+  // acknowledges it.
+  {
+    const auto git_project = *dir_ / "git-project";
+    const auto env = testing::with_on_path(std::filesystem::path(kExe).parent_path());
+    ASSERT_EQ(testing::locked_project(git_project, {{"gates/small.yaml", kGate}}, kExe, env), "");
+    const auto in_git = [&](std::vector<std::string> args) { return testing::run_cli(kExe, args, git_project, env); };
+    const std::string GL = (git_project / ".densefeed" / "ledger.db").string();
+    ASSERT_EQ(in_git({"run", manifest("before-tamper", "honest").string(), "--no-bench", "--json"}).exit_code, 0);
+    std::filesystem::path exported_tree;
+    for (const auto& e : std::filesystem::directory_iterator(git_project / ".densefeed" / "ledger-exports")) {
+      if (e.is_directory() && e.path().filename().string().front() != '.') exported_tree = e.path();
+    }
+    ASSERT_FALSE(exported_tree.empty());
+    testing::write_file(exported_tree / "planted.py", "print('planted')\n");
+    ASSERT_EQ(in_git({"run", manifest("after-tamper", "honest").string(), "--no-bench", "--json"}).exit_code, 0);
+    const auto audited = [&](int code) {
+      const auto r = in_git({"audit", "--ledger", GL, "--json"});
+      EXPECT_EQ(r.exit_code, code) << r.out << r.err;
+      EXPECT_EQ(SchemaValidator(kRoot / "schemas" / "audit.schema.json").errors(nlohmann::json::parse(r.out, nullptr, false)),
+                std::vector<std::string>{}) << r.out;
+    };
+    audited(1);
+    const auto ack = in_git({"audit", "acknowledge", "1", "--by", "alice", "--note", "a test wrote it", "--ledger", GL, "--json"});
+    EXPECT_EQ(ack.exit_code, 0) << ack.out << ack.err;
+    EXPECT_EQ(SchemaValidator(kRoot / "schemas" / "audit-acknowledge.schema.json").errors(nlohmann::json::parse(ack.out, nullptr, false)),
+              std::vector<std::string>{}) << ack.out;
+    validated_.insert("audit acknowledge");
+    audited(0);
   }
-  ASSERT_FALSE(exported_tree.empty());
-  testing::write_file(exported_tree / "planted.py", "print('planted')\n");
-  check("run", {"run", manifest("after-tamper", "honest", "").string(), "--ledger", L, "--json", "--no-bench"}, 0);
-  check("audit", {"audit", "--ledger", L, "--json"}, 1);
-  check("audit acknowledge", {"audit", "acknowledge", "1", "--by", "alice", "--note", "a test wrote it", "--ledger", L, "--json"}, 0);
-  check("audit", {"audit", "--ledger", L, "--json"}, 0);
 
   // Bad input gets the error document, on every family of verbs.
   check("status", {"status", "99", "--ledger", L, "--json"}, 2);

@@ -6,6 +6,8 @@
 // and a transplanted pending file. Each must be detected (a tamper event,
 // audit failing until a person acknowledges it) or refused (the file kept).
 #include <gtest/gtest.h>
+#include <thread>
+#include <atomic>
 
 #include <nlohmann/json.hpp>
 
@@ -244,6 +246,43 @@ TEST_F(TrustedGround, ForgedUnsignedAndTransplantedPendingResultsAreRefusedAndTh
   EXPECT_EQ(out["recovered"][0]["outcome"], "recorded");
   EXPECT_EQ(out["recovered"][0]["verdict"], "red");
   EXPECT_FALSE(std::filesystem::exists(file_a));
+  expect_chain_intact();
+}
+
+// The hostile trial's race: the agent's shell changes the export after the
+// run checked it, while the reference runs from it (here: a file planted in
+// it once the reference's run folder appears). Checked again once the gate
+// ran: a tamper event, and the gate stage an error, never green.
+TEST_F(TrustedGround, AnExportChangedWhileTheGateRunsMakesTheGateAnErrorAndATamperEvent) {
+  ASSERT_EQ(make({{"c.py", kWriter}, {"ref.py", kWriter}, {"gates/g.yaml", gate_yaml("[python3, \"{project}/ref.py\"]")}}), "");
+  manifest("a", "b");  // the candidate right: green under the true gate
+  const auto first = run();
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  ASSERT_EQ(q("SELECT COUNT(*) FROM tamper_events"), "0");
+  const auto exp = only_export();
+  std::atomic<bool> planted{false}, stop{false};
+  std::thread watcher([&] {
+    for (int i = 0; i < 60000 && !stop; ++i) {
+      std::error_code ec;
+      if (std::filesystem::exists(runs() / "2" / "reference-000", ec)) {
+        testing::write_file(exp / "planted.py", "print('planted')\n");
+        planted = true;
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::microseconds(500));
+    }
+  });
+  const auto second = run();
+  stop = true;
+  watcher.join();
+  ASSERT_TRUE(planted) << "the reference of the second run never started";
+  EXPECT_NE(second.exit_code, 0) << second.out << second.err;
+  const J doc = J::parse(second.out, nullptr, false);
+  EXPECT_EQ(doc["stages"]["gate"]["verdict"], "error") << doc["stages"]["gate"].dump(1).substr(0, 2000);
+  EXPECT_NE(doc["stages"]["gate"].value("reason", "").find("changed while the gate ran"), std::string::npos)
+      << doc["stages"]["gate"].dump(1).substr(0, 2000);
+  EXPECT_EQ(q("SELECT kind FROM tamper_events ORDER BY id LIMIT 1"), "export_extra");
+  EXPECT_EQ(df({"audit"}).exit_code, 1);
   expect_chain_intact();
 }
 
