@@ -257,13 +257,14 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
     const auto in_git = [&](std::vector<std::string> args) { return testing::run_cli(kExe, args, git_project, env); };
     const std::string GL = (git_project / ".densefeed" / "ledger.db").string();
     ASSERT_EQ(in_git({"run", manifest("before-tamper", "honest").string(), "--no-bench", "--json"}).exit_code, 0);
-    std::filesystem::path exported_tree;
-    for (const auto& e : std::filesystem::directory_iterator(git_project / ".densefeed" / "ledger-exports")) {
-      if (e.is_directory() && e.path().filename().string().front() != '.') exported_tree = e.path();
-    }
-    ASSERT_FALSE(exported_tree.empty());
+    auto sha = testing::git(git_project, {"rev-parse", "main"}).out;
+    while (!sha.empty() && sha.back() == '\n') sha.pop_back();
+    const auto exported_tree = git_project / ".densefeed" / "ledger-exports" / sha;
+    ASSERT_TRUE(std::filesystem::is_directory(exported_tree)) << exported_tree;
     testing::write_file(exported_tree / "planted.py", "print('planted')\n");
-    ASSERT_EQ(in_git({"run", manifest("after-tamper", "honest").string(), "--no-bench", "--json"}).exit_code, 0);
+    const auto after = in_git({"run", manifest("after-tamper", "honest").string(), "--no-bench", "--json"});
+    ASSERT_EQ(after.exit_code, 0) << after.out << after.err;
+    EXPECT_NE(after.err.find("tamper event 1"), std::string::npos) << after.err;
     const auto audited = [&](int code) {
       const auto r = in_git({"audit", "--ledger", GL, "--json"});
       EXPECT_EQ(r.exit_code, code) << r.out << r.err;
