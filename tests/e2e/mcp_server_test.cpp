@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mcp_client.h"
 #include "test_support.h"
 
 namespace densefeed {
@@ -52,121 +53,22 @@ timeout_s: 60
 freezes: []
 )";
 
-// The server as a child process with pipes on both ends. Reads wait at most
-// `patience` for a line: a guard against a hung server, not a measurement.
-class McpProcess {
- public:
-  explicit McpProcess(std::vector<std::string> argv) {
-    int in[2], out[2];
-    if (pipe(in) != 0 || pipe(out) != 0) throw std::runtime_error("pipe");
-    // The environment with kEnv's PATH, made before fork (the child only execs).
-    std::vector<std::string> env_text;
-    for (char** e = environ; *e != nullptr; ++e) {
-      if (std::string_view(*e).rfind("PATH=", 0) != 0) env_text.emplace_back(*e);
-    }
-    env_text.push_back("PATH=" + kEnv.at("PATH"));
-    std::vector<char*> envp;
-    for (auto& e : env_text) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    pid_ = fork();
-    if (pid_ == 0) {
-      dup2(in[0], 0);
-      dup2(out[1], 1);
-      const int err = ::open("/dev/null", O_WRONLY);
-      dup2(err, 2);
-      close(in[1]);
-      close(out[0]);
-      std::vector<char*> args;
-      for (auto& a : argv) args.push_back(a.data());
-      args.push_back(nullptr);
-      execve(args[0], args.data(), envp.data());
-      _exit(127);
-    }
-    close(in[0]);
-    close(out[1]);
-    to_ = in[1];
-    from_ = out[0];
-    signal(SIGPIPE, SIG_IGN);
+// The server as a child process (tests/support/mcp_client.h) with this
+// process's environment and kEnv's PATH; initialize() asserts the answer.
+std::map<std::string, std::string> server_env() {
+  std::map<std::string, std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view text(*e);
+    if (const auto eq = text.find('='); eq != std::string_view::npos) env[std::string(text.substr(0, eq))] = std::string(text.substr(eq + 1));
   }
-  ~McpProcess() {
-    if (to_ >= 0) close(to_);
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    close(from_);
-  }
-  void send_line(const std::string& line) {
-    const std::string text = line + "\n";
-    ASSERT_EQ(::write(to_, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-  }
-  void send(const J& message) { send_line(message.dump()); }
-  // The next line, or "" at end of output or after `patience`.
-  std::string line(std::chrono::seconds patience = std::chrono::seconds(120)) {
-    const auto deadline = std::chrono::steady_clock::now() + patience;
-    while (true) {
-      if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-        std::string l = buffer_.substr(0, nl);
-        buffer_.erase(0, nl + 1);
-        return l;
-      }
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) return "";
-      pollfd p{from_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
-      char chunk[65536];
-      const ssize_t n = ::read(from_, chunk, sizeof chunk);
-      if (n <= 0) return "";
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
-  }
-  // The response with this id (other messages read on the way are kept).
-  J response(const J& id) {
-    if (auto it = pending_.find(id.dump()); it != pending_.end()) {
-      J r = it->second;
-      pending_.erase(it);
-      return r;
-    }
-    while (true) {
-      const auto l = line();
-      if (l.empty()) return J();
-      J m = J::parse(l);
-      if (m.contains("id") && m["id"] == id) return m;
-      pending_[m.value("id", J()).dump()] = m;
-    }
-  }
-  J request(const J& id, const std::string& method, const J& params = J::object()) {
-    send({{"jsonrpc", "2.0"}, {"id", id}, {"method", method}, {"params", params}});
-    return response(id);
-  }
-  J call(const J& id, const std::string& tool, const J& arguments) {
-    return request(id, "tools/call", {{"name", tool}, {"arguments", arguments}});
-  }
-  void initialize() {
-    const J r = request(0, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", J::object()},
-                                          {"clientInfo", {{"name", "mcp_server_test"}, {"version", "1"}}}});
-    ASSERT_TRUE(r.contains("result")) << r.dump();
-    send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
-  }
-  // Closes stdin; returns every line written after that and the exit status.
-  std::pair<std::vector<std::string>, int> close_and_drain() {
-    close(to_);
-    to_ = -1;
-    std::vector<std::string> rest;
-    for (const auto& [id, m] : pending_) rest.push_back(m.dump());
-    pending_.clear();
-    for (std::string l = line(); !l.empty(); l = line()) rest.push_back(l);
-    int status = 0;
-    waitpid(pid_, &status, 0);
-    pid_ = 0;
-    return {rest, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
-  }
+  env["PATH"] = kEnv.at("PATH");
+  return env;
+}
 
- private:
-  pid_t pid_ = 0;
-  int to_ = -1, from_ = -1;
-  std::string buffer_;
-  std::map<std::string, J> pending_;
+class McpProcess : public testing::McpClient {
+ public:
+  explicit McpProcess(std::vector<std::string> argv) : McpClient(std::move(argv), server_env()) {}
+  void initialize() { ASSERT_TRUE(McpClient::initialize()) << "the server did not answer initialize"; }
 };
 
 class McpServerProcess : public ::testing::Test {

@@ -15,6 +15,7 @@
 #include <map>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -64,29 +65,44 @@ class McpClient {
   McpClient(const McpClient&) = delete;
   McpClient& operator=(const McpClient&) = delete;
 
-  void send(const J& message) {
-    const std::string text = message.dump() + "\n";
+  void send_line(const std::string& line) {
+    const std::string text = line + "\n";
     if (::write(to_, text.data(), text.size()) != static_cast<ssize_t>(text.size())) throw std::runtime_error("write to the server");
   }
-  // The response with this id (messages with other ids read on the way are
-  // dropped), or null at the end of output or after `patience`.
-  J response(const J& id, std::chrono::seconds patience = std::chrono::seconds(120)) {
+  void send(const J& message) { send_line(message.dump()); }
+  // The next line, or "" at the end of output or after `patience`.
+  std::string line(std::chrono::seconds patience = std::chrono::seconds(120)) {
     const auto deadline = std::chrono::steady_clock::now() + patience;
     while (true) {
       if (auto nl = buffer_.find('\n'); nl != std::string::npos) {
-        J m = J::parse(buffer_.substr(0, nl));
+        std::string l = buffer_.substr(0, nl);
         buffer_.erase(0, nl + 1);
-        if (m.contains("id") && m["id"] == id) return m;
-        continue;
+        return l;
       }
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count();
-      if (left <= 0) return J();
+      if (left <= 0) return "";
       pollfd p{from_, POLLIN, 0};
       if (poll(&p, 1, static_cast<int>(left)) <= 0) continue;
       char chunk[65536];
       const ssize_t n = ::read(from_, chunk, sizeof chunk);
-      if (n <= 0) return J();
+      if (n <= 0) return "";
       buffer_.append(chunk, static_cast<std::size_t>(n));
+    }
+  }
+  // The response with this id (other messages read on the way are kept for
+  // their own response() or close_and_drain()), or null at the end of output.
+  J response(const J& id) {
+    if (auto it = pending_.find(id.dump()); it != pending_.end()) {
+      J r = it->second;
+      pending_.erase(it);
+      return r;
+    }
+    while (true) {
+      const auto l = line();
+      if (l.empty()) return J();
+      J m = J::parse(l);
+      if (m.contains("id") && m["id"] == id) return m;
+      pending_[m.value("id", J()).dump()] = m;
     }
   }
   J request(const J& id, const std::string& method, const J& params = J::object()) {
@@ -104,11 +120,25 @@ class McpClient {
     send({{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}});
     return true;
   }
+  // Closes stdin; returns every line written after that and the exit status.
+  std::pair<std::vector<std::string>, int> close_and_drain() {
+    close(to_);
+    to_ = -1;
+    std::vector<std::string> rest;
+    for (const auto& [id, m] : pending_) rest.push_back(m.dump());
+    pending_.clear();
+    for (std::string l = line(); !l.empty(); l = line()) rest.push_back(l);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = 0;
+    return {rest, WIFEXITED(status) ? WEXITSTATUS(status) : -1};
+  }
 
  private:
   pid_t pid_ = 0;
   int to_ = -1, from_ = -1;
   std::string buffer_;
+  std::map<std::string, J> pending_;
 };
 
 }  // namespace densefeed::testing
