@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -13,9 +14,11 @@
 #include "command_template.h"
 #include "error.h"
 #include "gate_runner.h"
+#include "outside_clock.h"
 #include "process_runner.h"
 #include "sha256.h"
 #include "statistics.h"
+#include "timing_checks.h"
 #include "executor.h"
 #include "session.h"
 #include "untrusted_launch.h"
@@ -266,6 +269,13 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     input.looks = gate.bench.looks;
     input.seed = options.seed;
     const auto case_start = std::chrono::steady_clock::now();
+    // The clock outside the kernel's process (outside_clock.h): a driver's
+    // rounds on this machine are bracketed by densefeed's own timestamps, and
+    // those decide; the driver's samples are kept as a cross-check. A Slurm
+    // job's driver runs on another machine, beyond a socket's reach: there
+    // the driver's in-process samples decide, as before issue 26.
+    const bool outside = driven && executor().name() == "local";
+    std::vector<ClockRoundSamples> clock_rounds[2];  // base, candidate
     for (int round = 0; round < max_rounds; ++round) {
       // ABBA ordering: rounds 0 and 3 (mod 4) start with the base. Odd rounds
       // run twice the iterations: the wall time's growth with them is
@@ -341,9 +351,20 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
         spec.limits = gate.limits;
         spec.sandbox = options.sandbox;
+        std::optional<OutsideClock> clock;
+        if (outside) {
+          clock.emplace();
+          spec.clock_fd = clock->child_fd();
+          spec.env[kClockFdEnv] = std::to_string(kClockChildFd);
+        }
         Launch launch;
         launch.untrusted = spec;
         const LaunchResult ran = sessions ? run_in_session(spec, is_base, c.values, iters) : allocation->run(launch);
+        std::optional<ClockRound> clocked;
+        if (clock) {
+          auto finished = clock->finish();
+          clocked = read_clock_round(finished.records, finished.held_open, gate.bench.warmup, iters);
+        }
         const UntrustedResult& launched = ran.result;
         const ProcessResult& pr = launched.process;
         if (result.placement.find(ran.placement) == std::string::npos) {
@@ -378,6 +399,17 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
           }
           RoundWall w{pr.wall_s, gate.bench.warmup + iters, iters, 0};
           for (double v : r.samples_ms) w.samples_sum_ms += v;
+          if (clocked) {
+            if (clocked->error != ClockProtocolError::none) {
+              failure = Failure{FailureKind::implausible_timing, who, {}, {}, "", "", fmt::format("clock_protocol: {}", to_string(clocked->error))};
+              throw std::runtime_error(fmt::format("round {}: {}", round, clocked->reason));
+            }
+            // What decides is densefeed's clock; the driver's samples are
+            // the cross-check (check_clock_agrees) and the wall checks' claims.
+            std::vector<double> empty = clocked->empty_ms;
+            clock_rounds[is_base ? 0 : 1].push_back({r.samples_ms, clocked->timed_ms, median(empty)});
+            r.samples_ms = clocked->timed_ms;
+          }
           (is_base ? bc.base_walls : bc.candidate_walls).push_back(w);
           (is_base ? bc.base : bc.candidate).push_back(std::move(r));
           // The candidate's timed outputs are what was gated; the base's may be
@@ -443,7 +475,35 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     for (const auto& [walls, arm] : {std::pair{&bc.base_walls, "base"}, std::pair{&bc.candidate_walls, "candidate"}}) {
       for (auto& f : check_round_sums(*walls, arm)) bc.flags.push_back(std::move(f));
     }
-    const double base_claimed = mean_sample(bc.base), candidate_claimed = mean_sample(bc.candidate);
+    // The claims the wall checks test are what the driver (or harness)
+    // wrote, not densefeed's own clock.
+    const auto claimed_mean = [&](int arm, const std::vector<ArmRound>& rounds) {
+      if (!outside) return mean_sample(rounds);
+      double sum = 0;
+      std::size_t n = 0;
+      for (const auto& cr : clock_rounds[arm]) {
+        for (double v : cr.inside) sum += v, ++n;
+      }
+      return n ? sum / static_cast<double>(n) : 0.0;
+    };
+    const double base_claimed = claimed_mean(0, bc.base), candidate_claimed = claimed_mean(1, bc.candidate);
+    if (outside) {
+      nlohmann::ordered_json overhead = nlohmann::ordered_json::object();
+      for (const auto& [arm, name] : {std::pair{0, "base"}, std::pair{1, "candidate"}}) {
+        std::vector<double> per_round;
+        for (const auto& cr : clock_rounds[arm]) per_round.push_back(cr.overhead_ms * 1e3);
+        overhead[name] = per_round.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(median(per_round));
+        if (auto f = check_clock_agrees(clock_rounds[arm], name)) bc.flags.push_back(std::move(*f));
+      }
+      bc.checks["outside_clock"] = {{"samples", "densefeed's outside clock (outside_clock.h); the driver's own as a cross-check"},
+                                    {"bracket_overhead_us", overhead},
+                                    {"overhead_of", fmt::format("the median over rounds of each round's median of {} empty brackets "
+                                                                "(a round trip over the clock socket, nothing timed inside)",
+                                                                kEmptyBrackets)}};
+    } else if (driven) {
+      bc.checks["outside_clock"] = fmt::format("not available under the {} executor: the driver's in-process samples decide",
+                                               executor().name());
+    }
     for (auto& f : check_wall_growth(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(f));
     if (!driven && bc.decision.verdict == BenchVerdict::faster && bc.flags.empty()) {
       if (auto f = check_wall_confirms(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(*f));

@@ -230,9 +230,10 @@ ProcessResult run_process(const ProcessSpec& spec) {
     const std::uint64_t as_bytes = spec.rlimit_as_bytes, fsize_bytes = spec.rlimit_fsize_bytes;
     const std::vector<int>* join_fds = &spec.join_fds;
     const int stdin_fd = spec.stdin_fd;
+    const int pass_fd = spec.pass_fd;
     child = bp::child(bp::exe = program.string(), bp::args = args, env, bp::std_in < bp::null,
                       bp::start_dir = spec.cwd.string(), group,
-                      bp::extend::on_exec_setup = [out_fd, err_fd, stdin_fd, parent, as_bytes, fsize_bytes, join_fds](auto&) {
+                      bp::extend::on_exec_setup = [out_fd, err_fd, stdin_fd, pass_fd, parent, as_bytes, fsize_bytes, join_fds](auto&) {
                         // In the child, before exec: async-signal-safe calls only.
                         if (stdin_fd >= 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) ::_exit(126);
                         ::dup2(out_fd, STDOUT_FILENO);
@@ -245,6 +246,13 @@ ProcessResult run_process(const ProcessSpec& spec) {
                         // opened for appending), reaches the command: only
                         // its stdin, stdout and stderr.
                         close_inherited_fds();
+                        // The outside clock's socket, deliberately kept: at
+                        // descriptor 3, without close-on-exec (dup2 clears
+                        // it; when it already is 3, fcntl does).
+                        if (pass_fd >= 0) {
+                          if (pass_fd != 3 && ::dup2(pass_fd, 3) < 0) ::_exit(126);
+                          if (pass_fd == 3 && ::fcntl(3, F_SETFD, 0) < 0) ::_exit(126);
+                        }
                         for (const auto& [resource, bytes] : {std::pair{RLIMIT_AS, as_bytes}, std::pair{RLIMIT_FSIZE, fsize_bytes}}) {
                           if (bytes == 0) continue;
                           const rlimit lim{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};

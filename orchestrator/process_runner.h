@@ -72,6 +72,10 @@ struct ProcessSpec {
   // stdin is this descriptor (the read end of a pipe, opened O_CLOEXEC)
   // instead of /dev/null.
   int stdin_fd = -1;
+  // The outside clock's socket (outside_clock.h): when >= 0 it is the one
+  // descriptor above stderr the command inherits, as descriptor
+  // kClockChildFd (3), close-on-exec cleared; every other one is closed.
+  int pass_fd = -1;
   // When set, the command's process group leader's pid is stored here once
   // it runs (0 again when it has ended): for reading its memory.
   std::atomic<int>* leader = nullptr;

@@ -87,6 +87,7 @@ const char* to_string(TimingFlagKind k) {
     case TimingFlagKind::beyond_bound: return "beyond_bound";
     case TimingFlagKind::wall_unreliable: return "wall_unreliable";
     case TimingFlagKind::wall_unconfirmed: return "wall_unconfirmed";
+    case TimingFlagKind::clock_disagrees: return "clock_disagrees";
   }
   return "unknown";
 }
@@ -359,6 +360,43 @@ std::vector<TimingFlag> check_ceilings(const CaseTiming& c, const Ceilings& ceil
     }
   }
   return flags;
+}
+
+std::optional<TimingFlag> check_clock_agrees(const std::vector<ClockRoundSamples>& rounds, const std::string& arm) {
+  double inside_sum = 0, outside_sum = 0, overhead_sum = 0;
+  std::size_t n = 0;
+  for (std::size_t r = 0; r < rounds.size(); ++r) {
+    const auto& round = rounds[r];
+    for (std::size_t i = 0; i < round.inside.size() && i < round.outside.size(); ++i) {
+      if (round.inside[i] > round.outside[i] + round.overhead_ms + kClockSlackMs) {
+        TimingFlag f;
+        f.kind = TimingFlagKind::clock_disagrees;
+        f.arm = arm;
+        f.reason = fmt::format("the {}'s driver recorded {:.6g} ms for timed iteration {} of round {}, longer than the {:.6g} ms "
+                               "densefeed's outside clock saw around it (plus its bracket overhead of {:.3g} ms): the driver's "
+                               "clock disagrees with densefeed's", arm, round.inside[i], i, r, round.outside[i], round.overhead_ms);
+        f.figures = {{"round", r}, {"iteration", i}, {"inside_ms", round.inside[i]}, {"outside_ms", round.outside[i]},
+                     {"overhead_ms", round.overhead_ms}};
+        return f;
+      }
+      inside_sum += round.inside[i];
+      outside_sum += round.outside[i];
+      overhead_sum += round.overhead_ms;
+      ++n;
+    }
+  }
+  const double seen = outside_sum - overhead_sum;
+  if (n == 0 || seen <= 0 || inside_sum >= (1 - kClockGapFraction) * seen) return std::nullopt;
+  TimingFlag f;
+  f.kind = TimingFlagKind::clock_disagrees;
+  f.arm = arm;
+  f.reason = fmt::format("the {}'s driver recorded {:.6g} ms over {} timed iterations where densefeed's outside clock saw {:.6g} ms "
+                         "({:.6g} ms after the brackets' overhead): {:.3g} % of it, below the {:.0f} % an honest driver's samples "
+                         "keep (the samples were shrunk after they were taken: the driver's clock disagrees with densefeed's)",
+                         arm, inside_sum, n, outside_sum, seen, 100 * inside_sum / seen, 100 * (1 - kClockGapFraction));
+  f.figures = {{"inside_sum_ms", inside_sum}, {"outside_sum_ms", outside_sum}, {"overhead_sum_ms", overhead_sum},
+               {"iterations", n}, {"gap_fraction", kClockGapFraction}};
+  return f;
 }
 
 }  // namespace densefeed

@@ -28,6 +28,7 @@ enum class TimingFlagKind {
   beyond_bound,         // a speedup above the gate's max_speedup: a person must accept it
   wall_unreliable,      // the base's own wall growth contradicts its claims too: a loaded machine, no judgement of either arm
   wall_unconfirmed,     // a self-timed candidate claims faster, but densefeed's wall-time growth does not show it faster
+  clock_disagrees,      // a driver's in-process samples contradict densefeed's outside clock (outside_clock.h)
 };
 
 const char* to_string(TimingFlagKind k);
@@ -105,6 +106,38 @@ inline constexpr double kDriftStepZ = 5.0;
 
 // Rounds whose samples add up to more than their wall time (+ kWallSlackMs),
 // one flag per arm naming the first such round. `arm` names it.
+// The outside clock's cross-check of one arm's driver rounds (issue 26). Per
+// round, `inside` is the driver's samples.json, `outside` densefeed's
+// intervals of the same iterations (ms, same length) and `overhead_ms` the
+// round's empty-bracket median. Flags clock_disagrees when
+//   - a sample exceeds its outside interval by more than overhead_ms +
+//     kClockSlackMs: each outside interval holds the whole call by
+//     causality (outside_clock.h), so a longer in-process sample was not
+//     taken in that call; or
+//   - over all rounds, the in-process sum is below the outside sum less the
+//     brackets' overhead (iterations x overhead) by more than
+//     kClockGapFraction of it: in-process samples that claim much less time
+//     than densefeed saw were shrunk after they were taken (a kernel that
+//     patched the driver's writer or clock).
+// Returns nothing when they agree (or there are no rounds).
+struct ClockRoundSamples {
+  std::vector<double> inside;
+  std::vector<double> outside;
+  double overhead_ms = 0;
+};
+// - kClockSlackMs: the two clocks' granularity (both CLOCK_MONOTONIC, ns) and
+//   the rounding of ms in samples.json: 1 us.
+// - kClockGapFraction: an honest driver's samples lie inside the outside
+//   intervals, short of them by the bracket's overhead, which the empty
+//   brackets measure; a loaded machine's late wake-ups of the reader can add
+//   several times that median to single intervals (up to a few ms on the
+//   2-core CI machine), so a gap is flagged only beyond half of the outside
+//   time left after the measured overhead; a figure of ours, far below the
+//   forgeries issue 26 records (39.6x: a 97 % gap).
+inline constexpr double kClockSlackMs = 1e-3;
+inline constexpr double kClockGapFraction = 0.5;
+std::optional<TimingFlag> check_clock_agrees(const std::vector<ClockRoundSamples>& rounds, const std::string& arm);
+
 std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, const std::string& arm);
 
 // Compares each arm's claimed per-iteration time (the mean of its samples, ms)

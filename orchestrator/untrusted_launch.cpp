@@ -311,6 +311,7 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
   spec.cancel = c.cancel;
   spec.stdin_fd = c.stdin_fd;
   spec.leader = c.leader;
+  spec.pass_fd = c.clock_fd;
   spec.clear_env = true;
   spec.env = untrusted_environment(c.env, c.arm, result.sandboxed ? std::filesystem::path("/tmp") : c.cwd);
   spec.rlimit_fsize_bytes = c.limits.file_size_bytes;

@@ -57,6 +57,11 @@ struct UntrustedCommand {
   // ProcessSpec::stdin_fd, ::leader): local launches only, never serialised.
   int stdin_fd = -1;
   std::atomic<int>* leader = nullptr;
+  // A trusted driver's outside-clock socket (outside_clock.h): the command
+  // inherits it as descriptor 3 (bwrap passes inherited descriptors through).
+  // Local launches only, never serialised: the Slurm executor runs the
+  // command without it.
+  int clock_fd = -1;
   // A multi-rank command (rank_group.h): one entry per rank, what rank K
   // adds to `env` (its DENSEFEED_OUT, CUDA_VISIBLE_DEVICES). Empty: one
   // process. When set, all ranks run as one command in the group's sandbox

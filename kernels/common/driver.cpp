@@ -15,6 +15,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
+#include <map>
 #include <new>
 #include <optional>
 #include <set>
@@ -114,7 +116,87 @@ class SteadyTimer : public CallTimer {
   std::int64_t t0_ = 0;
 };
 
+// Writes one byte of the outside clock's protocol (outside_clock.h).
+void clock_send(int fd, char byte) {
+  for (;;) {
+    const ssize_t n = ::write(fd, &byte, 1);
+    if (n == 1) return;
+    if (n < 0 && errno == EINTR) continue;
+    throw DriverError(fmt::format("the outside clock's socket (DENSEFEED_CLOCK_FD={}): write failed: {}", fd,
+                                  n < 0 ? std::strerror(errno) : "nothing written"));
+  }
+}
+
+void clock_begin(int fd) {
+  if (fd < 0) return;
+  clock_send(fd, 'b');
+  char ack = 0;
+  for (;;) {
+    const ssize_t n = ::read(fd, &ack, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n == 1 && ack == 'a') return;
+    throw DriverError("densefeed's outside clock did not answer the driver's 'b' (the clock socket was read or closed by "
+                      "something else)");
+  }
+}
+
+void clock_end(int fd) {
+  if (fd >= 0) clock_send(fd, 'e');
+}
+
+struct ProcStat {
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  char state = '?';
+  std::string command;
+};
+
+std::optional<ProcStat> proc_stat(const std::string& pid) {
+  std::string text;
+  std::getline(std::ifstream("/proc/" + pid + "/stat"), text);
+  const auto open = text.find('('), close = text.rfind(')');
+  if (open == std::string::npos || close == std::string::npos || close + 2 >= text.size()) return std::nullopt;
+  ProcStat st;
+  std::istringstream rest(text.substr(close + 2));
+  rest >> st.state >> st.ppid >> st.pgrp;
+  std::ifstream cmdline("/proc/" + pid + "/cmdline", std::ios::binary);
+  std::string cmd((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::replace(cmd.begin(), cmd.end(), '\0', ' ');
+  while (!cmd.empty() && cmd.back() == ' ') cmd.pop_back();
+  st.command = cmd.empty() ? text.substr(open + 1, close - open - 1) : cmd.substr(0, 80);
+  return st;
+}
+
 }  // namespace
+
+std::vector<std::string> stray_processes() {
+  const pid_t me = ::getpid(), group = ::getpgrp();
+  std::map<pid_t, ProcStat> procs;
+  std::error_code ec;
+  for (auto it = std::filesystem::directory_iterator("/proc", ec); !ec && it != std::filesystem::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || !std::all_of(name.begin(), name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); })) continue;
+    if (auto st = proc_stat(name)) procs[static_cast<pid_t>(std::stol(name))] = std::move(*st);
+  }
+  std::set<pid_t> ancestors;
+  for (pid_t p = me; procs.count(p) && !ancestors.count(p); p = procs[p].ppid) ancestors.insert(p);
+  const bool sandboxed = procs.count(1) && procs[1].command.substr(0, procs[1].command.find(' ')).ends_with("bwrap");
+  const auto descends = [&](pid_t pid) {
+    std::set<pid_t> seen;
+    while (procs.count(pid) && seen.insert(pid).second) {
+      pid = procs[pid].ppid;
+      if (pid == me) return true;
+    }
+    return false;
+  };
+  std::vector<std::string> out;
+  for (const auto& [pid, st] : procs) {
+    if (ancestors.count(pid) || st.state == 'Z' || st.state == 'X') continue;
+    if (sandboxed || st.pgrp == group || descends(pid)) out.push_back(fmt::format("{} ({})", pid, st.command));
+  }
+  return out;
+}
 
 // One page of its own (mmap), read-only once filled: what the timing rests on.
 struct Driver::Clock {
@@ -163,6 +245,12 @@ DriverEnv read_driver_env(const EnvLookup& lookup) {
   if (env.arm_project.empty()) throw DriverError("DENSEFEED_ARM_PROJECT is not set: densefeed names the arm's tree");
   env.trusted_project = lookup("DENSEFEED_TRUSTED_PROJECT").value_or("");
   if (env.trusted_project.empty()) env.trusted_project = env.arm_project;
+  if (const std::string clock = lookup("DENSEFEED_CLOCK_FD").value_or(""); !clock.empty()) {
+    if (!std::all_of(clock.begin(), clock.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }) || clock.size() > 6) {
+      throw DriverError(fmt::format("DENSEFEED_CLOCK_FD='{}': expected a descriptor number (densefeed sets it)", clock));
+    }
+    env.clock_fd = std::stoi(clock);
+  }
   const std::string params = lookup("DENSEFEED_PARAMS").value_or("{}");
   env.params = nlohmann::json::parse(params, nullptr, false);
   if (env.params.is_discarded() || !env.params.is_object()) {
@@ -371,11 +459,18 @@ void Driver::time(const std::function<void()>& call, const std::function<std::ve
   std::set<std::filesystem::path> written;
   std::vector<TimedOutput> last;
   std::vector<std::string> last_bytes;
+  const int clock = env_.clock_fd;
+  for (int k = 0; k < kEmptyBrackets; ++k) {
+    clock_begin(clock);
+    clock_end(clock);
+  }
   for (unsigned k = 0; k < warmup + iters; ++k) {
     if (options.flush) options.flush();
+    clock_begin(clock);
     timer.start();
     call();
     const double ms = timer.stop_ms();
+    clock_end(clock);
     if (k < warmup) continue;
     samples.push_back(ms);
     std::vector<TimedOutput> outs = outputs();
@@ -412,6 +507,11 @@ void Driver::time(const std::function<void()>& call, const std::function<std::ve
   if (const std::size_t now = options.allow_threads ? 0 : threads_settled(); now > threads_before_) {
     throw DriverError(fmt::format("the kernel library left {} thread(s) running after its calls: a thread could rewrite what the "
                                   "driver records, so its timings cannot be trusted", now - threads_before_));
+  }
+  if (const auto strays = stray_processes(); !strays.empty()) {
+    throw DriverError(fmt::format("the kernel library left {} process(es) running after its calls ({}): a process could rewrite "
+                                  "what the driver records, so its timings cannot be trusted", strays.size(),
+                                  fmt::join(std::vector<std::string>(strays.begin(), strays.begin() + std::min<std::size_t>(3, strays.size())), ", ")));
   }
   std::error_code ec;
   std::vector<std::string> foreign;

@@ -35,6 +35,11 @@
 // dlopen(RTLD_NOW | RTLD_LOCAL) and the symbol must be defined by the library
 // itself.
 //
+// Every iteration (after kEmptyBrackets empty ones) is bracketed for
+// densefeed's outside clock when DENSEFEED_CLOCK_FD is set: 'b' and
+// densefeed's answer before the timer starts, 'e' after it stops; densefeed's
+// timestamps decide, the driver's samples are its cross-check. After the
+// calls, a process the library left (stray_processes) is a DriverError.
 // Driver::time() writes OUT/samples.json (per-iteration ms), OUT/timed.json
 // ({"iterations": [{OUTPUT: sha256 of its .npy bytes}, ...]}, one entry per
 // timed iteration), OUT/timed/K/NAME.npy for the first timed iteration K of
@@ -106,7 +111,21 @@ struct DriverEnv {
   std::filesystem::path arm_project;
   std::filesystem::path trusted_project;  // the arm's tree when unset
   nlohmann::json params = nlohmann::json::object();
+  // DENSEFEED_CLOCK_FD: densefeed's outside-clock socket (orchestrator/
+  // outside_clock.h); -1 where densefeed cannot reach the driver with one.
+  int clock_fd = -1;
 };
+
+// Brackets with nothing inside that time() sends before the warm-up, for
+// densefeed's figure of the bracket's overhead (outside_clock.h's
+// kEmptyBrackets).
+inline constexpr int kEmptyBrackets = 8;
+
+// Processes besides this one that the kernel library left: "PID (command)".
+// Inside the sandbox (its own PID namespace, pid 1 bwrap) every process /proc
+// lists except this one and its ancestors; outside it, this process's group
+// and its descendants. Zombies (state Z, X) run no code and are not counted.
+std::vector<std::string> stray_processes();
 
 // Reads the variables through `lookup`. Throws DriverError naming the
 // variable: not bench mode, no seed or out, DENSEFEED_KERNEL not a

@@ -27,8 +27,14 @@ densefeed passes, besides the harness protocol's variables:
     DENSEFEED_TRUSTED_PROJECT  the trusted tree this driver runs from (a kernel is never loaded from it)
     DENSEFEED_PARAMS        the arm's parameters (JSON object), for the kernel's arguments
 
-Driver.time() writes OUT/samples.json (per-iteration ms, steady clock, taken
-around the call only), OUT/timed.json ({"iterations": [{OUTPUT: sha256 of
+Each iteration is bracketed for densefeed's outside clock
+(orchestrator/outside_clock.h, when DENSEFEED_CLOCK_FD is set): 'b' over the
+inherited socket and densefeed's answer before the call, 'e' after it and
+its sync, EMPTY_BRACKETS empty brackets first; densefeed's timestamps of
+them are the samples that decide. After the calls the driver refuses to
+write anything while a process the arm's code started is still there
+(stray_processes). Driver.time() writes OUT/samples.json (per-iteration ms, steady clock, taken
+around the call only; densefeed's cross-check of its own clock), OUT/timed.json ({"iterations": [{OUTPUT: sha256 of
 its .npy file}, ...]}, one entry per timed iteration), OUT/timed/K/NAME.npy
 for the first timed iteration K of every distinct set of outputs, and the last
 iteration's outputs as OUT/NAME.npy. densefeed gates every distinct set
@@ -76,6 +82,71 @@ _save = np.save
 _sha256 = hashlib.sha256
 _exit = os._exit
 _flush = sys.stdout.flush
+_write = os.write
+_read = os.read
+_listdir = os.listdir
+_getpid = os.getpid
+_getpgrp = os.getpgrp
+_open = open
+
+# Brackets with nothing inside timed before the warm-up, for densefeed's
+# figure of the bracket's overhead (orchestrator/outside_clock.h).
+EMPTY_BRACKETS = 8
+
+
+def _proc_stat(pid: str) -> tuple[int, int, str, str] | None:
+    """(ppid, pgrp, state, command) of /proc/PID (proc(5)); None when it is gone."""
+    try:
+        with _open(f"/proc/{pid}/stat", "rb") as f:
+            text = f.read().decode(errors="replace")
+        with _open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+    except OSError:
+        return None
+    close = text.rfind(")")
+    fields = text[close + 2:].split()
+    if not cmd:
+        cmd = text[text.find("(") + 1:close]
+    return int(fields[1]), int(fields[2]), fields[0], cmd
+
+
+def stray_processes() -> list[str]:
+    """Processes besides this one that the arm's code left: "PID (command)".
+
+    Inside the sandbox (its own PID namespace, pid 1 is bwrap) every process
+    /proc lists is one, except this process and its ancestors; outside it,
+    the members of this process's group and its descendants. A zombie runs
+    no code and is not counted.
+    """
+    me, group = _getpid(), _getpgrp()
+    procs = {}
+    for name in _listdir("/proc"):
+        if name.isdigit():
+            st = _proc_stat(name)
+            if st is not None:
+                procs[int(name)] = st
+    ancestors, p = set(), me
+    while p in procs and p not in ancestors:
+        ancestors.add(p)
+        p = procs[p][0]
+    sandboxed = 1 in procs and procs[1][3].split(" ")[0].endswith("bwrap")
+
+    def descends(pid: int) -> bool:
+        seen = set()
+        while pid in procs and pid not in seen:
+            seen.add(pid)
+            pid = procs[pid][0]
+            if pid == me:
+                return True
+        return False
+
+    out = []
+    for pid, (ppid, pgrp, state, cmd) in sorted(procs.items()):
+        if pid in ancestors or state in ("Z", "X"):
+            continue
+        if sandboxed or pgrp == group or descends(pid):
+            out.append(f"{pid} ({cmd[:80]})")
+    return out
 
 
 def _watched() -> dict:
@@ -137,6 +208,12 @@ class Driver:
         if not isinstance(params, dict):
             raise HarnessError("DENSEFEED_PARAMS: expected a JSON object")
         self.params: dict = params
+        clock = env.get("DENSEFEED_CLOCK_FD", "")
+        if clock and not clock.isdigit():
+            raise HarnessError(f"DENSEFEED_CLOCK_FD={clock!r}: expected a descriptor number (densefeed sets it)")
+        # densefeed's outside clock (orchestrator/outside_clock.h); unset
+        # where densefeed cannot reach this process with it (Slurm).
+        self.clock_fd: int | None = int(clock) if clock else None
         self._snapshot = _watched()
 
     def _check_untouched(self, when: str) -> None:
@@ -201,6 +278,22 @@ class Driver:
         threads of its own passes allow_threads=True in its frozen driver.
         """
         h = self.harness
+        clock = self.clock_fd
+
+        def begin() -> None:
+            if clock is not None:
+                _write(clock, b"b")
+                if _read(clock, 1) != b"a":
+                    raise HarnessError("densefeed's outside clock did not answer the driver's 'b' (the clock socket was "
+                                       "read or closed by something else)")
+
+        def end() -> None:
+            if clock is not None:
+                _write(clock, b"e")
+
+        for _ in range(EMPTY_BRACKETS):
+            begin()
+            end()
         samples: list[float] = []
         iterations: list[dict] = []
         seen: set[str] = set()
@@ -208,11 +301,13 @@ class Driver:
         for k in range(h.warmup + h.iters):
             if flush is not None:
                 flush()
+            begin()
             t0 = _clock_ns()
             result = call()
             if sync is not None:
                 sync()
             t1 = _clock_ns()
+            end()
             if k < h.warmup:
                 continue
             samples.append((t1 - t0) / 1e6)
@@ -233,6 +328,10 @@ class Driver:
         if others and not allow_threads:
             raise HarnessError(f"the arm's code left {len(others)} thread(s) running after its calls ({', '.join(others[:3])}): "
                                "a thread could rewrite what the driver records, so its timings cannot be trusted")
+        strays = stray_processes()
+        if strays:
+            raise HarnessError(f"the arm's code left {len(strays)} process(es) running after its calls ({', '.join(strays[:3])}): "
+                               "a process could rewrite what the driver records, so its timings cannot be trusted")
         for name, a in last.items():
             h.write_output(name, a)
         (h.out / "timed.json").write_text(json.dumps({"iterations": iterations}) + "\n")

@@ -19,6 +19,11 @@
 //                    samples fit in the process's run
 //   FORGE_THREAD     a global constructor leaves a thread running
 //   FORGE_CALL_THREAD  the last call leaves a thread running (sleeping 30 s)
+//   FORGE_FORK       the first call forks a child that waits for the
+//                    driver's samples.json and rewrites it claiming 0.001 ms
+//                    per iteration (issue 26's fork-and-rewrite attack)
+//   FORGE_CLOCK_WRITE  the first call writes an 'e' to the outside clock's
+//                    socket (DENSEFEED_CLOCK_FD), to end its bracket early
 //   FORGE_JOINED     every call starts a thread and joins it before it
 //                    returns, as a serving model does (honest); the thread
 //                    holds its own table of many descriptors, which the
@@ -101,6 +106,30 @@ extern "C" int forge_kernel_run(const double* x, std::size_t n, double* y, const
     }
   });
   helper.join();
+#endif
+#if defined(FORGE_FORK)
+  if (calls == 1 && ::fork() == 0) {
+    const char* out = std::getenv("DENSEFEED_OUT");
+    const auto samples = std::filesystem::path(out ? out : ".") / "samples.json";
+    std::string forged = "{\"unit\": \"ms\", \"samples\": [0.001";
+    for (int k = 1; k < std::atoi(std::getenv("DENSEFEED_ITERS")); ++k) forged += ", 0.001";
+    forged += "]}\n";
+    for (int i = 0; i < 20000; ++i) {  // up to 20 s
+      std::error_code ec;
+      if (std::filesystem::exists(samples, ec)) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+        std::ofstream(samples, std::ios::trunc) << forged;
+        ::_exit(0);
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    ::_exit(0);
+  }
+#endif
+#if defined(FORGE_CLOCK_WRITE)
+  if (calls == 1) {
+    if (const char* fd = std::getenv("DENSEFEED_CLOCK_FD")) (void)!::write(std::atoi(fd), "e", 1);
+  }
 #endif
 #if defined(FORGE_CALL_THREAD)
   if (calls == total_calls()) std::thread([] { std::this_thread::sleep_for(std::chrono::seconds(30)); }).detach();

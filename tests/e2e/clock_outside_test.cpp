@@ -1,0 +1,323 @@
+// Issue 26, "the clock outside the kernel's process" and "no process
+// outlives its calls", through the real CLI on a project of its own with two
+// driven gates: `py` (a frozen Python driver, drv.py, loading the arm's k.run)
+// and `cxx` (the C++ driver tests/support/forge_cxx_driver.cpp loading the
+// arm's libforge_kernel.so). Each test is an attack, written as a hostile
+// kernel would; the samples that decide are densefeed's own timestamps of
+// every iteration (orchestrator/outside_clock.h).
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include "outside_clock.h"
+#include "test_support.h"
+#include "timing_checks.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::json;
+const std::string kExe = DENSEFEED_EXE;
+const std::filesystem::path kBin = DENSEFEED_BIN_DIR;
+const std::filesystem::path kKernels = FORGE_KERNELS_DIR;
+
+// h.py: the py gate's reference, y = 2 x, x ~ N(0, 1) from the seed.
+const char* kHarness = R"(import argparse, os
+import numpy as np
+p = argparse.ArgumentParser(); p.add_argument('--n', type=int); p.add_argument('--seed', type=int); p.add_argument('--out')
+a = p.parse_args()
+np.save(os.path.join(a.out, 'y.npy'), 2 * np.random.default_rng(a.seed).standard_normal(a.n))
+)";
+
+// k.py: the arm's kernel. run(x, mode, ms) -> 2 x, costing ms (sleep, then
+// spin the last 2 ms), fast2x half of it. Attacks:
+//   patchws    at import, replaces densefeed_harness.Harness.write_samples
+//              (not among what the driver watches) by one that divides the
+//              samples by 40: equal-speed code that claims 40x
+//   clockwrite the first call writes 'e' to the outside clock's socket
+//   fork       the first call forks a child that rewrites samples.json
+//              once the driver wrote it
+const char* kKernel = R"(import os, time
+import numpy as np
+CALLS = [0]
+if '"patchws"' in os.environ.get('DENSEFEED_PARAMS', ''):
+    import densefeed_harness
+    real = densefeed_harness.Harness.write_samples
+    densefeed_harness.Harness.write_samples = lambda self, samples, *a, **k: real(self, [s / 40 for s in samples], *a, **k)
+def spend(s, start):
+    end = start + s
+    if s > 2e-3: time.sleep(max(0, end - time.perf_counter() - 2e-3))
+    while time.perf_counter() < end: pass
+def run(x, mode, ms):
+    t = time.perf_counter()
+    CALLS[0] += 1
+    if mode == 'clockwrite' and CALLS[0] == 1:
+        os.write(int(os.environ['DENSEFEED_CLOCK_FD']), b'e')
+    if mode == 'fork' and CALLS[0] == 1 and os.fork() == 0:
+        out = os.path.join(os.environ['DENSEFEED_OUT'], 'samples.json')
+        for _ in range(20000):
+            if os.path.exists(out):
+                time.sleep(0.002)
+                open(out, 'w').write('{"unit": "ms", "samples": [%s]}' % ', '.join(['0.001'] * int(os.environ['DENSEFEED_ITERS'])))
+                os._exit(0)
+            time.sleep(0.001)
+        os._exit(0)
+    spend((ms / 2 if mode == 'fast2x' else ms) / 1e3, t)
+    return 2 * x
+)";
+
+const char* kDriver = R"(import argparse
+from densefeed_driver import Driver
+import numpy as np
+p = argparse.ArgumentParser(); p.add_argument('--n', type=int); p.add_argument('--ms', type=float)
+a = p.parse_args()
+d = Driver()
+kernel = d.load_kernel()
+x = np.random.default_rng(d.harness.seed).standard_normal(a.n)
+d.time(lambda: kernel(x, d.params['mode'], a.ms), outputs=lambda y: {'y': y})
+)";
+
+std::string py_gate() {
+  return "gate: py\ndescription: y = 2 x\n"
+         "reference:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "candidate:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "params:\n  mode: {type: string, enum: [honest, fast2x, patchws, clockwrite, fork], default: honest}\n"
+         "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+         "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
+         "  driver:\n    command: [python3, \"{project}/drv.py\", --n, \"{case.n}\", --ms, \"{case.ms}\"]\n"
+         "    kernel: {module: k, function: run}\n"
+         "freezes: [h.py, drv.py]\n";
+}
+
+std::string cxx_gate() {
+  return "gate: cxx\ndescription: y = 2 x\n"
+         "reference:\n  command: [forge_cxx_harness, --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "candidate:\n  command: [forge_cxx_harness, --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "params:\n  mode: {type: string, enum: [honest, fast2x], default: honest}\n"
+         "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+         "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
+         "  driver:\n    command: [forge_cxx_driver, --n, \"{case.n}\", --ms, \"{case.ms}\"]\n"
+         "    kernel: {library: libforge_kernel.so, symbol: forge_kernel_run}\n"
+         "freezes: [h.py]\n";
+}
+
+// Two processes spinning on the CPU for as long as it lives: a loaded machine.
+class CpuBurners {
+ public:
+  explicit CpuBurners(int n) {
+    for (int i = 0; i < n; ++i) {
+      const pid_t p = ::fork();
+      if (p == 0) {
+        for (volatile unsigned long k = 0;; k = k + 1) {
+        }
+      }
+      if (p > 0) pids_.push_back(p);
+    }
+  }
+  ~CpuBurners() {
+    for (pid_t p : pids_) ::kill(p, SIGKILL);
+    for (pid_t p : pids_) ::waitpid(p, nullptr, 0);
+  }
+
+ private:
+  std::vector<pid_t> pids_;
+};
+
+class ClockOutside : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    repo_ = dir_ / "project";
+    std::filesystem::create_directories(repo_);
+    ASSERT_EQ(testing::locked_project(repo_,
+                                      {{"densefeed.yaml", "gates: gates\nexperiments: experiments\nledger: .densefeed/ledger.db\n"
+                                                          "harness_path: [lib]\n"},
+                                       {"h.py", kHarness},
+                                       {"k.py", kKernel},
+                                       {"drv.py", kDriver},
+                                       {"lib/libforge_kernel.so", testing::read_file(kKernels / "libforge_kernel.so")},
+                                       {"gates/py.yaml", py_gate()},
+                                       {"gates/cxx.yaml", cxx_gate()}},
+                                      kExe, env()),
+              "");
+  }
+  std::map<std::string, std::string> env() const { return testing::with_on_path(kBin, testing::project_env(dir_ / "home")); }
+  testing::CliResult df(std::vector<std::string> args) const { return testing::run_cli(kExe, args, repo_, env()); }
+  void candidate_library(const std::string& variant) const {
+    std::filesystem::copy_file(kKernels / ("libforge_kernel" + variant + ".so"), repo_ / "lib" / "libforge_kernel.so",
+                               std::filesystem::copy_options::overwrite_existing);
+  }
+  // Gate `g`, candidate WORKTREE in `mode` against the base at main, honest.
+  std::pair<int, J> run(const std::string& g, const std::string& mode) {
+    const auto m = dir_ / (g + "-" + mode + std::to_string(counter_++) + ".yaml");
+    testing::write_file(m, "experiment: " + g + "-" + mode + "\nhypothesis: h\npredicted_effect: p\ngate: " + g +
+                               "\ncandidate: {revision: WORKTREE, params: {mode: " + mode + "}}\n"
+                               "base: {revision: main, params: {mode: honest}}\n");
+    const auto r = df({"run", m.string(), "--json"});
+    J doc = J::parse(r.out, nullptr, false);
+    EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
+    return {r.exit_code, doc};
+  }
+  J sql(const std::string& query) const {
+    const auto r = testing::run_cli("/usr/bin/sqlite3", {"-json", (repo_ / ".densefeed" / "ledger.db").string(), query}, repo_, env());
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.empty() ? J::array() : J::parse(r.out, nullptr, false);
+  }
+  static std::vector<std::string> flag_kinds(const J& report) {
+    std::vector<std::string> kinds;
+    for (const auto& c : report["stages"]["bench"]["cases"]) {
+      for (const auto& f : c["timing_flags"]) kinds.push_back(f["kind"]);
+    }
+    return kinds;
+  }
+  static bool has(const std::vector<std::string>& v, const std::string& x) { return std::find(v.begin(), v.end(), x) != v.end(); }
+  void nothing_recorded_faster(const J& report) const {
+    ASSERT_TRUE(report.contains("experiment_id")) << report.dump(1);
+    EXPECT_EQ(sql("SELECT COUNT(*) AS n FROM bench_cases WHERE experiment_id = " +
+                  std::to_string(report["experiment_id"].get<std::int64_t>()) + " AND verdict = 'faster'")[0]["n"],
+              0);
+  }
+  static std::string bench_reason(const J& r) { return r["stages"]["bench"].value("reason", std::string()); }
+
+  testing::TempDir dir_;
+  std::filesystem::path repo_;
+  int counter_ = 0;
+};
+
+// Issue 26's first attack: equal-speed code whose module divides the samples
+// the driver writes by 40 ("faster 39.6x, timed by the gate's trusted
+// driver" before). The samples that decide are densefeed's: the candidate's
+// median is the kernel's 10 ms, not 0.25; and the driver's own samples,
+// kept as the cross-check, disagree with densefeed's clock: red.
+TEST_F(ClockOutside, AKernelThatPatchesWriteSamplesAtImportIsNotFaster) {
+  const auto [code, r] = run("py", "patchws");
+  EXPECT_EQ(code, 1) << r.dump(1).substr(0, 4000);
+  EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
+  EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["kind"], "implausible_timing") << r["record"].dump(1);
+  EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["who"], "candidate");
+  EXPECT_TRUE(has(flag_kinds(r), "clock_disagrees")) << r["stages"]["bench"].dump(1);
+  const auto& c = r["stages"]["bench"]["cases"][0];
+  EXPECT_NE(c["verdict"], "faster") << c.dump(1);
+  EXPECT_GE(c["candidate_median"].get<double>(), 10.0) << c.dump(1);
+  EXPECT_LE(c["speedup"].get<double>(), 1.1) << c.dump(1);
+  EXPECT_NE(bench_reason(r).find("the driver's clock disagrees with densefeed's"), std::string::npos) << bench_reason(r);
+  nothing_recorded_faster(r);
+}
+
+TEST_F(ClockOutside, AKernelWritingToTheClockPipeIsRed) {
+  for (const std::string g : {"py", "cxx"}) {
+    if (g == "cxx") candidate_library("_clock_write");
+    const auto [code, r] = run(g, g == "py" ? "clockwrite" : "honest");
+    EXPECT_EQ(code, 1) << g << r.dump(1).substr(0, 4000);
+    EXPECT_EQ(r["stages"]["bench"]["status"], "red") << g << r["stages"]["bench"].dump(1);
+    EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["kind"], "implausible_timing") << g << r["record"].dump(1);
+    EXPECT_NE(bench_reason(r).find("the driver's clock protocol was broken"), std::string::npos) << g << bench_reason(r);
+    nothing_recorded_faster(r);
+  }
+}
+
+// Issue 26's fork-and-rewrite attack (the rewrite won 22 of 25 rounds
+// before): red on a quiet and a loaded machine alike, because the driver
+// refuses to write anything while a process the kernel started is there,
+// naming it; had it written, the rewrite could not change the decision, which
+// is densefeed's clock. The child waits up to 20 s for samples.json: it dies
+// with the sandbox's PID namespace when the driver exits (bwrap's pid 1), so
+// the round ends at once.
+TEST_F(ClockOutside, AForkedChildThatRewritesSamplesIsRed) {
+  candidate_library("_fork");
+  for (const bool loaded : {false, true}) {
+    std::optional<CpuBurners> burners;
+    if (loaded) burners.emplace(2);
+    for (const std::string g : {"cxx", "py"}) {
+      const auto start = std::chrono::steady_clock::now();
+      const auto [code, r] = run(g, g == "py" ? "fork" : "honest");
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      EXPECT_EQ(code, 1) << g << " loaded " << loaded << r.dump(1).substr(0, 4000);
+      EXPECT_EQ(r["stages"]["bench"]["status"], "red") << g << " loaded " << loaded << r["stages"]["bench"].dump(1);
+      EXPECT_NE(bench_reason(r).find("process(es) running after its calls"), std::string::npos) << g << bench_reason(r);
+      EXPECT_LT(s, 20.0) << g << ": the forked child outlived the driver";
+      nothing_recorded_faster(r);
+    }
+  }
+}
+
+// The bracket's overhead (µs per iteration: the median of empty brackets, a
+// round trip over the clock socket) is recorded in the case's checks, for
+// both drivers; an honest 2x does not disagree with the outside clock.
+TEST_F(ClockOutside, TheBracketOverheadIsRecorded) {
+  candidate_library("");
+  for (const std::string g : {"py", "cxx"}) {
+    const auto [code, r] = run(g, "fast2x");
+    ASSERT_EQ(code, 0) << g << r.dump(1).substr(0, 4000);
+    const auto& c = r["stages"]["bench"]["cases"][0];
+    // Its verdict on a shared machine may be inconclusive by drift; that the
+    // honest 2x is faster is TimingForge's and TimingForgeCxx's honest tests.
+    EXPECT_NE(c["verdict"], "slower") << g << c.dump(1);
+    EXPECT_FALSE(has(flag_kinds(r), "clock_disagrees")) << g << c.dump(1);
+    const auto& oc = c["timing_checks"]["outside_clock"];
+    ASSERT_TRUE(oc.is_object()) << g << c["timing_checks"].dump(1);
+    for (const char* arm : {"base", "candidate"}) {
+      ASSERT_TRUE(oc["bracket_overhead_us"][arm].is_number()) << g << oc.dump(1);
+      const double us = oc["bracket_overhead_us"][arm].get<double>();
+      EXPECT_GT(us, 0.0) << g << oc.dump(1);
+      EXPECT_LT(us, 5000.0) << g << oc.dump(1);
+      std::printf("[ figure ] %s driver, %s: bracket overhead %.1f us per iteration (median of %s)\n", g.c_str(), arm, us,
+                  oc["overhead_of"].get<std::string>().c_str());
+    }
+    // What decides is the outside interval: the kernel's cost and the
+    // bracket, never less than the cost.
+    EXPECT_GE(c["base_median"].get<double>(), 10.0) << g << c.dump(1);
+    EXPECT_GE(c["candidate_median"].get<double>(), 5.0) << g << c.dump(1);
+  }
+}
+
+// The protocol itself, on records made here: a round is exactly
+// kEmptyBrackets + warmup + iters (b, e) pairs; one byte more, one missing,
+// a socket still held open: broken, typed.
+std::vector<ClockRecord> records(const std::string& bytes) {
+  std::vector<ClockRecord> r;
+  auto t = std::chrono::steady_clock::time_point{} + std::chrono::seconds(1);
+  for (char b : bytes) r.push_back({b, t += std::chrono::milliseconds(2)});
+  return r;
+}
+
+std::string pairs(int n) {
+  std::string s;
+  for (int i = 0; i < n; ++i) s += "be";
+  return s;
+}
+
+TEST(ClockOutsideProtocol, ARoundIsExactlyItsPairsInOrder) {
+  const ClockRound ok = read_clock_round(records(pairs(kEmptyBrackets + 1 + 4)), false, 1, 4);
+  ASSERT_EQ(ok.error, ClockProtocolError::none) << ok.reason;
+  EXPECT_EQ(ok.empty_ms.size(), static_cast<std::size_t>(kEmptyBrackets));
+  ASSERT_EQ(ok.timed_ms.size(), 4u);
+  for (double v : ok.timed_ms) EXPECT_DOUBLE_EQ(v, 2.0);
+  EXPECT_EQ(read_clock_round(records(pairs(kEmptyBrackets + 5) + "e"), false, 1, 4).error, ClockProtocolError::too_many);
+  EXPECT_EQ(read_clock_round(records(pairs(kEmptyBrackets + 4)), false, 1, 4).error, ClockProtocolError::too_few);
+  EXPECT_EQ(read_clock_round(records("bee" + pairs(kEmptyBrackets + 4)), false, 1, 4).error, ClockProtocolError::out_of_order);
+  EXPECT_EQ(read_clock_round(records(pairs(kEmptyBrackets + 5)), true, 1, 4).error, ClockProtocolError::held_open);
+}
+
+// The cross-check: a sample longer than the outside interval around it, or
+// samples shrunk to a fortieth, are clock_disagrees; an honest driver's,
+// short of the outside intervals by the bracket's overhead, are not.
+TEST(ClockOutsideProtocol, TheDriversSamplesMustLieInsideTheOutsideClock) {
+  EXPECT_FALSE(check_clock_agrees({{{9.9, 9.95}, {10.0, 10.0}, 0.05}}, "candidate").has_value());
+  const auto longer = check_clock_agrees({{{9.9, 10.2}, {10.0, 10.0}, 0.05}}, "candidate");
+  ASSERT_TRUE(longer.has_value());
+  EXPECT_EQ(longer->kind, TimingFlagKind::clock_disagrees);
+  EXPECT_EQ(longer->figures["iteration"], 1);
+  const auto shrunk = check_clock_agrees({{{0.25, 0.25}, {10.0, 10.0}, 0.05}}, "candidate");
+  ASSERT_TRUE(shrunk.has_value());
+  EXPECT_EQ(shrunk->kind, TimingFlagKind::clock_disagrees);
+  EXPECT_DOUBLE_EQ(shrunk->figures["inside_sum_ms"].get<double>(), 0.5);
+}
+
+}  // namespace
+}  // namespace densefeed
