@@ -6,7 +6,10 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <functional>
 #include <optional>
+#include <random>
+#include <set>
 
 #include <fmt/format.h>
 
@@ -14,6 +17,7 @@
 #include "command_template.h"
 #include "error.h"
 #include "gate_runner.h"
+#include "input_sets.h"
 #include "outside_clock.h"
 #include "process_runner.h"
 #include "sha256.h"
@@ -77,14 +81,16 @@ ArmRound read_samples(const std::filesystem::path& path) {
 }
 
 
-// Checks the trusted driver's timed.json: one entry per timed iteration, each
-// {OUTPUT: sha256 of its .npy file}; for each distinct entry the folder
-// timed/K/ (K its first iteration) holds those files. Every distinct set is
-// gated against the reference's outputs of this seed, so every timed
-// iteration's outputs are what was gated. Throws std::runtime_error (and
-// sets *failure) naming the iteration, file and check.
-void check_timed_outputs(const GateSpec& gate, const Case& c, const std::filesystem::path& out_dir,
-                         const std::filesystem::path& reference_out, int timed, Failure* failure) {
+// The trusted driver's timed.json, read: one entry per timed iteration, each
+// {OUTPUT: sha256 of its .npy file}, and, from a driver that draws an input
+// set per iteration (input_sets.h), "input_seeds": the seed of each.
+struct TimedRecord {
+  nlohmann::json iterations;
+  std::optional<std::vector<std::uint64_t>> input_seeds;
+};
+
+// Throws std::runtime_error naming the file and what is wrong.
+TimedRecord read_timed(const GateSpec& gate, const std::filesystem::path& out_dir, int timed) {
   const auto path = out_dir / "timed.json";
   std::error_code ec;
   if (std::filesystem::symlink_status(path, ec).type() != std::filesystem::file_type::regular) {
@@ -101,23 +107,60 @@ void check_timed_outputs(const GateSpec& gate, const Case& c, const std::filesys
   if (!doc.is_object() || !doc.contains("iterations") || !doc["iterations"].is_array()) {
     throw std::runtime_error(fmt::format("{}: expected {{\"iterations\": [{{OUTPUT: sha256}}, ...]}}", path.string()));
   }
-  const auto& its = doc["iterations"];
-  if (its.size() != static_cast<std::size_t>(timed)) {
-    throw std::runtime_error(fmt::format("{}: {} iterations recorded, {} were timed", path.string(), its.size(), timed));
+  TimedRecord r;
+  r.iterations = doc["iterations"];
+  if (r.iterations.size() != static_cast<std::size_t>(timed)) {
+    throw std::runtime_error(fmt::format("{}: {} iterations recorded, {} were timed", path.string(), r.iterations.size(), timed));
   }
-  std::map<std::string, std::size_t> first_of;  // the entry's text -> its first iteration
-  for (std::size_t k = 0; k < its.size(); ++k) {
-    const auto& e = its[k];
+  for (std::size_t k = 0; k < r.iterations.size(); ++k) {
+    const auto& e = r.iterations[k];
     if (!e.is_object()) throw std::runtime_error(fmt::format("{}: iterations[{}] is not an object", path.string(), k));
     for (const auto& o : gate.outputs) {
       if (!e.contains(o.name) || !e[o.name].is_string() || e[o.name].get<std::string>().size() != 64) {
         throw std::runtime_error(fmt::format("{}: iterations[{}] has no sha256 for output {}", path.string(), k, o.name));
       }
     }
-    const std::string key = e.dump();
-    if (first_of.count(key)) continue;
-    first_of[key] = k;
+  }
+  if (doc.contains("input_seeds")) {
+    const auto& seeds = doc["input_seeds"];
+    if (!seeds.is_array() || seeds.size() != r.iterations.size() ||
+        !std::all_of(seeds.begin(), seeds.end(), [](const nlohmann::json& v) { return v.is_number_unsigned(); })) {
+      throw std::runtime_error(fmt::format("{}: input_seeds must be one u64 seed per timed iteration ({})", path.string(), timed));
+    }
+    r.input_seeds = seeds.get<std::vector<std::uint64_t>>();
+  }
+  return r;
+}
+
+// Gates the timed iterations of `record`: for each distinct pair of input set
+// and outputs, the folder timed/K/ (K its first iteration) must hold those
+// files, and they must pass the gate against reference_of(its set's seed)
+// (`run_seed` for a driver that records no input sets). So every timed
+// iteration's outputs are what was gated, for its own inputs. A driver that
+// records input sets must record the ones densefeed drew (`drawn`, the timed
+// part). Throws std::runtime_error (and sets *failure) naming the iteration,
+// its input set, the file and the check.
+void check_timed_outputs(const GateSpec& gate, const Case& c, const std::filesystem::path& out_dir, const TimedRecord& record,
+                         const std::vector<std::uint64_t>& drawn, std::uint64_t run_seed,
+                         const std::function<std::filesystem::path(std::uint64_t)>& reference_of, Failure* failure) {
+  const auto path = out_dir / "timed.json";
+  std::error_code ec;
+  if (record.input_seeds && *record.input_seeds != drawn) {
+    std::size_t k = 0;
+    while (k < drawn.size() && k < record.input_seeds->size() && (*record.input_seeds)[k] == drawn[k]) ++k;
+    *failure = Failure{FailureKind::malformed_output, FailureWho::candidate, {}, {}, "timed.json", "input_seeds", ""};
+    throw std::runtime_error(fmt::format("{}: timed iteration {} records the inputs of seed {}, but densefeed drew seed {} for it: "
+                                         "what was timed is not the inputs densefeed chose", path.string(), k,
+                                         k < record.input_seeds->size() ? std::to_string((*record.input_seeds)[k]) : "none",
+                                         k < drawn.size() ? std::to_string(drawn[k]) : "none"));
+  }
+  std::set<std::string> seen;  // input set and outputs
+  for (std::size_t k = 0; k < record.iterations.size(); ++k) {
+    const auto& e = record.iterations[k];
+    const std::uint64_t seed = record.input_seeds ? (*record.input_seeds)[k] : run_seed;
+    if (!seen.insert(std::to_string(seed) + " " + e.dump()).second) continue;
     const auto dir = out_dir / "timed" / std::to_string(k);
+    const std::filesystem::path reference = reference_of(seed);
     for (const auto& o : gate.outputs) {
       const auto file = dir / (o.name + ".npy");
       if (std::filesystem::symlink_status(file, ec).type() != std::filesystem::file_type::regular) {
@@ -126,10 +169,11 @@ void check_timed_outputs(const GateSpec& gate, const Case& c, const std::filesys
       if (sha256_file(file) != e[o.name].get<std::string>()) {
         throw std::runtime_error(fmt::format("{}: its sha256 is not the one timed.json records for iteration {}", file.string(), k));
       }
-      const OutputResult r = compare_output(o, c.values, reference_out, dir);
+      const OutputResult r = compare_output(o, c.values, reference, dir);
       if (r.comparison.verdict != Verdict::green) {
         *failure = r.failure;
-        throw std::runtime_error(fmt::format("what was timed is not what was gated: timed iteration {}: {}: {}", k, o.name,
+        throw std::runtime_error(fmt::format("what was timed is not what was gated: timed iteration {}{}: {}: {}", k,
+                                             record.input_seeds ? fmt::format(" (its input set, seed {})", seed) : "", o.name,
                                              r.comparison.reason));
       }
     }
@@ -250,6 +294,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     if (a.ended) session.reset();
     return r;
   };
+  // The rounds' orders of input sets: unknown to either arm until its round
+  // starts (std::random_device, not the run's seed).
+  std::random_device entropy;
+  std::seed_seq draw_seed{entropy(), entropy(), entropy(), entropy()};
+  std::mt19937_64 draw(draw_seed);
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     const Case& c = gate.bench.cases[ci];
     BenchCaseResult bc;
@@ -264,6 +313,17 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     if (!options.reference_out.empty() && ref == options.reference_out.end()) {
       throw InfraError(fmt::format("bench case {} was not gated in this run: every benchmarked case is gated first", c.label));
     }
+    // The driver's input sets (input_sets.h): a pool per case, a fresh random
+    // order of distinct sets of it every round; the reference's outputs of
+    // each set a timed iteration of the candidate used, run once per set (set
+    // 0, the run's seed, is the gate stage's).
+    const std::vector<std::uint64_t> pool =
+        driven ? input_set_seeds(options.seed, input_set_count(gate.bench.warmup, gate.bench.iters)) : std::vector<std::uint64_t>{};
+    std::map<std::uint64_t, std::filesystem::path> set_reference;
+    if (ref != options.reference_out.end()) set_reference[options.seed] = ref->second;
+    std::size_t reference_runs = 0;
+    double reference_wall_s = 0;
+    bool rotated = false;
     DecisionInput input;
     input.threshold = bc.threshold;
     input.looks = gate.bench.looks;
@@ -342,6 +402,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         spec.env["DENSEFEED_OUT"] = (dir / "out").string();
         spec.env["DENSEFEED_WARMUP"] = std::to_string(gate.bench.warmup);
         spec.env["DENSEFEED_ITERS"] = std::to_string(iters);
+        std::vector<std::uint64_t> round_seeds;  // warm-up first, then the timed iterations'
+        if (driven) {
+          round_seeds = draw_round_seeds(pool, static_cast<std::size_t>(gate.bench.warmup + iters), draw);
+          spec.env[kInputSeedsEnv] = input_seeds_value(round_seeds);
+        }
         if (!options.gpu.empty() && executor().assigns_gpus()) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
         spec.cwd = dir;
         spec.writable = {dir / "out"};
@@ -414,13 +479,55 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
           (is_base ? bc.base : bc.candidate).push_back(std::move(r));
           // The candidate's timed outputs are what was gated; the base's may be
           // as wrong as the base is (it is what the candidate is compared with).
+          std::filesystem::path last_reference = ref != options.reference_out.end() ? ref->second : std::filesystem::path();
           if (ref != options.reference_out.end() && !is_base) {
             if (driven) {
               failure = Failure{FailureKind::malformed_output, who, {}, {}, "timed.json", "", ""};
-              check_timed_outputs(gate, c, dir / "out", ref->second, iters, &failure);
+              const TimedRecord record = read_timed(gate, dir / "out", iters);
+              const std::vector<std::uint64_t> timed_seeds(round_seeds.begin() + gate.bench.warmup, round_seeds.end());
+              if (!record.input_seeds) {
+                // The gate's frozen driver, not the candidate, left them out.
+                result.verdict = Verdict::error;
+                result.failure = Failure{FailureKind::malformed_output, FailureWho::driver, {}, {}, "timed.json", "input_seeds", ""};
+                result.reason = fmt::format(
+                    "case {}: the gate's driver recorded no input sets in {}: densefeed draws a set of inputs for every "
+                    "iteration ({}) so that a kernel caching its results gains nothing, and a driver must build each "
+                    "iteration's inputs from its seed (densefeed_driver.Driver.time(inputs=...), driver.h "
+                    "TimingOptions::prepare); the bench stage is an error, the candidate is not judged",
+                    c.label, (dir / "out" / "timed.json").string(), kInputSeedsEnv);
+                return result;
+              }
+              rotated = true;
+              {
+                std::vector<std::uint64_t> missing;
+                for (std::uint64_t seed : timed_seeds) {
+                  if (!set_reference.count(seed) && std::find(missing.begin(), missing.end(), seed) == missing.end()) missing.push_back(seed);
+                }
+                if (!missing.empty()) {
+                  if (!options.references) {
+                    throw InfraError(fmt::format("case {}: the driver drew {} input sets but this benchmark cannot run the "
+                                                 "reference for them (BenchOptions::references unset)", c.label, missing.size()));
+                  }
+                  for (const ReferenceRun& run : options.references(c, missing)) {
+                    ++reference_runs;
+                    reference_wall_s += run.wall_s;
+                    if (!run.reason.empty()) {
+                      result.verdict = Verdict::error;
+                      result.failure = run.failure;
+                      result.reason = fmt::format("case {}: {} (the bench stage is an error: the candidate is not judged)",
+                                                  c.label, run.reason);
+                      return result;
+                    }
+                    set_reference[run.seed] = run.out;
+                  }
+                }
+                last_reference = set_reference.at(timed_seeds.back());
+              }
+              check_timed_outputs(gate, c, dir / "out", record, timed_seeds, options.seed,
+                                  [&](std::uint64_t seed) { return set_reference.at(seed); }, &failure);
             }
             for (const auto& out : gate.outputs) {
-              const OutputResult o = compare_output(out, c.values, ref->second, dir / "out");
+              const OutputResult o = compare_output(out, c.values, last_reference, dir / "out");
               if (o.comparison.verdict != Verdict::green) {
                 failure = o.failure;
                 failure.who = who;
@@ -438,6 +545,10 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
               }
             }
           }
+          // Every timed iteration's outputs were gated (or, the base's, are
+          // not): their hashes stay in timed.json, the files go (one per
+          // iteration and output: a large case's would fill the disk).
+          std::filesystem::remove_all(dir / "out" / "timed", ec);
         } catch (const std::runtime_error& e) {
           failure.who = who;
           result.verdict = is_base ? Verdict::error : Verdict::red;
@@ -510,6 +621,16 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     }
     for (const auto& s : arm_sessions) {
       if (s) bc.checks["freeze"] = s->freeze_mechanism();  // how the other arm's session was held still
+    }
+    if (driven) {
+      bc.checks["inputs"] = {
+          {"sets", pool.size()},
+          {"gated", rotated},
+          {"reference_runs", reference_runs},
+          {"reference_wall_s", reference_wall_s},
+          {"what", fmt::format("every iteration of a round has an input set of its own, drawn in a random order from {} sets "
+                               "(input_sets.h); each timed iteration of the candidate is gated against the reference of its "
+                               "set", pool.size())}};
     }
     bc.checks["wall_fit"] = {{"base", fit_json(fit_wall(bc.base_walls))}, {"candidate", fit_json(fit_wall(bc.candidate_walls))},
                              {"base_claimed_ms", base_claimed}, {"candidate_claimed_ms", candidate_claimed}};

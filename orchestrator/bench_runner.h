@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -25,6 +26,7 @@
 #include "case_grid.h"
 #include "arm_context.h"
 #include "gate_spec.h"
+#include "reference_run.h"
 #include "sandbox.h"
 #include "timing_checks.h"
 #include "verdict.h"
@@ -80,6 +82,11 @@ struct BenchOptions {
   // candidate's bench runs must write outputs that pass the gate against them,
   // so what is timed is what was gated. Empty (calibration): not checked.
   std::map<std::string, std::filesystem::path> reference_out;
+  // The reference's outputs of a bench case for other seeds: the input sets
+  // a driver's timed iterations drew (input_sets.h), one ReferenceRun per
+  // seed in order (gate_runner.h run_references). Unset: a driver that draws
+  // input sets cannot be gated (InfraError).
+  std::function<std::vector<ReferenceRun>(const Case&, const std::vector<std::uint64_t>&)> references;
   // Both arms' commands under bwrap when it can start (sandbox.h): the base
   // is untrusted code as much as the candidate. false: --no-sandbox.
   bool sandbox = true;

@@ -237,6 +237,9 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   // sandboxed commands, so that no candidate can copy a reference's answer.
   const auto runs_dir = out.work_dir.parent_path();
   std::vector<std::filesystem::path> revision_dirs;  // revision builds the sandbox must still show
+  // How the gate ran its reference: the bench runs it the same way for a
+  // driver's other input sets (BenchOptions::references).
+  std::optional<GateRunOptions> reference_options;
 
   if (!out.lock_problems.empty()) {
     out.gate_result.verdict = Verdict::red;
@@ -330,6 +333,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     gate_options.reference = out.reference_arm;
     gate_options.candidate = out.candidate_arm;
     if (runnable) out.gate_result = run_gate(*out.gate, cases, out.candidate_params, gate_options);
+    reference_options = gate_options;
     // The export was checked before the run (open_gate_store); a shell of
     // the agent's user could change it while the reference read it (the
     // hostile trial swapped the reference after the check and put nothing
@@ -417,6 +421,14 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     bench_options.gpu = options.gpus.empty() ? std::string() : options.gpus.front();
     for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
     bench_options.trusted = out.reference_arm;
+    if (reference_options) {
+      GateRunOptions ro = *reference_options;
+      ro.work_dir = out.work_dir / "bench-references";
+      const GateSpec* gate = &*out.gate;
+      bench_options.references = [ro, gate](const Case& c, const std::vector<std::uint64_t>& seeds) {
+        return run_references(*gate, c, seeds, ro);
+      };
+    }
     {
       // The ceilings of what the arms can reach: the CPU and the GPU the
       // benchmark holds (by index into nvidia-smi's list, or by UUID), or,

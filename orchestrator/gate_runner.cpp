@@ -52,6 +52,7 @@ struct Job {
   std::optional<SessionCaseRecord> session;
   std::filesystem::path log_dir;  // where its stdout.log/stderr.log are ('' = dir; a session's folder)
   int ranks = 1;                  // processes of a multi-rank case (gate `ranks`; the reference's is 1)
+  std::optional<std::uint64_t> seed;  // its own DENSEFEED_SEED (a bench input set's reference); unset: the run's
   std::vector<RankOutcome> rank_outcomes;  // how each rank ended, in rank order (rank_group.h); empty for one process
   ProcessResult result;
 };
@@ -324,7 +325,7 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
       for (std::size_t i = next++; i < jobs.size(); i = next++) {
         try {
           if (sessions) {
-            run_job_in_session(*jobs[i], slot, t, gate, seed, options, gpu);
+            run_job_in_session(*jobs[i], slot, t, gate, jobs[i]->seed.value_or(seed), options, gpu);
             continue;
           }
           const auto held = pool.take(needs(*jobs[i]));
@@ -337,7 +338,7 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
             }
           }
           try {
-            run_job(*jobs[i], gate, seed, options, gpus);
+            run_job(*jobs[i], gate, jobs[i]->seed.value_or(seed), options, gpus);
           } catch (...) {
             pool.give(held);
             throw;
@@ -520,15 +521,84 @@ void require_gpus(const GateSpec& gate, const std::vector<Case>& cases, const st
   }
 }
 
+namespace {
+
+// Without case_keys, a session's command names no case: the case comes with
+// the request, so every case asks the reference's session for its own. A
+// process reference whose command names no case key either can learn its
+// case only from DENSEFEED_CASE (densefeed_harness.serve reads it there): it
+// gets the whole case and runs for each, never once for all with {}.
+bool reference_gets_whole_case(const GateSpec& gate) {
+  const auto names = placeholders(gate.reference_command);
+  const bool names_a_case_key =
+      std::any_of(names.begin(), names.end(), [](const std::string& n) { return n.rfind("case.", 0) == 0; });
+  return !gate.reference_case_keys && (gate.sessions || !names_a_case_key);
+}
+
+// The case as the reference sees it: only the parameters its command uses
+// and those the gate's reference.case_keys names (its identity is its
+// command and those keys' values), or the whole case (above).
+nlohmann::ordered_json reference_case(const GateSpec& gate, const Case& c) {
+  if (reference_gets_whole_case(gate)) return c.values;
+  const auto names = placeholders(gate.reference_command);
+  const auto& keyed = gate.reference_case_keys;
+  nlohmann::ordered_json ref_case = nlohmann::ordered_json::object();
+  for (const auto& [k, v] : c.values.items()) {
+    if (names.count("case." + k) || (keyed && std::find(keyed->begin(), keyed->end(), k) != keyed->end())) ref_case[k] = v;
+  }
+  return ref_case;
+}
+
+}  // namespace
+
+std::vector<ReferenceRun> run_references(const GateSpec& gate, const Case& c, const std::vector<std::uint64_t>& seeds,
+                                         const GateRunOptions& options) {
+  std::vector<Job> refs(seeds.size());
+  std::vector<Job*> jobs;
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    Job& ref = refs[i];
+    ref.dir = options.work_dir / fmt::format("reference-seed-{}", seeds[i]);
+    ref.seed = seeds[i];
+    ref.argv = arm_command(gate.reference_command, {c.values, nlohmann::ordered_json::object(), seeds[i], (ref.dir / "out").string()},
+                           options.reference);
+    ref.arm = &options.reference;
+    ref.case_json = reference_case(gate, c);
+    fresh_dir(ref.dir);
+    jobs.push_back(&ref);
+  }
+  run_all(jobs, options.jobs, gate, options.seed, options);
+  std::vector<ReferenceRun> out;
+  for (std::size_t i = 0; i < seeds.size(); ++i) {
+    const Job& ref = refs[i];
+    ReferenceRun r;
+    r.seed = seeds[i];
+    r.out = ref.dir / "out";
+    r.wall_s = ref.result.wall_s;
+    const auto logs = ref.log_dir.empty() ? ref.dir : ref.log_dir;
+    if (!ref.infrastructure.empty()) {
+      r.failure = Failure{FailureKind::infrastructure, FailureWho::densefeed, {}, {}, "", "", ref.infrastructure};
+      r.reason = fmt::format("the reference of input set {} did not run to an end of its own: {}", seeds[i], ref.infrastructure);
+    } else if (!ref.result.ok()) {
+      r.failure = process_failure_value(FailureWho::reference, ref.result);
+      const LogTail tail = log_tail(logs / "stdout.log", logs / "stderr.log");
+      r.reason = fmt::format("the reference of input set {} {}{}", seeds[i], ref.result.describe(),
+                             tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text);
+    } else if (hash_outputs(r.out) != ref.out_hashes) {
+      r.failure = Failure{FailureKind::malformed_output, FailureWho::reference, {}, {}, "", "", "outputs changed after the reference exited"};
+      r.reason = fmt::format("the reference's outputs of input set {} changed after it exited (their sha256 was taken then): "
+                             "something else wrote into {}", seeds[i], r.out.string());
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
                     const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
   const auto start = std::chrono::steady_clock::now();
   GateResult gate_result;
   // Fail closed: no reference is started when no candidate may be.
   gate_result.sandbox = require_sandbox(options.sandbox);
-  const auto ref_names = placeholders(gate.reference_command);
-  const bool names_a_case_key =
-      std::any_of(ref_names.begin(), ref_names.end(), [](const std::string& n) { return n.rfind("case.", 0) == 0; });
 
   std::map<std::vector<std::string>, std::size_t> reference_index;  // argv (with {out} unrendered) -> job
   std::vector<Job> references;
@@ -538,25 +608,9 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const Case& c = cases[i];
-    // The reference sees only the case parameters its command uses, and
-    // those the gate's reference.case_keys names: its identity is its
-    // command and those keys' values.
     const auto& keyed = gate.reference_case_keys;
-    nlohmann::ordered_json ref_case = nlohmann::ordered_json::object();
-    for (const auto& [k, v] : c.values.items()) {
-      if (ref_names.count("case." + k) ||
-          (keyed && std::find(keyed->begin(), keyed->end(), k) != keyed->end())) {
-        ref_case[k] = v;
-      }
-    }
-    // Without case_keys, a session's command names no case: the case comes
-    // with the request, so every case asks the reference's session for its
-    // own. A process reference whose command names no case key either can
-    // learn its case only from DENSEFEED_CASE (densefeed_harness.serve reads
-    // it there): it gets the whole case and runs for each, never once for
-    // all with {}.
-    const bool whole_case = !keyed && (gate.sessions || !names_a_case_key);
-    if (whole_case) ref_case = c.values;
+    const bool whole_case = reference_gets_whole_case(gate);
+    const nlohmann::ordered_json ref_case = reference_case(gate, c);
     // Rendered as it runs ({project}, {gate_dir}, python3 included), with the
     // output folder left as a placeholder: cases that differ only in what the
     // reference ignores share one reference process.

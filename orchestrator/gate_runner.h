@@ -14,6 +14,7 @@
 #include "arm_context.h"
 #include "case_grid.h"
 #include "gate_spec.h"
+#include "reference_run.h"
 #include "process_runner.h"
 #include "sandbox.h"
 #include "tensor_compare.h"
@@ -132,6 +133,14 @@ OutputResult compare_output(const OutputSpec& out, const nlohmann::ordered_json&
 // fits waits for its whole set. Nothing is checked for an empty `gpus`
 // (CPU, or a scheduler that places jobs).
 void require_gpus(const GateSpec& gate, const std::vector<Case>& cases, const std::vector<std::string>& gpus);
+
+// Runs the gate's reference for case `c` once per seed in `seeds` (a bench
+// case's input sets, input_sets.h), as run_gate runs it (the same command,
+// case keys, executor, sessions and `jobs`), each in
+// options.work_dir/reference-seed-SEED/. Returns one ReferenceRun per seed,
+// in order. Throws InfraError only for densefeed's own failures.
+std::vector<ReferenceRun> run_references(const GateSpec& gate, const Case& c, const std::vector<std::uint64_t>& seeds,
+                                         const GateRunOptions& options);
 
 // Runs the cases. A reference command whose rendered argv is the same for
 // several cases (it does not use the parameters they differ in) runs once and

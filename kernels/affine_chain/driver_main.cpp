@@ -125,10 +125,21 @@ void run(int argc, char** argv) {
 #endif
   auto* kernel = driver.load_kernel_as<densefeed_affine_chain_fn>();
   char error[512] = {};
-  const densefeed_affine_chain_problem problem{
+  densefeed_affine_chain_problem problem{
       DENSEFEED_AFFINE_CHAIN_ABI, "partitioned", precision.c_str(), device.c_str(), heads, S, in.plan.size(),
       layout.shards, K, V, in.plan.data(), in.transitions.data(), in.contributions.data(), in.initial_states.data(),
       finals.data(), error, sizeof error};
+  // Each iteration's own input set (its seed from densefeed, TimingOptions::
+  // prepare): the chunk plan stays, the tokens and initial states are drawn
+  // again, outside the timed region.
+  options.prepare = [&](std::uint64_t seed) {
+    spec.seed = seed;
+    in = prepare(spec, layout, heads);
+    problem.plan = in.plan.data();
+    problem.transitions = in.transitions.data();
+    problem.contributions = in.contributions.data();
+    problem.initial_states = in.initial_states.data();
+  };
   options.flush = [&] { std::fill(finals.begin(), finals.end(), std::numeric_limits<float>::quiet_NaN()); };
   driver.time(
       [&] {

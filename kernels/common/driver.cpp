@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -251,6 +252,18 @@ DriverEnv read_driver_env(const EnvLookup& lookup) {
     }
     env.clock_fd = std::stoi(clock);
   }
+  if (const std::string seeds = lookup("DENSEFEED_INPUT_SEEDS").value_or(""); !seeds.empty()) {
+    std::stringstream list(seeds);
+    for (std::string one; std::getline(list, one, ',');) {
+      std::uint64_t v = 0;
+      const auto [end, err] = std::from_chars(one.data(), one.data() + one.size(), v);
+      if (one.empty() || err != std::errc() || end != one.data() + one.size()) {
+        throw DriverError(fmt::format("DENSEFEED_INPUT_SEEDS='{}': expected comma-separated u64 seeds (densefeed sets it)",
+                                      seeds.substr(0, 80)));
+      }
+      env.input_seeds.push_back(v);
+    }
+  }
   const std::string params = lookup("DENSEFEED_PARAMS").value_or("{}");
   env.params = nlohmann::json::parse(params, nullptr, false);
   if (env.params.is_discarded() || !env.params.is_object()) {
@@ -460,11 +473,27 @@ void Driver::time(const std::function<void()>& call, const std::function<std::ve
   std::vector<TimedOutput> last;
   std::vector<std::string> last_bytes;
   const int clock = env_.clock_fd;
+  // One input set per iteration (TimingOptions::prepare), each from its own
+  // seed; by hand (no DENSEFEED_INPUT_SEEDS) every iteration the run's seed.
+  std::vector<std::uint64_t> seeds;
+  if (!options.prepare && !env_.input_seeds.empty()) {
+    throw DriverError("densefeed draws a set of inputs for every iteration (DENSEFEED_INPUT_SEEDS): the gate's driver must set "
+                      "TimingOptions::prepare, building one set from its seed");
+  }
+  if (options.prepare) {
+    seeds = env_.input_seeds;
+    if (seeds.empty()) seeds.assign(warmup + iters, seed());
+    if (seeds.size() != warmup + iters) {
+      throw DriverError(fmt::format("DENSEFEED_INPUT_SEEDS has {} seeds for {} iterations (warm-up and timed)", seeds.size(),
+                                    warmup + iters));
+    }
+  }
   for (int k = 0; k < kEmptyBrackets; ++k) {
     clock_begin(clock);
     clock_end(clock);
   }
   for (unsigned k = 0; k < warmup + iters; ++k) {
+    if (options.prepare) options.prepare(seeds[k]);
     if (options.flush) options.flush();
     clock_begin(clock);
     timer.start();
@@ -486,7 +515,9 @@ void Driver::time(const std::function<void()>& call, const std::function<std::ve
       headers.push_back(npy_header(o.descr, o.shape));
       entry[o.name] = sha256_hex(headers.back(), o.data, o.bytes);
     }
-    const std::string key = entry.dump();
+    // Kept once per pair of input set and outputs: the same outputs for two
+    // sets are two things to gate.
+    const std::string key = (seeds.empty() ? std::string() : std::to_string(seeds[k]) + " ") + entry.dump();
     if (seen.insert(key).second) {
       const auto dir = out() / "timed" / std::to_string(k - warmup);
       std::filesystem::create_directories(dir);
@@ -531,7 +562,9 @@ void Driver::time(const std::function<void()>& call, const std::function<std::ve
   for (std::size_t i = 0; i < last.size(); ++i) write_output(out() / (last[i].name + ".npy"), last[i], last_bytes[i].data());
   {
     std::ofstream timed(out() / "timed.json", std::ios::trunc);
-    timed << nlohmann::json{{"iterations", iterations}}.dump() << '\n';
+    nlohmann::json record{{"iterations", iterations}};
+    if (options.prepare && !env_.input_seeds.empty()) record["input_seeds"] = std::vector<std::uint64_t>(seeds.begin() + warmup, seeds.end());
+    timed << record.dump() << '\n';
     timed.close();
     if (!timed) throw DriverError(fmt::format("{}: write failed", (out() / "timed.json").string()));
   }

@@ -42,11 +42,13 @@
 // calls, a process the library left (stray_processes) is a DriverError.
 // Driver::time() writes OUT/samples.json (per-iteration ms), OUT/timed.json
 // ({"iterations": [{OUTPUT: sha256 of its .npy bytes}, ...]}, one entry per
-// timed iteration), OUT/timed/K/NAME.npy for the first timed iteration K of
-// every distinct set of outputs, and the last iteration's outputs as
+// timed iteration; with TimingOptions::prepare also "input_seeds", the seed
+// of each timed iteration's inputs), OUT/timed/K/NAME.npy for the first
+// timed iteration K of every distinct pair of input set and outputs, and the
+// last iteration's outputs as
 // OUT/NAME.npy; the same protocol as densefeed_driver.py, which
 // orchestrator/bench_runner.cpp checks (every distinct set is gated against
-// the reference of the run's seed).
+// the reference of its input set's seed).
 //
 // What the driver checks, because the arm's library runs in this process
 // (its global constructors run inside dlopen):
@@ -72,8 +74,8 @@
 // table and its checks, libc's vDSO pointer, the samples), a clock that is
 // put back before the driver looks, a library that writes every file itself
 // and ends the process before the driver looks (in-process code can do all
-// the driver can), and a kernel that caches its result across calls on the
-// same inputs. Forged claims within the wall time's noise escape the
+// the driver can), and, in a driver that sets no TimingOptions::prepare, a
+// kernel that caches its result across calls on the same inputs. Forged claims within the wall time's noise escape the
 // outside checks too, and are left to the gate's speedup bound and its
 // declared work against the machine's ceilings.
 #pragma once
@@ -114,6 +116,9 @@ struct DriverEnv {
   // DENSEFEED_CLOCK_FD: densefeed's outside-clock socket (orchestrator/
   // outside_clock.h); -1 where densefeed cannot reach the driver with one.
   int clock_fd = -1;
+  // DENSEFEED_INPUT_SEEDS: the seed of each iteration's input set, warm-up
+  // first then the timed ones (orchestrator/input_sets.h); empty when unset.
+  std::vector<std::uint64_t> input_seeds;
 };
 
 // Brackets with nothing inside that time() sends before the warm-up, for
@@ -162,6 +167,15 @@ class CallTimer {
 };
 
 struct TimingOptions {
+  // Before every call (and before flush), outside the timed region: build
+  // that iteration's input set from `seed` (DENSEFEED_INPUT_SEEDS' entry;
+  // the run's seed when unset) where the call will read it. Set by every
+  // bundled driver: the kernel never sees the same inputs twice in a
+  // process, so a kernel caching its results gains nothing, and densefeed
+  // gates each timed iteration against the reference of its set; timed.json
+  // then records "input_seeds". Required when densefeed sets
+  // DENSEFEED_INPUT_SEEDS (DriverError); unset by hand: the same inputs.
+  std::function<void(std::uint64_t seed)> prepare;
   // Before every call, outside the timed region: an L2 flush, the outputs
   // poisoned with NaN so that an element a call does not write shows.
   std::function<void()> flush;

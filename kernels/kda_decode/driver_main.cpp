@@ -9,8 +9,11 @@
 //
 // Bench mode only; the seed and the output folder are DENSEFEED_SEED and
 // DENSEFEED_OUT. The arm's parameters version and device (DENSEFEED_PARAMS)
-// go to the kernel. cpu: host buffers, std::chrono::steady_clock around the
-// call. cuda (a build with CUDA): the inputs uploaded once, before every call
+// go to the kernel. Every iteration has its own input set, drawn from its
+// seed (DENSEFEED_INPUT_SEEDS, TimingOptions::prepare) outside the timed
+// region. cpu: host buffers, std::chrono::steady_clock around the
+// call. cuda (a build with CUDA): each set uploaded into the same device
+// buffers, before every call
 // the outputs poisoned and the L2 cache flushed (outside the timed region),
 // CUDA events around the call and a device synchronisation, then o and the
 // state brought back for the record. Writes samples.json, timed.json,
@@ -64,7 +67,7 @@ void run(int argc, char** argv) {
   spec.seed = driver.seed();
   const std::string version = driver.param("version");
   const std::string device = driver.param("device");
-  const kd::BatchInputs in = kd::batch_inputs(spec);
+  kd::BatchInputs in = kd::batch_inputs(spec);
   const std::size_t B = spec.batch, H = spec.heads, K = spec.dim_k, V = spec.dim_v;
   const float nan = std::numeric_limits<float>::quiet_NaN();
   std::vector<float> o(B * H * V, nan), state(B * H * K * V, nan);
@@ -74,6 +77,16 @@ void run(int argc, char** argv) {
                                        in.a_log.data(), in.dt_bias.data(), in.state.data(), o.data(), state.data(),
                                        error, sizeof error};
   densefeed::TimingOptions options;
+  // Each iteration's own input set (its seed from densefeed, TimingOptions::
+  // prepare), drawn outside the timed region; on the device uploaded into
+  // the same buffers.
+  options.prepare = [&](std::uint64_t seed) {
+    spec.seed = seed;
+    in = kd::batch_inputs(spec);
+    problem.q = in.q.data(), problem.k = in.k.data(), problem.g_raw = in.g_raw.data(), problem.v = in.v.data();
+    problem.beta = in.beta.data(), problem.a_log = in.a_log.data(), problem.dt_bias = in.dt_bias.data();
+    problem.state_in = in.state.data();
+  };
   std::function<void()> fetch = [] {};
   options.flush = [&] {
     std::fill(o.begin(), o.end(), nan);
@@ -86,19 +99,32 @@ void run(int argc, char** argv) {
   if (device == "cuda") {
     timer = std::make_unique<densefeed::CudaEventTimer>();
     options.timer = timer.get();
-    const auto upload = [&](const auto& host) {
+    const auto allocate = [&](const auto& host) {
       buffers.push_back(std::make_unique<densefeed::DeviceBuffer>(host.size() * sizeof(host[0])));
-      buffers.back()->upload(host.data(), host.size() * sizeof(host[0]));
-      return buffers.back()->get();
+      return buffers.back().get();
     };
-    problem.q = static_cast<const std::uint16_t*>(upload(in.q));
-    problem.k = static_cast<const std::uint16_t*>(upload(in.k));
-    problem.g_raw = static_cast<const std::uint16_t*>(upload(in.g_raw));
-    problem.v = static_cast<const std::uint16_t*>(upload(in.v));
-    problem.beta = static_cast<const std::uint16_t*>(upload(in.beta));
-    problem.a_log = static_cast<const float*>(upload(in.a_log));
-    problem.dt_bias = static_cast<const float*>(upload(in.dt_bias));
-    problem.state_in = static_cast<const float*>(upload(in.state));
+    densefeed::DeviceBuffer* d_in[8] = {allocate(in.q), allocate(in.k), allocate(in.g_raw), allocate(in.v),
+                                        allocate(in.beta), allocate(in.a_log), allocate(in.dt_bias), allocate(in.state)};
+    const auto upload_all = [&problem, &in, d_in] {
+      const auto up = [](densefeed::DeviceBuffer* d, const auto& host) {
+        d->upload(host.data(), host.size() * sizeof(host[0]));
+        return d->get();
+      };
+      problem.q = static_cast<const std::uint16_t*>(up(d_in[0], in.q));
+      problem.k = static_cast<const std::uint16_t*>(up(d_in[1], in.k));
+      problem.g_raw = static_cast<const std::uint16_t*>(up(d_in[2], in.g_raw));
+      problem.v = static_cast<const std::uint16_t*>(up(d_in[3], in.v));
+      problem.beta = static_cast<const std::uint16_t*>(up(d_in[4], in.beta));
+      problem.a_log = static_cast<const float*>(up(d_in[5], in.a_log));
+      problem.dt_bias = static_cast<const float*>(up(d_in[6], in.dt_bias));
+      problem.state_in = static_cast<const float*>(up(d_in[7], in.state));
+    };
+    upload_all();
+    options.prepare = [&spec, &in, upload_all](std::uint64_t seed) {
+      spec.seed = seed;
+      in = kd::batch_inputs(spec);
+      upload_all();
+    };
     densefeed::DeviceBuffer* d_o = buffers.emplace_back(std::make_unique<densefeed::DeviceBuffer>(o.size() * sizeof(float))).get();
     densefeed::DeviceBuffer* d_state =
         buffers.emplace_back(std::make_unique<densefeed::DeviceBuffer>(state.size() * sizeof(float))).get();

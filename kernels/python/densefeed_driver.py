@@ -16,8 +16,8 @@ a speedup are then taken by frozen code, not by the candidate:
     from densefeed_driver import Driver        # first: before any arm code
     d = Driver()
     kernel = d.load_kernel()                    # the arm's scan.sharded_scan
-    a, b, h0 = inputs(d.harness, T, D)
-    d.time(lambda: kernel(a, b, h0, **d.params), outputs=lambda r: {"final_state": r})
+    d.time(lambda x: kernel(*x, **d.params), outputs=lambda r: {"final_state": r},
+           inputs=lambda h: inputs(h, T, D))             # one input set per iteration
 
 densefeed passes, besides the harness protocol's variables:
 
@@ -35,10 +35,11 @@ them are the samples that decide. After the calls the driver refuses to
 write anything while a process the arm's code started is still there
 (stray_processes). Driver.time() writes OUT/samples.json (per-iteration ms, steady clock, taken
 around the call only; densefeed's cross-check of its own clock), OUT/timed.json ({"iterations": [{OUTPUT: sha256 of
-its .npy file}, ...]}, one entry per timed iteration), OUT/timed/K/NAME.npy
-for the first timed iteration K of every distinct set of outputs, and the last
+its .npy file}, ...], "input_seeds": [seed of each timed iteration's inputs]},
+one entry per timed iteration), OUT/timed/K/NAME.npy for the first timed
+iteration K of every distinct pair of input set and outputs, and the last
 iteration's outputs as OUT/NAME.npy. densefeed gates every distinct set
-against the reference's outputs for the run's seed, fits the wall time of the
+against the reference's outputs for its input set's seed, fits the wall time of the
 process against the iteration count, and compares the timings with the
 machine's ceilings (orchestrator/timing_checks.h).
 
@@ -55,7 +56,8 @@ written, so no atexit handler, finally block or thread of the arm's can
 rewrite them or pad the process's wall time afterwards. densefeed's outside
 measurements (timing_checks.h) are the backstop for what a patch could still
 change. Not covered: a kernel that caches its result across calls on the
-same inputs (the same arrays are passed every iteration).
+same inputs gains nothing: time(inputs=...) builds a set of its own for every
+iteration (densefeed requires it).
 """
 
 from __future__ import annotations
@@ -214,6 +216,15 @@ class Driver:
         # densefeed's outside clock (orchestrator/outside_clock.h); unset
         # where densefeed cannot reach this process with it (Slurm).
         self.clock_fd: int | None = int(clock) if clock else None
+        seeds = env.get("DENSEFEED_INPUT_SEEDS", "")
+        # densefeed's draw of one input set per iteration (orchestrator/
+        # input_sets.h): warm-up first, then the timed ones; unset by hand.
+        self.input_seeds: list[int] | None = None
+        if seeds:
+            parts = seeds.split(",")
+            if not all(p.isdigit() and int(p) < 2**64 for p in parts):
+                raise HarnessError(f"DENSEFEED_INPUT_SEEDS={seeds[:80]!r}: expected comma-separated u64 seeds (densefeed sets it)")
+            self.input_seeds = [int(p) for p in parts]
         self._snapshot = _watched()
 
     def _check_untouched(self, when: str) -> None:
@@ -262,8 +273,21 @@ class Driver:
         sync: Callable[[], None] | None = None,
         flush: Callable[[], None] | None = None,
         allow_threads: bool = False,
+        inputs: Callable[[Harness], object] | None = None,
     ) -> None:
         """Runs `call` DENSEFEED_WARMUP + DENSEFEED_ITERS times, records every timed one, and ends the process.
+
+        With `inputs` (every bundled driver), each iteration has an input set
+        of its own: inputs(harness) builds it from a Harness whose seed is
+        that iteration's of DENSEFEED_INPUT_SEEDS (densefeed draws them per
+        round, orchestrator/input_sets.h), outside the timed region, and the
+        call is call(that set): a kernel never sees the same inputs twice in
+        a process, so one that caches its results gains nothing, and
+        densefeed gates each timed iteration against the reference of its own
+        set. timed.json then records "input_seeds". Without `inputs`, call()
+        takes none and every iteration reuses the same inputs: only by hand
+        (densefeed sets DENSEFEED_INPUT_SEEDS, and then `inputs` is required:
+        HarnessError).
 
         Each iteration: flush() (outside the timed region, e.g. a cache
         flush), then the clock around call() and sync() (for asynchronous
@@ -291,6 +315,15 @@ class Driver:
             if clock is not None:
                 _write(clock, b"e")
 
+        total = h.warmup + h.iters
+        if inputs is None and self.input_seeds is not None:
+            raise HarnessError("densefeed draws a set of inputs for every iteration (DENSEFEED_INPUT_SEEDS): the gate's driver "
+                               "must pass Driver.time(inputs=...), a function building one set from a Harness of that seed")
+        seeds = self.input_seeds if inputs is not None else None
+        if seeds is not None and len(seeds) != total:
+            raise HarnessError(f"DENSEFEED_INPUT_SEEDS has {len(seeds)} seeds for {total} iterations (warm-up and timed)")
+        if inputs is not None and seeds is None:
+            seeds = [h.seed] * total  # by hand: one set, the run's seed
         for _ in range(EMPTY_BRACKETS):
             begin()
             end()
@@ -298,12 +331,13 @@ class Driver:
         iterations: list[dict] = []
         seen: set[str] = set()
         last: Mapping[str, np.ndarray] = {}
-        for k in range(h.warmup + h.iters):
+        for k in range(total):
+            x = inputs(h.with_seed(seeds[k])) if seeds is not None else None
             if flush is not None:
                 flush()
             begin()
             t0 = _clock_ns()
-            result = call()
+            result = call(x) if seeds is not None else call()
             if sync is not None:
                 sync()
             t1 = _clock_ns()
@@ -314,7 +348,9 @@ class Driver:
             arrays = {name: np.asarray(a) for name, a in outputs(result).items()}
             blobs = {name: _npy_bytes(a) for name, a in arrays.items()}
             entry = {name: _sha256(b).hexdigest() for name, b in blobs.items()}
-            key = json.dumps(entry, sort_keys=True)
+            # A set of outputs is kept once per input set: the same outputs
+            # for two sets are two things to gate.
+            key = json.dumps([seeds[k] if seeds is not None else None, entry], sort_keys=True)
             if key not in seen:
                 seen.add(key)
                 d = h.out / "timed" / str(k - h.warmup)
@@ -334,7 +370,10 @@ class Driver:
                                "a process could rewrite what the driver records, so its timings cannot be trusted")
         for name, a in last.items():
             h.write_output(name, a)
-        (h.out / "timed.json").write_text(json.dumps({"iterations": iterations}) + "\n")
+        record: dict = {"iterations": iterations}
+        if inputs is not None and self.input_seeds is not None:
+            record["input_seeds"] = seeds[h.warmup:]
+        (h.out / "timed.json").write_text(json.dumps(record) + "\n")
         h.write_samples(samples)
         _flush()
         sys.stderr.flush()

@@ -26,6 +26,7 @@ naming the variable. Needs numpy (Debian: python3-numpy).
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -97,6 +98,16 @@ class Harness:
         if self._seed is None:
             raise HarnessError("DENSEFEED_SEED is not set: densefeed draws one for every run; pass it to run by hand")
         return self._seed
+
+    def with_seed(self, seed: int) -> "Harness":
+        """This harness with DENSEFEED_SEED replaced by `seed` (a u64): the inputs of one of a
+        benchmark driver's input sets (densefeed_driver.Driver.time(inputs=...)). Raises
+        HarnessError for a seed outside [0, 2^64)."""
+        if not isinstance(seed, int) or not 0 <= seed <= U64_MAX:
+            raise HarnessError(f"seed {seed!r}: expected an integer in [0, 2^64)")
+        other = copy.copy(self)
+        other._seed = seed
+        return other
 
     def rng(self, stream: int = 0) -> np.random.Generator:
         """A numpy Generator (PCG64) seeded from DENSEFEED_SEED; `stream` separates independent inputs."""

@@ -3,8 +3,8 @@
     softmax_driver --rows R --cols C --scale S
 
 Run by densefeed from the trusted tree in bench mode (bench.driver): the
-inputs x[R, C] = S * N(0, 1) in float32 from DENSEFEED_SEED (stream 0), as
-softmax_harness.py draws them; the arm's softmax_harness.softmax loaded from
+inputs x[R, C] = S * N(0, 1) in float32, drawn as softmax_harness.py draws them
+(stream 0) from each iteration's own seed (DENSEFEED_INPUT_SEEDS); the arm's softmax_harness.softmax loaded from
 its tree (densefeed_driver.Driver.load_kernel) and timed by the driver, every
 timed iteration's y recorded (samples.json, timed.json, timed/K/y.npy, y.npy).
 """
@@ -27,9 +27,10 @@ def main() -> int:
     try:
         d = Driver()
         softmax = d.load_kernel()
-        x = (args.scale * d.harness.rng(0).standard_normal((args.rows, args.cols))).astype(np.float32)
         variant = d.params["variant"]
-        d.time(lambda: softmax(x, variant), outputs=lambda y: {"y": np.asarray(y).astype(np.float32)})
+        # One input set per iteration, from its own seed (Driver.time's inputs).
+        d.time(lambda x: softmax(x, variant), outputs=lambda y: {"y": np.asarray(y).astype(np.float32)},
+               inputs=lambda h: (args.scale * h.rng(0).standard_normal((args.rows, args.cols))).astype(np.float32))
     except HarnessError as e:
         print(f"softmax_driver: {e}", file=sys.stderr)
         return 1

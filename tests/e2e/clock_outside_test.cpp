@@ -41,9 +41,14 @@ np.save(os.path.join(a.out, 'y.npy'), 2 * np.random.default_rng(a.seed).standard
 //   clockwrite the first call writes 'e' to the outside clock's socket
 //   fork       the first call forks a child that rewrites samples.json
 //              once the driver wrote it
-const char* kKernel = R"(import os, time
+//   cache      issue 26's caching attack: the first call's y again, at no
+//              cost, for inputs of the same shape (the same arrays on every
+//              call)
+//   memo       an earlier call's y, at no cost, for inputs of equal bytes
+const char* kKernel = R"(import hashlib, os, time
 import numpy as np
 CALLS = [0]
+CACHE, MEMO = {}, {}
 if '"patchws"' in os.environ.get('DENSEFEED_PARAMS', ''):
     import densefeed_harness
     real = densefeed_harness.Harness.write_samples
@@ -66,8 +71,18 @@ def run(x, mode, ms):
                 os._exit(0)
             time.sleep(0.001)
         os._exit(0)
+    if mode == 'cache' and 'y' in CACHE and CACHE['shape'] == x.shape:
+        return CACHE['y']
+    key = hashlib.sha256(x.tobytes()).hexdigest() if mode == 'memo' else None
+    if key is not None and key in MEMO:
+        return MEMO[key]
     spend((ms / 2 if mode == 'fast2x' else ms) / 1e3, t)
-    return 2 * x
+    y = 2 * x
+    if mode == 'cache':
+        CACHE.update(y=y, shape=x.shape)
+    if key is not None:
+        MEMO[key] = y
+    return y
 )";
 
 const char* kDriver = R"(import argparse
@@ -77,15 +92,15 @@ p = argparse.ArgumentParser(); p.add_argument('--n', type=int); p.add_argument('
 a = p.parse_args()
 d = Driver()
 kernel = d.load_kernel()
-x = np.random.default_rng(d.harness.seed).standard_normal(a.n)
-d.time(lambda: kernel(x, d.params['mode'], a.ms), outputs=lambda y: {'y': y})
+d.time(lambda x: kernel(x, d.params['mode'], a.ms), outputs=lambda y: {'y': y},
+       inputs=lambda h: np.random.default_rng(h.seed).standard_normal(a.n))
 )";
 
 std::string py_gate() {
   return "gate: py\ndescription: y = 2 x\n"
          "reference:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, fast2x, patchws, clockwrite, fork], default: honest}\n"
+         "params:\n  mode: {type: string, enum: [honest, fast2x, patchws, clockwrite, fork, cache, memo], default: honest}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
          "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
@@ -98,7 +113,7 @@ std::string cxx_gate() {
   return "gate: cxx\ndescription: y = 2 x\n"
          "reference:\n  command: [forge_cxx_harness, --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [forge_cxx_harness, --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, fast2x], default: honest}\n"
+         "params:\n  mode: {type: string, enum: [honest, fast2x, cache, memo], default: honest}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
          "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
@@ -243,6 +258,50 @@ TEST_F(ClockOutside, AForkedChildThatRewritesSamplesIsRed) {
       EXPECT_LT(s, 20.0) << g << ": the forked child outlived the driver";
       nothing_recorded_faster(r);
     }
+  }
+}
+
+// Issue 26's caching attack: a kernel that returns the same arrays on every
+// call because the inputs were the same (17.2x in Python, 66982x in C++
+// before). Every iteration now has an input set of its own (input_sets.h),
+// so the cached arrays are the answer to another iteration's inputs: red,
+// naming the timed iteration and its input set, on a quiet and a loaded
+// machine alike, through both drivers.
+TEST_F(ClockOutside, AKernelReturningCachedResultsIsRedNamingTheIteration) {
+  candidate_library("");
+  for (const bool loaded : {false, true}) {
+    std::optional<CpuBurners> burners;
+    if (loaded) burners.emplace(2);
+    for (const std::string g : {"py", "cxx"}) {
+      const auto [code, r] = run(g, "cache");
+      EXPECT_EQ(code, 1) << g << " loaded " << loaded << r.dump(1).substr(0, 4000);
+      EXPECT_EQ(r["stages"]["bench"]["status"], "red") << g << " loaded " << loaded << r["stages"]["bench"].dump(1);
+      EXPECT_NE(bench_reason(r).find("what was timed is not what was gated: timed iteration "), std::string::npos)
+          << g << bench_reason(r);
+      EXPECT_NE(bench_reason(r).find("(its input set, seed "), std::string::npos) << g << bench_reason(r);
+      nothing_recorded_faster(r);
+    }
+  }
+}
+
+// The same attack keyed on the inputs' bytes: correct, but no iteration of
+// a process sees inputs an earlier one saw, so the memo never answers and
+// the candidate is the base's speed; the case records how many input sets
+// it drew and how many reference runs gated them.
+TEST_F(ClockOutside, AKernelMemoisingOnItsInputsGainsNothing) {
+  candidate_library("");
+  for (const std::string g : {"py", "cxx"}) {
+    const auto [code, r] = run(g, "memo");
+    EXPECT_EQ(code, 0) << g << r.dump(1).substr(0, 4000);
+    const auto& c = r["stages"]["bench"]["cases"][0];
+    EXPECT_NE(c["verdict"], "faster") << g << c.dump(1);
+    nothing_recorded_faster(r);
+    const auto& inputs = c["timing_checks"]["inputs"];
+    ASSERT_TRUE(inputs.is_object()) << g << c["timing_checks"].dump(1);
+    EXPECT_EQ(inputs["sets"], 1 + 2 * 8) << g << inputs.dump(1);  // warmup 1, twice iters 8
+    EXPECT_TRUE(inputs["gated"].get<bool>()) << g << inputs.dump(1);
+    EXPECT_GE(inputs["reference_runs"].get<int>(), 8) << g << inputs.dump(1);
+    EXPECT_GE(c["candidate_median"].get<double>(), 9.0) << g << c.dump(1);
   }
 }
 

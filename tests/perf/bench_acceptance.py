@@ -76,8 +76,8 @@ p = argparse.ArgumentParser(); p.add_argument('--n', type=int)
 a = p.parse_args()
 d = Driver()
 spin = d.load_kernel()
-x = np.random.default_rng(d.harness.seed).standard_normal(a.n)
-d.time(lambda: spin(x, d.params['slowdown']), outputs=lambda y: {'y': y})
+d.time(lambda x: spin(x, d.params['slowdown']), outputs=lambda y: {'y': y},
+       inputs=lambda h: np.random.default_rng(h.seed).standard_normal(a.n))
 """
 GATE = f"""gate: spin
 description: a {args.harness.upper()} harness whose cost is set by the slowdown parameter

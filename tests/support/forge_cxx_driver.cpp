@@ -1,6 +1,7 @@
 // forge_cxx_driver: the frozen benchmark driver of the C++ timing-forge gate
 // (tests/e2e/timing_forge_cxx_test.cpp), on kernels/common/driver.h: x from
-// forge_inputs.h, the arm's forge_kernel_run(x, n, y, mode, ms) timed with
+// forge_inputs.h (a set of its own per iteration, from its seed), the arm's
+// forge_kernel_run(x, n, y, mode, ms) timed with
 // the steady clock, y recorded.
 //
 //   forge_cxx_driver --n N --ms MS
@@ -24,10 +25,16 @@ int main(int argc, char** argv) {
     const std::size_t n = densefeed::parse_positive_arg("--n", n_text);
     const double ms = std::stod(ms_text);
     const std::string mode = driver.param("mode");
-    const std::vector<double> x = densefeed::testing::forge_inputs(driver.seed(), n);
+    std::vector<double> x = densefeed::testing::forge_inputs(driver.seed(), n);
     std::vector<double> y(n);
     auto* kernel = driver.load_kernel_as<ForgeKernel>();
     densefeed::TimingOptions options;
+    // Every iteration its own inputs, in the same buffer (so a kernel that
+    // keys a cache on the pointer sees the same x every call).
+    options.prepare = [&](std::uint64_t seed) {
+      const std::vector<double> next = densefeed::testing::forge_inputs(seed, n);
+      std::copy(next.begin(), next.end(), x.begin());
+    };
     options.flush = [&] { std::fill(y.begin(), y.end(), std::numeric_limits<double>::quiet_NaN()); };
     driver.time(
         [&] {

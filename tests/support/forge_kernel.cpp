@@ -6,6 +6,8 @@
 //   fast2x     costs ms / 2
 //   wrongpath  fast and wrong (y = 0) on every call but the last, whose
 //              outputs a checker of the last iteration alone would see
+//   cache      the first call's y again, at no cost, for the same x pointer
+//   memo       an earlier call's y, at no cost, for x of equal contents
 // Built in variants that cheat at load time (compile definitions):
 //   FORGE_INTERPOSE  defines clock_gettime and std::chrono::steady_clock::now
 //                    itself, both running 4x slow, to slow the driver's clock
@@ -44,6 +46,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "forge_inputs.h"
@@ -92,8 +95,32 @@ extern "C" int forge_kernel_run(const double* x, std::size_t n, double* y, const
     std::memset(y, 0, n * sizeof(double));
     return 0;
   }
+  // Issue 26's caching attack: "cache" keeps the first call's y for the
+  // same x pointer and size and returns it at no cost (the same arrays on
+  // every call); "memo" keys it on x's contents (an FNV-1a hash of its
+  // bytes), returning the result of an earlier call on equal inputs.
+  static const double* cached_x = nullptr;
+  static std::vector<double> cached_y;
+  static std::vector<std::pair<std::uint64_t, std::vector<double>>> memo;
+  std::uint64_t key = 1469598103934665603ULL;
+  if (mode == "memo") {
+    const auto* bytes = reinterpret_cast<const unsigned char*>(x);
+    for (std::size_t i = 0; i < n * sizeof(double); ++i) key = (key ^ bytes[i]) * 1099511628211ULL;
+    for (const auto& [k, v] : memo) {
+      if (k == key && v.size() == n) {
+        std::copy(v.begin(), v.end(), y);
+        return 0;
+      }
+    }
+  }
+  if (mode == "cache" && cached_x == x && cached_y.size() == n) {
+    std::copy(cached_y.begin(), cached_y.end(), y);
+    return 0;
+  }
   spend_from(t, mode == "fast2x" ? ms / 2e3 : ms / 1e3);
   for (std::size_t i = 0; i < n; ++i) y[i] = 2 * x[i];
+  if (mode == "cache") cached_x = x, cached_y.assign(y, y + n);
+  if (mode == "memo") memo.emplace_back(key, std::vector<double>(y, y + n));
 #if defined(FORGE_JOINED)
   std::thread helper([] {
     rlimit files{};
