@@ -8,6 +8,8 @@
 // the library under test (honest, or a variant that cheats when loaded).
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
@@ -112,15 +114,19 @@ TEST_F(TimingForgeCxx, AnHonestTwoTimesCandidateUnderTheTrustedCxxDriverIsFaster
   EXPECT_LE(c["speedup_ci"][0].get<double>(), 2.0 * (1 + 1e-3)) << c.dump(1);
   EXPECT_GE(c["speedup_ci"][1].get<double>(), 20.0 / 10.5) << c.dump(1);
   EXPECT_EQ(c["timing_flags"], J::array()) << c.dump(1);
-  // The driver recorded every timed iteration: 8 hashes, one folder of
-  // outputs (they all agree), the hash of that folder's file.
+  // The driver recorded every timed iteration, each on inputs of its own
+  // (input_sets.h): 8 different outputs, the 8 distinct seeds densefeed
+  // drew; their files went once gated.
   const auto out = repo_ / ".densefeed" / "ledger-runs" / std::to_string(r["experiment_id"].get<std::int64_t>()) /
                    "bench-00-round-00-candidate" / "out";
   const J timed = J::parse(testing::read_file(out / "timed.json"));
   ASSERT_EQ(timed["iterations"].size(), 8u) << timed.dump();
-  for (const auto& e : timed["iterations"]) EXPECT_EQ(e, timed["iterations"][0]);
-  EXPECT_TRUE(std::filesystem::exists(out / "timed" / "0" / "y.npy"));
-  EXPECT_FALSE(std::filesystem::exists(out / "timed" / "1"));
+  ASSERT_EQ(timed["input_seeds"].size(), 8u) << timed.dump();
+  std::set<std::string> distinct;
+  for (const auto& e : timed["iterations"]) distinct.insert(e.dump());
+  EXPECT_EQ(distinct.size(), 8u) << timed.dump();
+  EXPECT_EQ(std::set<std::uint64_t>(timed["input_seeds"].begin(), timed["input_seeds"].end()).size(), 8u) << timed.dump();
+  EXPECT_FALSE(std::filesystem::exists(out / "timed"));
   EXPECT_EQ(J::parse(testing::read_file(out / "samples.json"))["samples"].size(), 8u);
 }
 

@@ -11,6 +11,8 @@
 //                 an honest 2x, a fast wrong path, a kernel that patches the clock
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <chrono>
 
 #include <nlohmann/json.hpp>
@@ -443,13 +445,19 @@ TEST_F(TimingForge, AnHonestTwoTimesCandidateUnderTheTrustedDriverIsFaster) {
   EXPECT_GE(c["speedup_ci"][1].get<double>(), 20.0 / 10.5) << c.dump(1);
   EXPECT_LE(c["speedup"].get<double>(), 2.0 * (1 + 1e-3)) << c.dump(1);
   EXPECT_EQ(c["timing_flags"], J::array()) << c.dump(1);
-  // Every timed iteration's outputs were kept for the check: timed.json and
-  // the distinct outputs (all iterations agree: one folder).
+  // Every timed iteration had inputs of its own (input_sets.h): timed.json
+  // holds 16 hashes of 16 different outputs and the 16 distinct seeds
+  // densefeed drew; their files went once gated.
   const auto id = r["experiment_id"].get<std::int64_t>();
   const auto round0 = repo_ / ".densefeed" / "ledger-runs" / std::to_string(id) / "bench-00-round-00-candidate" / "out";
   const J timed = J::parse(testing::read_file(round0 / "timed.json"));
   EXPECT_EQ(timed["iterations"].size(), 16u);
-  EXPECT_TRUE(std::filesystem::exists(round0 / "timed" / "0" / "y.npy"));
+  ASSERT_EQ(timed["input_seeds"].size(), 16u) << timed.dump();
+  EXPECT_EQ(std::set<std::uint64_t>(timed["input_seeds"].begin(), timed["input_seeds"].end()).size(), 16u) << timed.dump();
+  std::set<std::string> distinct;
+  for (const auto& e : timed["iterations"]) distinct.insert(e.dump());
+  EXPECT_EQ(distinct.size(), 16u) << timed.dump();
+  EXPECT_FALSE(std::filesystem::exists(round0 / "timed"));
   // The provenance hashes the timer and the kernel it loaded: the frozen
   // driver's script and the candidate's module.
   std::vector<std::string> hashed;
