@@ -336,6 +336,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     // the driver's in-process samples decide, as before issue 26.
     const bool outside = driven && executor().name() == "local";
     std::vector<ClockRoundSamples> clock_rounds[2];  // base, candidate
+    std::size_t bounded_counts[2][2] = {{0, 0}, {0, 0}};  // per arm: samples raised, lowered to the outside clock's bounds
     for (int round = 0; round < max_rounds; ++round) {
       // ABBA ordering: rounds 0 and 3 (mod 4) start with the base. Odd rounds
       // run twice the iterations: the wall time's growth with them is
@@ -473,7 +474,13 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
             // the cross-check (check_clock_agrees) and the wall checks' claims.
             std::vector<double> empty = clocked->empty_ms;
             clock_rounds[is_base ? 0 : 1].push_back({r.samples_ms, clocked->timed_ms, median(empty)});
-            r.samples_ms = clocked->timed_ms;
+            // The driver's samples, bounded by densefeed's intervals around
+            // them (bound_by_outside_clock): shrunk ones count as what
+            // densefeed saw less the brackets' overhead.
+            const BoundedSamples bounded = bound_by_outside_clock(r.samples_ms, clocked->timed_ms, empty);
+            bounded_counts[is_base ? 0 : 1][0] += bounded.raised;
+            bounded_counts[is_base ? 0 : 1][1] += bounded.lowered;
+            r.samples_ms = bounded.ms;
           }
           (is_base ? bc.base_walls : bc.candidate_walls).push_back(w);
           (is_base ? bc.base : bc.candidate).push_back(std::move(r));
@@ -606,10 +613,14 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
         overhead[name] = per_round.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(median(per_round));
         if (auto f = check_clock_agrees(clock_rounds[arm], name)) bc.flags.push_back(std::move(*f));
       }
-      bc.checks["outside_clock"] = {{"samples", "densefeed's outside clock (outside_clock.h); the driver's own as a cross-check"},
+      bc.checks["outside_clock"] = {{"samples", "the driver's own, bounded by densefeed's outside clock around each (timing_checks.h "
+                                                "bound_by_outside_clock): at most the bracket, at least the bracket less its overhead"},
                                     {"bracket_overhead_us", overhead},
+                                    {"samples_raised", {{"base", bounded_counts[0][0]}, {"candidate", bounded_counts[1][0]}}},
+                                    {"samples_lowered", {{"base", bounded_counts[0][1]}, {"candidate", bounded_counts[1][1]}}},
                                     {"overhead_of", fmt::format("the median over rounds of each round's median of {} empty brackets "
-                                                                "(a round trip over the clock socket, nothing timed inside)",
+                                                                "(the driver's two writes to the clock socket around its timer "
+                                                                "and sync with nothing between them)",
                                                                 kEmptyBrackets)}};
     } else if (driven) {
       bc.checks["outside_clock"] = fmt::format("not available under the {} executor: the driver's in-process samples decide",

@@ -3,6 +3,8 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -22,6 +24,7 @@ const char* to_string(ClockProtocolError e) {
     case ClockProtocolError::too_many: return "too_many";
     case ClockProtocolError::out_of_order: return "out_of_order";
     case ClockProtocolError::held_open: return "held_open";
+    case ClockProtocolError::unstamped: return "unstamped";
   }
   return "unknown";
 }
@@ -48,8 +51,16 @@ ClockRound read_clock_round(const std::vector<ClockRecord>& records, bool held_o
                     fmt::format("record {} is byte 0x{:02x} where '{}' was due (something else wrote to the clock socket)", i,
                                 static_cast<unsigned char>(records[i].byte), want));
     }
+    if (!records[i].sent_ns) {
+      return broken(ClockProtocolError::unstamped, fmt::format("record {} ('{}') came without the kernel's timestamp", i, want));
+    }
     if (want == 'e') {
-      const double ms = std::chrono::duration<double, std::milli>(records[i].at - records[i - 1].at).count();
+      const std::int64_t ns = *records[i].sent_ns - *records[i - 1].sent_ns;
+      if (ns < 0) {
+        return broken(ClockProtocolError::unstamped,
+                      fmt::format("record {} ('e') was stamped {} ns before its 'b' (the machine's clock was stepped)", i, -ns));
+      }
+      const double ms = static_cast<double>(ns) / 1e6;
       const std::size_t k = i / 2;
       if (k < static_cast<std::size_t>(kEmptyBrackets)) r.empty_ms.push_back(ms);
       else if (k >= static_cast<std::size_t>(kEmptyBrackets + warmup)) r.timed_ms.push_back(ms);
@@ -61,20 +72,25 @@ ClockRound read_clock_round(const std::vector<ClockRecord>& records, bool held_o
   if (held_open) {
     return broken(ClockProtocolError::held_open, "the clock socket was still held open after the driver ended (a process outlived it)");
   }
-  // A timed interval of 0 cannot happen (the answer lies between 'b' and 'e');
-  // a reader woken once for both bytes still gives a positive duration here
-  // only if the clock moved, so keep the samples positive for the statistics.
+  // Two stamps of one clock tick (an empty call on a coarse clock) give 0;
+  // keep the samples positive for the statistics.
   for (double& v : r.timed_ms) v = std::max(v, 1e-6);
   return r;
 }
 
 OutsideClock::OutsideClock() {
   int fds[2];
-  if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0) {
     throw InfraError(fmt::format("socketpair for the outside clock: {}", std::strerror(errno)));
   }
   own_fd_ = fds[0];
   child_fd_ = fds[1];
+  const int on = 1;
+  if (::setsockopt(own_fd_, SOL_SOCKET, SO_TIMESTAMPNS, &on, sizeof on) != 0) {
+    const int e = errno;
+    ::close(own_fd_), ::close(child_fd_);
+    throw InfraError(fmt::format("SO_TIMESTAMPNS on the outside clock's socket: {}", std::strerror(e)));
+  }
   reader_ = std::thread([this] { read_loop(); });
 }
 
@@ -90,8 +106,17 @@ void OutsideClock::read_loop() {
     pollfd p{own_fd_, POLLIN, 0};
     const int n = ::poll(&p, 1, stopping_.load() ? 5 : 50);
     if (n <= 0) continue;
-    const ssize_t got = ::read(own_fd_, buf, sizeof buf);
-    const auto at = std::chrono::steady_clock::now();
+    // One message per recvmsg (SOCK_SEQPACKET), with its stamp in the
+    // control data; a message longer than buf is cut (MSG_TRUNC), and its
+    // bytes here are already more than the protocol allows.
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec))];
+    iovec io{buf, sizeof buf};
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    const ssize_t got = ::recvmsg(own_fd_, &m, 0);
     if (got == 0) {
       eof_ = true;
       return;
@@ -101,13 +126,15 @@ void OutsideClock::read_loop() {
       eof_ = true;
       return;
     }
-    for (ssize_t i = 0; i < got; ++i) {
-      records_.push_back({buf[i], at});
-      if (buf[i] == 'b') {
-        const char ack = 'a';
-        (void)::send(own_fd_, &ack, 1, MSG_NOSIGNAL | MSG_DONTWAIT);
+    std::optional<std::int64_t> sent;
+    for (cmsghdr* c = CMSG_FIRSTHDR(&m); c != nullptr; c = CMSG_NXTHDR(&m, c)) {
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_TIMESTAMPNS && c->cmsg_len >= CMSG_LEN(sizeof(timespec))) {
+        timespec t{};
+        std::memcpy(&t, CMSG_DATA(c), sizeof t);
+        sent = static_cast<std::int64_t>(t.tv_sec) * 1000000000 + t.tv_nsec;
       }
     }
+    for (ssize_t i = 0; i < got; ++i) records_.push_back({buf[i], sent});
   }
 }
 

@@ -1,32 +1,45 @@
 // The clock outside the kernel's process (issue 26): densefeed's own
 // timestamps of every iteration a trusted benchmark driver times.
 //
-// For each driver round densefeed makes a socket pair (AF_UNIX, SOCK_STREAM)
-// and passes one end to the driver as an inherited descriptor, named by the
-// environment variable DENSEFEED_CLOCK_FD (kClockFdEnv; the launcher puts it
-// at kClockChildFd, the one descriptor above stderr it keeps open). A thread
-// of densefeed's reads the other end and takes std::chrono::steady_clock at
-// every byte it receives. The protocol, per bracket:
+// For each driver round densefeed makes a socket pair (AF_UNIX,
+// SOCK_SEQPACKET) and passes one end to the driver as an inherited
+// descriptor, named by the environment variable DENSEFEED_CLOCK_FD
+// (kClockFdEnv; the launcher puts it at kClockChildFd, the one descriptor
+// above stderr it keeps open). densefeed's end has SO_TIMESTAMPNS set
+// (socket(7)): the kernel stamps every message as the driver's write(2)
+// enqueues it, before that write returns, and a thread of densefeed's reads
+// the stamps with the bytes. The protocol, per bracket:
 //
-//   driver -> densefeed  'b'          densefeed timestamps it, answers 'a'
-//   driver             waits for the 'a', then call() and sync()
-//   driver -> densefeed  'e'          densefeed timestamps it
+//   driver -> densefeed  'b'     stamped inside the driver's write
+//   driver             call() and sync(), its own timer around them
+//   driver -> densefeed  'e'     stamped inside the driver's write
 //
-// The 'b' timestamp is taken before the answer the driver waits for, and the
-// 'e' one after the driver wrote it: each outside interval holds the whole
-// call and sync, whatever the kernel does to the driver's own clock; what it
-// adds beyond them is the bracket's overhead (one round trip and a wake-up
-// of the reader thread). A driver first times kEmptyBrackets brackets with
-// nothing inside (the overhead, recorded in the bench case's checks), then
-// the warm-up iterations, then the timed ones: after the round densefeed
-// has exactly kEmptyBrackets + warmup + iters (b, e) pairs in order, or the
-// round is red (the driver's clock protocol was broken: a kernel that
-// writes to the descriptor, closes it or reads the answers shows this way).
+// By program order the 'b' stamp precedes the call and the 'e' stamp follows
+// its sync: each outside interval holds the whole call and sync, whatever
+// the kernel does to the driver's own clock, and nothing the process does
+// can move a stamp the kernel took (a kernel that writes to the descriptor
+// or closes it breaks the protocol, below). The stamps are the kernel's, not
+// the reader's: a loaded machine's late wake-up of densefeed's reader thread
+// is not in them (with the reader's own timestamps, on the 2-core CI machine,
+// honest 0.2 ms iterations read as 0.56 ms). What an interval adds to the
+// call is the bracket's overhead: two write(2)s and the driver's timer. A
+// driver first times kEmptyBrackets brackets with nothing inside (the
+// overhead, recorded in the bench case's checks), then the warm-up
+// iterations, then the timed ones: after the round densefeed has exactly
+// kEmptyBrackets + warmup + iters (b, e) pairs in order, or the round is red
+// (the driver's clock protocol was broken).
+//
+// The stamps are CLOCK_REALTIME (the only clock SO_TIMESTAMPNS has): an
+// interval is a difference of two of them a few ms apart, which NTP's slew
+// (at most 500 ppm, adjtimex(2)) changes by under 0.05 %; a step of the
+// clock needs CAP_SYS_TIME, which no sandboxed arm has; an interval that
+// comes out negative is a broken round (ClockProtocolError::unstamped).
 #pragma once
 
 #include <atomic>
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <thread>
@@ -41,10 +54,12 @@ inline constexpr int kClockChildFd = 3;
 // does not move (a figure of ours).
 inline constexpr int kEmptyBrackets = 8;
 
-// One byte as densefeed's reader thread received it.
+// One byte as densefeed's reader thread received it, with the kernel's
+// stamp of the write that sent it (ns since the epoch, CLOCK_REALTIME;
+// nullopt where the message had none).
 struct ClockRecord {
   char byte = 0;
-  std::chrono::steady_clock::time_point at;
+  std::optional<std::int64_t> sent_ns;
 };
 
 // What a round's records mean, or why they are broken.
@@ -54,6 +69,7 @@ enum class ClockProtocolError {
   too_many,       // more records than it was asked for
   out_of_order,   // a byte that is not the next expected 'b' or 'e'
   held_open,      // the socket was still open (a process outlived the driver) when densefeed stopped reading
+  unstamped,      // a message without the kernel's timestamp, or an interval the stamps make negative
 };
 const char* to_string(ClockProtocolError e);
 
@@ -71,7 +87,7 @@ ClockRound read_clock_round(const std::vector<ClockRecord>& records, bool held_o
 // launch (UntrustedCommand::clock_fd); after the launch returns, finish()
 // closes densefeed's copy of it, reads until every other copy is closed (at
 // most `linger` more) and returns the records. Throws InfraError when the
-// socket pair cannot be made.
+// socket pair cannot be made or the kernel refuses to stamp its messages.
 class OutsideClock {
  public:
   OutsideClock();

@@ -132,6 +132,25 @@ WallFit fit_wall(const std::vector<RoundWall>& rounds) {
   return w;
 }
 
+BoundedSamples bound_by_outside_clock(const std::vector<double>& inside, const std::vector<double>& outside,
+                                      const std::vector<double>& empty) {
+  BoundedSamples b;
+  if (!empty.empty()) {
+    b.overhead_ms = median(empty);
+    std::vector<double> deviation;
+    for (double e : empty) deviation.push_back(std::abs(e - b.overhead_ms));
+    b.jitter_ms = 3 * median(deviation);
+  }
+  for (std::size_t k = 0; k < inside.size() && k < outside.size(); ++k) {
+    const double lo = std::max(0.0, outside[k] - b.overhead_ms - b.jitter_ms), hi = outside[k];
+    double v = inside[k];
+    if (v < lo) v = lo, ++b.raised;
+    if (v > hi) v = hi, ++b.lowered;
+    b.ms.push_back(v);
+  }
+  return b;
+}
+
 std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, const std::string& arm) {
   std::vector<TimingFlag> flags;
   for (std::size_t i = 0; i < rounds.size(); ++i) {

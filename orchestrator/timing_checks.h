@@ -129,14 +129,40 @@ struct ClockRoundSamples {
 //   the rounding of ms in samples.json: 1 us.
 // - kClockGapFraction: an honest driver's samples lie inside the outside
 //   intervals, short of them by the bracket's overhead, which the empty
-//   brackets measure; a loaded machine's late wake-ups of the reader can add
-//   several times that median to single intervals (up to a few ms on the
-//   2-core CI machine), so a gap is flagged only beyond half of the outside
-//   time left after the measured overhead; a figure of ours, far below the
-//   forgeries issue 26 records (39.6x: a 97 % gap).
+//   brackets measure; the kernel stamps the bracket's bytes as they are
+//   written (outside_clock.h), so no reader's wake-up is in an interval,
+//   but on a loaded machine the driver itself can be preempted between its
+//   write and its timer (up to a few ms on the 2-core CI machine), so a gap
+//   is flagged only beyond half of the outside time left after the measured
+//   overhead; a figure of ours, far below the forgeries issue 26 records
+//   (39.6x: a 97 % gap).
 inline constexpr double kClockSlackMs = 1e-3;
 inline constexpr double kClockGapFraction = 0.5;
 std::optional<TimingFlag> check_clock_agrees(const std::vector<ClockRoundSamples>& rounds, const std::string& arm);
+
+// The samples that decide one driver round (issue 26: "the in-process ones
+// only where they agree with [densefeed's outside timestamps] within the
+// bracket's measured overhead"). For timed iteration k, the driver's own
+// sample inside[k] (ms), bounded by densefeed's interval outside[k] around
+// it: at most outside[k] (nothing inside a bracket lasts longer than it), at
+// least outside[k] - overhead - jitter, where overhead is the median of the
+// round's empty brackets `empty` (each holds the driver's timer and sync
+// with nothing between them: a CUDA event pair's launch and synchronisation
+// cost is in it) and jitter is 3 median absolute deviations of them. So a
+// sample that in-process code shrank counts as what densefeed saw less the
+// overhead; an honest one, short of its bracket by about the overhead,
+// counts as itself (a CUDA event's interval, which the host's clock cannot
+// resolve). inside and outside have the same length; empty may be empty
+// (overhead and jitter 0). Pure.
+struct BoundedSamples {
+  std::vector<double> ms;
+  std::size_t raised = 0;   // samples below the lower bound (taken as it)
+  std::size_t lowered = 0;  // samples above their bracket (taken as it)
+  double overhead_ms = 0;
+  double jitter_ms = 0;
+};
+BoundedSamples bound_by_outside_clock(const std::vector<double>& inside, const std::vector<double>& outside,
+                                      const std::vector<double>& empty);
 
 std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, const std::string& arm);
 

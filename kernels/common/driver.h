@@ -35,10 +35,12 @@
 // dlopen(RTLD_NOW | RTLD_LOCAL) and the symbol must be defined by the library
 // itself.
 //
-// Every iteration (after kEmptyBrackets empty ones) is bracketed for
-// densefeed's outside clock when DENSEFEED_CLOCK_FD is set: 'b' and
-// densefeed's answer before the timer starts, 'e' after it stops; densefeed's
-// timestamps decide, the driver's samples are its cross-check. After the
+// Every iteration (after kEmptyBrackets empty ones: the timer started and
+// stopped with nothing between) is bracketed for densefeed's outside clock
+// when DENSEFEED_CLOCK_FD is set: 'b' (the kernel stamps it as it is written)
+// before the timer starts, 'e' after it stops; the driver's samples count only within
+// densefeed's timestamps (at most the bracket, at least the bracket less the
+// empty brackets' overhead: timing_checks.h bound_by_outside_clock). After the
 // calls, a process the library left (stray_processes) is a DriverError.
 // Driver::time() writes OUT/samples.json (per-iteration ms), OUT/timed.json
 // ({"iterations": [{OUTPUT: sha256 of its .npy bytes}, ...]}, one entry per
@@ -128,8 +130,11 @@ inline constexpr int kEmptyBrackets = 8;
 
 // Processes besides this one that the kernel library left: "PID (command)".
 // Inside the sandbox (its own PID namespace, pid 1 bwrap) every process /proc
-// lists except this one and its ancestors; outside it, this process's group
-// and its descendants. Zombies (state Z, X) run no code and are not counted.
+// lists except this one and its ancestors; outside it, this process's
+// descendants (the Driver is a child subreaper, so an orphaned grandchild is
+// still one) and, when this process leads its group (densefeed starts it with
+// setsid), the group's members. Zombies (state Z, X) run no code and are not
+// counted.
 std::vector<std::string> stray_processes();
 
 // Reads the variables through `lookup`. Throws DriverError naming the

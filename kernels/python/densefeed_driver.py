@@ -29,9 +29,11 @@ densefeed passes, besides the harness protocol's variables:
 
 Each iteration is bracketed for densefeed's outside clock
 (orchestrator/outside_clock.h, when DENSEFEED_CLOCK_FD is set): 'b' over the
-inherited socket and densefeed's answer before the call, 'e' after it and
-its sync, EMPTY_BRACKETS empty brackets first; densefeed's timestamps of
-them are the samples that decide. After the calls the driver refuses to
+inherited socket (the kernel stamps it as it is written) before the call, 'e' after it and
+its sync, EMPTY_BRACKETS empty brackets (the clock and sync with nothing
+between) first; the driver's samples count only within densefeed's
+timestamps of them (at most the bracket, at least the bracket less its
+overhead). After the calls the driver refuses to
 write anything while a process the arm's code started is still there
 (stray_processes). Driver.time() writes OUT/samples.json (per-iteration ms, steady clock, taken
 around the call only; densefeed's cross-check of its own clock), OUT/timed.json ({"iterations": [{OUTPUT: sha256 of
@@ -62,6 +64,7 @@ iteration (densefeed requires it).
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import importlib
 import io
@@ -85,7 +88,6 @@ _sha256 = hashlib.sha256
 _exit = os._exit
 _flush = sys.stdout.flush
 _write = os.write
-_read = os.read
 _listdir = os.listdir
 _getpid = os.getpid
 _getpgrp = os.getpgrp
@@ -112,6 +114,18 @@ def _proc_stat(pid: str) -> tuple[int, int, str, str] | None:
     return int(fields[1]), int(fields[2]), fields[0], cmd
 
 
+def become_subreaper() -> None:
+    """Makes this process a child subreaper (prctl(2), PR_SET_CHILD_SUBREAPER = 36).
+
+    A process the arm's code forks and orphans (a double fork) then becomes
+    this process's child instead of init's, so stray_processes() finds it by
+    its parent chain. Raises HarnessError when prctl fails.
+    """
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(36, 1, 0, 0, 0) != 0:
+        raise HarnessError(f"prctl(PR_SET_CHILD_SUBREAPER): {os.strerror(ctypes.get_errno())}")
+
+
 def stray_processes() -> list[str]:
     """Processes besides this one that the arm's code left: "PID (command)".
 
@@ -132,6 +146,10 @@ def stray_processes() -> list[str]:
         ancestors.add(p)
         p = procs[p][0]
     sandboxed = 1 in procs and procs[1][3].split(" ")[0].endswith("bwrap")
+    # The group is this process's own only when it leads it (densefeed's
+    # launcher starts it with setsid); otherwise its members are whoever
+    # started it and their other children (ctest's parallel tests).
+    own_group = group == me
 
     def descends(pid: int) -> bool:
         seen = set()
@@ -146,7 +164,7 @@ def stray_processes() -> list[str]:
     for pid, (ppid, pgrp, state, cmd) in sorted(procs.items()):
         if pid in ancestors or state in ("Z", "X"):
             continue
-        if sandboxed or pgrp == group or descends(pid):
+        if sandboxed or (own_group and pgrp == group) or descends(pid):
             out.append(f"{pid} ({cmd[:80]})")
     return out
 
@@ -225,6 +243,7 @@ class Driver:
             if not all(p.isdigit() and int(p) < 2**64 for p in parts):
                 raise HarnessError(f"DENSEFEED_INPUT_SEEDS={seeds[:80]!r}: expected comma-separated u64 seeds (densefeed sets it)")
             self.input_seeds = [int(p) for p in parts]
+        become_subreaper()
         self._snapshot = _watched()
 
     def _check_untouched(self, when: str) -> None:
@@ -306,10 +325,9 @@ class Driver:
 
         def begin() -> None:
             if clock is not None:
+                # The kernel stamps the byte inside this write
+                # (orchestrator/outside_clock.h): before call() starts.
                 _write(clock, b"b")
-                if _read(clock, 1) != b"a":
-                    raise HarnessError("densefeed's outside clock did not answer the driver's 'b' (the clock socket was "
-                                       "read or closed by something else)")
 
         def end() -> None:
             if clock is not None:
@@ -324,8 +342,15 @@ class Driver:
             raise HarnessError(f"DENSEFEED_INPUT_SEEDS has {len(seeds)} seeds for {total} iterations (warm-up and timed)")
         if inputs is not None and seeds is None:
             seeds = [h.seed] * total  # by hand: one set, the run's seed
+        # Empty brackets: the driver's clock and sync with nothing between
+        # them, so densefeed's figure of the overhead holds what an honest
+        # sample is short of its bracket by.
         for _ in range(EMPTY_BRACKETS):
             begin()
+            _clock_ns()
+            if sync is not None:
+                sync()
+            _clock_ns()
             end()
         samples: list[float] = []
         iterations: list[dict] = []
