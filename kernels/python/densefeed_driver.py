@@ -29,12 +29,11 @@ densefeed passes, besides the harness protocol's variables:
 
 Each iteration is bracketed for densefeed's outside clock
 (orchestrator/outside_clock.h, when DENSEFEED_CLOCK_FD is set): 'b' over the
-inherited socket (the kernel stamps it as it is written) before the call, 'e' after it and
-its sync, EMPTY_BRACKETS empty brackets (the clock and sync with nothing
-between) first; the driver's samples count only within densefeed's
-timestamps of them (at most the bracket, at least the bracket less its
-overhead). After the calls the driver refuses to
-write anything while a process the arm's code started is still there
+inherited socket (the kernel stamps it as it is written) before the call,
+'e' after it and its sync, EMPTY_BRACKETS empty brackets (the clock and sync
+with nothing between) first; the driver's samples count only within
+densefeed's timestamps of them (at most the bracket, at least the bracket
+less its overhead). After the calls the driver refuses to write anything while a process the arm's code started is still there
 (stray_processes). Driver.time() writes OUT/samples.json (per-iteration ms, steady clock, taken
 around the call only; densefeed's cross-check of its own clock), OUT/timed.json ({"iterations": [{OUTPUT: sha256 of
 its .npy file}, ...], "input_seeds": [seed of each timed iteration's inputs]},
