@@ -97,6 +97,13 @@ void print_ledger_show(const nlohmann::ordered_json& e) {
                                metrics.empty() ? " " + line(c["reason"]) : "");
     }
   }
+  if (!e["bench_cases"].empty()) {
+    const auto& origin = e["record"]["base_origin"];
+    const auto kind = origin.value("kind", std::string("unrecorded"));
+    std::cout << fmt::format("  base: {} — {}{}\n", one_line(kind), one_line(origin.value("reason", std::string())),
+                             is_agent_base(base_origin_kind_from_string(kind))
+                                 ? "; a base the agent wrote: promotion needs --accept-agent-base" : "");
+  }
   for (const auto& b : e["bench_cases"]) {
     std::cout << fmt::format("  bench {}: {} — speedup {:.3f}x [{:.3f}, {:.3f}], p = {:.3g}, {} rounds; base {:.4g} {}, candidate {:.4g} {}\n",
                              line(b["case_label"]), line(b["verdict"]), b["speedup"].get<double>(),

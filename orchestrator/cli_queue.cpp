@@ -87,7 +87,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      }
                      Ledger ledger(options.workspace.ledger);
                      nlohmann::ordered_json queued = nlohmann::ordered_json::array();
-                     for (const auto& p : prepared) {
+                     for (auto& p : prepared) {
                        const auto id = record_prepared(ledger, p, ExperimentEvent::queued, "submit");
                        queued.push_back({{"experiment_id", id}, {"experiment", p.manifest.name}, {"manifest", p.manifest.doc.path}, {"state", "queued"}});
                        if (!ctx.json) {

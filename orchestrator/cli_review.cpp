@@ -27,7 +27,7 @@ std::string default_user() {
 
 // Why `e` (Ledger::show) cannot be promoted; empty when it can.
 std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e, const std::string& acceptance_stage,
-                                            bool accept_candidate_timing, bool accept_beyond_bound) {
+                                            bool accept_candidate_timing, bool accept_beyond_bound, bool accept_agent_base) {
   std::vector<std::string> why;
   const auto& r = e["record"];
   if (r["verdict"] != "green") {
@@ -55,6 +55,13 @@ std::vector<std::string> promotion_blockers(const nlohmann::ordered_json& e, con
   if (candidate_timed && !accept_candidate_timing) {
     why.push_back("its benchmark was timed by the candidate's own harness (the gate has no bench.driver), so its speedup is the "
                   "candidate's word; a person who accepts that promotes with --accept-candidate-timing");
+  }
+  const auto& origin = r["base_origin"];
+  if (!e["bench_cases"].empty() && !accept_agent_base &&
+      is_agent_base(base_origin_kind_from_string(origin.value("kind", std::string("unrecorded"))))) {
+    why.push_back(fmt::format("its benchmark's base is one the agent wrote ({}: {}), so its speedup may be a slowed base; a person "
+                              "who checked the base promotes with --accept-agent-base",
+                              origin["kind"].get<std::string>(), origin.value("reason", std::string())));
   }
   for (const auto& [category, decision] : e["categories"].items()) {
     if (decision != "approve") {
@@ -120,7 +127,7 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
   auto* promote = app.add_subcommand("promote", "move a green, approved experiment with no slower bench case to its pre-registered acceptance run");
   struct PromoteArgs {
     std::string id, by = default_user();
-    bool accept_candidate_timing = false, accept_beyond_bound = false;
+    bool accept_candidate_timing = false, accept_beyond_bound = false, accept_agent_base = false;
   };
   auto pa = std::make_shared<PromoteArgs>();
   promote->add_option("ID", pa->id, "experiment id")->required();
@@ -129,6 +136,9 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                     "accept a benchmark the candidate's own harness timed (its gate has no trusted bench.driver); recorded");
   promote->add_flag("--accept-speedup-beyond-bound", pa->accept_beyond_bound,
                     "accept a speedup above the gate's bench.max_speedup after a person checked it; recorded");
+  promote->add_flag("--accept-agent-base", pa->accept_agent_base,
+                    "accept a benchmark against a base the agent wrote (WORKTREE, or a commit with changes of its own since the "
+                    "trusted ref) after a person checked the base; recorded");
   add_ledger_and_json(promote, ctx);
   verbs.push_back({promote, [&ctx, pa] {
                      const auto id = parse_experiment_id(pa->id);
@@ -137,7 +147,8 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      require_intact_chain(ledger);
                      const auto e = ledger.show(id);
                      const auto acceptance_stage = ledger.acceptance_stage(id);
-                     const auto blockers = promotion_blockers(e, acceptance_stage, pa->accept_candidate_timing, pa->accept_beyond_bound);
+                     const auto blockers = promotion_blockers(e, acceptance_stage, pa->accept_candidate_timing, pa->accept_beyond_bound,
+                                                                         pa->accept_agent_base);
                      if (!blockers.empty()) {
                        if (ctx.json) {
                          std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"promoted", false}, {"reasons", blockers}}.dump(2) << "\n";
@@ -180,6 +191,7 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      std::vector<std::string> accepted;
                      if (pa->accept_candidate_timing) accepted.push_back("candidate_timing");
                      if (pa->accept_beyond_bound) accepted.push_back("speedup_beyond_bound");
+                     if (pa->accept_agent_base) accepted.push_back("agent_base");
                      const auto promotion = e["promotion"].is_null() ? ledger.record_promotion(id, pa->by, accepted)
                                                                      : e["promotion"]["id"].get<std::int64_t>();
                      // Recorded before it runs, and beaten while it runs: a killed

@@ -56,6 +56,7 @@ struct ExperimentOutcome {
   std::string candidate_sha;  // the commit (for WORKTREE: HEAD, see worktree_dirty)
   std::string base_sha;
   bool worktree_dirty = false;
+  BaseOrigin base_origin;     // who wrote the base (judged by prepare, with the ledger's promotions by record_prepared)
   std::filesystem::path candidate_bin;  // a revision's harness folder; empty for WORKTREE
   // Where each arm's commands run from: the reference from the gate store;
   // WORKTREE arms from the project folder (set by prepare); revision arms
@@ -97,7 +98,10 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
 
 // Records a prepared experiment with its first event (queued by submit,
 // started by a run or worker). Returns its id.
-std::int64_t record_prepared(Ledger& ledger, const ExperimentOutcome& prepared, ExperimentEvent first, const std::string& owner);
+// Records the prepared experiment with `first` as its first event; judges
+// its base with the ledger's promoted candidates first (prepared.base_origin:
+// a base at a promoted candidate is BaseOriginKind::promoted).
+std::int64_t record_prepared(Ledger& ledger, ExperimentOutcome& prepared, ExperimentEvent first, const std::string& owner);
 
 // Runs the stages of a prepared, recorded experiment (out.experiment_id set)
 // and records their results; fills `out`.

@@ -55,7 +55,7 @@ nlohmann::ordered_json to_json(const ExperimentSummary& s) {
   return {{"id", s.id}, {"name", s.name}, {"gate", s.gate}, {"author", s.author}, {"submitted_at", s.submitted_at},
           {"profile", s.profile.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.profile)}, {"state", s.state},
           {"verdict", s.verdict}, {"verdict_stage", s.verdict_stage}, {"reason", s.reason}, {"stages", stages},
-          {"speedups", speedups}, {"promoted", s.promoted}};
+          {"speedups", speedups}, {"promoted", s.promoted}, {"base_origin", to_json(s.base_origin)}};
 }
 
 int exit_code_of(const ExperimentSummary& s) {

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base_origin.h"
 #include "failure.h"
 
 namespace densefeed {
@@ -51,6 +52,7 @@ struct ExperimentSummary {
   std::vector<StageOutcome> stages;  // gate, bench, trace, acceptance: always four, the latest row of each
   std::vector<SpeedupSummary> speedups;  // only when the gate and bench are green
   bool promoted = false;
+  BaseOrigin base_origin;  // who wrote the base; promotion needs --accept-agent-base when is_agent_base(kind)
 
   const StageOutcome& stage(const std::string& name) const;
 };
@@ -58,7 +60,8 @@ struct ExperimentSummary {
 // {id, name, gate, author, submitted_at, profile, state, verdict,
 //  verdict_stage, reason, stages: {gate|bench|trace|acceptance: {verdict,
 //  failure: {kind, who, signal?, exit_code?, output?, metric?}, reason,
-//  wall_s}}, speedups: [...], promoted}
+//  wall_s}}, speedups: [...], promoted, base_origin: {kind, sha, merge_base,
+//  changed, changed_count, reason}}
 nlohmann::ordered_json to_json(const ExperimentSummary& s);
 nlohmann::ordered_json to_json(const Failure& f);
 

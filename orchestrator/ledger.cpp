@@ -23,7 +23,7 @@
 namespace densefeed {
 namespace {
 
-constexpr int kSchemaVersion = 6;
+constexpr int kSchemaVersion = 7;
 
 // The tables whose rows are linked into record_chain, in the order in which
 // rows recorded before the chain existed (version 1) are sealed; the first
@@ -290,6 +290,7 @@ const Inventory& compiled_inventory() {
       exec(db, kLedgerMigration4Sql);
       exec(db, kLedgerMigration5Sql);
       exec(db, kLedgerMigration6Sql);
+      exec(db, kLedgerMigration7Sql);
       Inventory i = inventory_of(db);
       sqlite3_close(db);
       return i;
@@ -535,6 +536,14 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path), hear
       Statement(db_, "INSERT INTO schema_info(version) VALUES (6)").run();
       v = 6;
     }
+    if (v < 7) {
+      // Two experiments columns (covered by the links already made: a
+      // link's columns are recorded with it) and bench_acceptances made
+      // again with its rows and ids, which its links name.
+      exec(db_, kLedgerMigration7Sql);
+      Statement(db_, "INSERT INTO schema_info(version) VALUES (7)").run();
+      v = 7;
+    }
     {
       Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
       if (!k.step()) {
@@ -657,8 +666,8 @@ std::int64_t Ledger::record_experiment(const ExperimentRecord& record, Experimen
   Statement s(db_,
               "INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, author, hypothesis, "
               "predicted_effect, gate, risk, candidate_revision, candidate_params, base_revision, base_params, "
-              "submitted_at, candidate_sha, base_sha, worktree_dirty, acceptance, trace) "
-              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+              "submitted_at, candidate_sha, base_sha, worktree_dirty, acceptance, trace, base_origin, base_origin_detail) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, m.name).bind(2, m.doc.path).bind(3, m.doc.text).bind(4, m.sha256).bind(5, m.author);
   s.bind(6, m.hypothesis).bind(7, m.predicted_effect).bind(8, m.gate).bind(9, nlohmann::json(m.risk).dump());
   s.bind(10, m.candidate.revision).bind(11, record.candidate_params.dump());
@@ -666,6 +675,7 @@ std::int64_t Ledger::record_experiment(const ExperimentRecord& record, Experimen
   s.bind(15, record.candidate_sha).bind(16, record.base_sha).bind(17, record.worktree_dirty ? 1 : 0);
   s.bind(18, m.acceptance.is_null() ? std::string("{}") : m.acceptance.dump());
   s.bind(19, m.trace.is_null() ? std::string("{}") : m.trace.dump());
+  s.bind(20, to_string(record.base_origin.kind)).bind(21, to_json(record.base_origin).dump());
   s.run();
   const std::int64_t id = sqlite3_last_insert_rowid(db_);
   link("experiments", id);
@@ -1358,6 +1368,18 @@ std::int64_t Ledger::record_promotion(std::int64_t experiment_id, const std::str
   return id;
 }
 
+std::vector<std::string> Ledger::promoted_candidate_shas() const {
+  // An acceptance that ran to its end: a promotion whose acceptance was
+  // killed does not vouch for its candidate.
+  Statement s(db_,
+              "SELECT DISTINCT e.candidate_sha FROM experiments e JOIN promotions p ON p.experiment_id = e.id "
+              "WHERE e.candidate_revision != 'WORKTREE' AND length(e.candidate_sha) = 40 "
+              "AND EXISTS (SELECT 1 FROM acceptance_runs a WHERE a.experiment_id = e.id AND a.verdict = 'pass') ORDER BY e.candidate_sha");
+  std::vector<std::string> out;
+  while (s.step()) out.push_back(s.column(0).get<std::string>());
+  return out;
+}
+
 std::int64_t Ledger::record_acceptance(std::int64_t experiment_id, std::int64_t promotion_id, const AcceptanceRecord& r) {
   Transaction t(db_);
   Statement s(db_,
@@ -1406,7 +1428,7 @@ std::vector<ExperimentSummary> Ledger::summaries_where(const ListFilter& filter,
   // Base tables only: no view stands between the rows and what is printed.
   Statement s(db_, fmt::format(
       "SELECT e.id, e.name, e.gate, e.author, e.submitted_at, g.profile, {} AS state, o.verdict, o.stage, o.reason, "
-      "EXISTS (SELECT 1 FROM promotions p WHERE p.experiment_id = e.id) "
+      "EXISTS (SELECT 1 FROM promotions p WHERE p.experiment_id = e.id), e.base_origin, e.base_origin_detail "
       "FROM experiments e LEFT JOIN gate_runs g ON g.experiment_id = e.id "
       "LEFT JOIN experiment_outcomes o ON o.experiment_id = e.id "
       "WHERE (?1 = 0 OR e.id = ?1) AND (?2 = '' OR e.gate = ?2) AND (?4 = '' OR e.submitted_at >= ?4) "
@@ -1427,6 +1449,8 @@ std::vector<ExperimentSummary> Ledger::summaries_where(const ListFilter& filter,
       e.reason = e.verdict == "green" ? "" : s.column(9).get<std::string>();
     }
     e.promoted = s.column(10).get<std::int64_t>() != 0;
+    e.base_origin = base_origin_from_json(s.column(11).get<std::string>(),
+                                          nlohmann::json::parse(s.column(12).get<std::string>(), nullptr, false));
     for (const char* st : {"gate", "bench", "trace", "acceptance"}) {
       StageOutcome o;
       o.stage = st;
@@ -1836,7 +1860,7 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
     throw InputError(path_.string(), {}, "", fmt::format("no experiment with id {} in the ledger", experiment_id));
   }
   nlohmann::ordered_json out = e.row();
-  for (const char* k : {"risk", "candidate_params", "base_params", "acceptance", "trace"}) out[k] = parse_json_column(out[k]);
+  for (const char* k : {"risk", "candidate_params", "base_params", "acceptance", "trace", "base_origin_detail"}) out[k] = parse_json_column(out[k]);
   out["state"] = state(experiment_id);
   out["events"] = nlohmann::ordered_json::array();
   Statement ev(db_, "SELECT event, owner, owner_host, owner_pid, detail, at FROM experiment_events WHERE experiment_id = ? ORDER BY id");

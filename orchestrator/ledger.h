@@ -44,6 +44,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "base_origin.h"
 #include "bench_runner.h"
 #include "machine_ceilings.h"
 #include "experiment_summary.h"
@@ -68,6 +69,7 @@ struct ExperimentRecord {
   std::string candidate_sha;  // resolved commit ("" when not a git checkout)
   std::string base_sha;
   bool worktree_dirty = false;  // densefeed's checkout had uncommitted changes
+  BaseOrigin base_origin;       // who wrote the base (base_origin.h)
 };
 
 // A change of an experiment's state (experiment_events.event).
@@ -300,10 +302,15 @@ class Ledger {
   // Throws InputError with the database's reason when the schema refuses
   // the promotion (gate not green, a slower case, a category not approved).
   // `accepted`: what the person promoting accepts, recorded first in the same
-  // transaction (bench_acceptances: "candidate_timing", "speedup_beyond_bound");
+  // transaction (bench_acceptances: "candidate_timing", "speedup_beyond_bound",
+  // "agent_base");
   // the schema refuses a promotion whose benchmark needs one not given.
   std::int64_t record_promotion(std::int64_t experiment_id, const std::string& by,
                                 const std::vector<std::string>& accepted = {});
+  // The candidate commits (40-hex SHAs, sorted) of promoted experiments
+  // whose acceptance run passed: a base at one of them is not the agent's
+  // (base_origin.h, BaseOriginKind::promoted).
+  std::vector<std::string> promoted_candidate_shas() const;
   // A tamper event (tamper_event.h), linked into the chain; returns its id.
   std::int64_t record_tamper(const TamperEvent& event);
   // `densefeed audit acknowledge`: a person's acknowledgement of event `id`.

@@ -551,6 +551,18 @@ void add_review_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
     steps.push_back(s);
     return;
   }
+  if (is_agent_base(f.base_origin.kind) && !f.bench.empty()) {
+    NextStep s;
+    s.kind = "trusted-base";
+    s.suggestion = fmt::format("rerun it against a base the agent did not write: the manifest's base.revision as the trusted ref "
+                               "(densefeed.yaml trusted_ref){}, or the candidate of an experiment promoted before",
+                               f.base_origin.merge_base.empty() ? "" : " or its commit " + f.base_origin.merge_base.substr(0, 12));
+    s.why = fmt::format("its base is {} ({}): a speedup over a base the agent wrote may be a slowed base, so promote refuses it "
+                        "unless a person accepts it (densefeed promote {} --accept-agent-base)",
+                        to_string(f.base_origin.kind), f.base_origin.reason, f.experiment_id);
+    steps.push_back(s);
+    return;
+  }
   NextStep s;
   s.kind = "promote";
   s.command = {"densefeed", "promote", std::to_string(f.experiment_id), "--json"};
@@ -728,6 +740,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   f.has_acceptance = o.manifest.acceptance.is_object() && o.manifest.acceptance.contains("criteria");
   f.seed = std::to_string(o.seed);
   f.work_dir = o.work_dir;
+  f.base_origin = o.base_origin;
   return f;
 }
 
@@ -819,6 +832,10 @@ ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* g
   f.categories = e.contains("categories") && e["categories"].is_object() ? e["categories"] : J::object();
   f.has_acceptance = e.contains("acceptance") && e["acceptance"].is_object() && e["acceptance"].contains("criteria");
   f.promoted = e.contains("promotion") && !e["promotion"].is_null();
+  if (e.contains("record") && e["record"].contains("base_origin") && e["record"]["base_origin"].is_object()) {
+    const J& origin = e["record"]["base_origin"];
+    f.base_origin = base_origin_from_json(origin.value("kind", std::string("unrecorded")), origin);
+  }
   if (gate) {
     f.sessions = gate->sessions;
     for (const auto& p : gate->params) f.params.push_back({p.name, p.enum_values});

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "arm_context.h"
+#include "base_origin.h"
 #include "failure.h"
 
 #include <cstdint>
@@ -97,6 +98,10 @@ struct ResultFacts {
   nlohmann::ordered_json categories;         // category -> latest decision (null: none yet)
   bool has_acceptance = false;               // acceptance criteria were pre-registered
   bool promoted = false;
+  // Who wrote the base (base_origin.h): an agent's base makes promotion need
+  // a person's --accept-agent-base, so the step is a rerun against a base
+  // the agent did not write.
+  BaseOrigin base_origin;
   // To rerun one case alone (left empty when unknown).
   std::vector<std::string> candidate_command;  // the gate's argv template
   std::optional<ArmContext> candidate_arm;     // where the candidate ran from, when known (a run, not a ledger record)
@@ -111,7 +116,7 @@ struct NextStep {
   // wait | resubmit | restore-frozen | revert-frozen | fix-build | report-reference |
   // rerun-case | fix-output | isolate-precision | isolate-value | inspect-elements |
   // inspect-case | fix-bench-mode | calibrate | rerun-bench | revise-prediction |
-  // profile | trace-intervals | ask-review | promote | add-acceptance
+  // profile | trace-intervals | ask-review | trusted-base | promote | add-acceptance
   std::string kind;
   std::string suggestion;  // what to run or change, in one sentence
   std::string why;         // what its outcome tells apart

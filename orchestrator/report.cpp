@@ -481,6 +481,10 @@ std::string render_text_report(const ExperimentOutcome& o) {
     s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)";
     if (!o.bench->placement.empty() && o.bench->placement != "local") s += "; every round in " + o.bench->placement;
     s += "\n";
+    // Who wrote the base: the record's (judged with the ledger's promotions).
+    const BaseOrigin& origin = o.record ? o.record->base_origin : o.base_origin;
+    s += fmt::format("  base: {} — {}{}\n", to_string(origin.kind), printable(origin.reason),
+                     is_agent_base(origin.kind) ? "; a base the agent wrote: promotion needs --accept-agent-base" : "");
     for (const auto& c : o.bench->cases) {
       const Decision& d = c.decision;
       s += fmt::format("  {}: {} — speedup {:.3f}x, {:.1f}% CI [{:.3f}, {:.3f}], p = {:.3g}, {} rounds, threshold {:.2f}% ({})\n",

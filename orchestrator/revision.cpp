@@ -49,16 +49,20 @@ std::vector<std::string> uncommitted_files(const std::filesystem::path& dir) {
   return files;
 }
 
+std::string merge_base_of(const std::filesystem::path& dir, const std::string& a, const std::string& b) {
+  const auto base = capture_output({"git", "-C", dir.string(), "merge-base", a, b}, dir);
+  if (!base || first_line(*base).size() != 40) {
+    throw std::runtime_error(fmt::format("{} shares no history with the trusted ref's commit {}", b.substr(0, 12), a.substr(0, 12)));
+  }
+  return first_line(*base);
+}
+
 std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir, const std::string& trusted_sha,
                                                 const std::string& sha, const std::vector<std::string>& paths) {
   if (paths.empty()) return {};
-  const auto base = capture_output({"git", "-C", dir.string(), "merge-base", trusted_sha, sha}, dir);
-  if (!base || first_line(*base).size() != 40) {
-    throw std::runtime_error(fmt::format("{} shares no history with the trusted ref's commit {}", sha.substr(0, 12),
-                                         trusted_sha.substr(0, 12)));
-  }
+  const std::string base = merge_base_of(dir, trusted_sha, sha);
   std::vector<std::string> argv = {"git", "-C", dir.string(), "diff", "--name-only", "--no-renames", "--relative",
-                                   first_line(*base), sha, "--"};
+                                   base, sha, "--"};
   argv.insert(argv.end(), paths.begin(), paths.end());
   const auto out = capture_output(argv, dir);
   if (!out) throw std::runtime_error(fmt::format("git diff of {} against its merge base failed", sha.substr(0, 12)));

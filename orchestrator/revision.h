@@ -33,6 +33,10 @@ inline bool worktree_dirty(const std::filesystem::path& dir) { return !uncommitt
 std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir, const std::string& trusted_sha,
                                                 const std::string& sha, const std::vector<std::string>& paths);
 
+// The merge base of two commits (`git merge-base A B`). Throws
+// std::runtime_error when they share no history.
+std::string merge_base_of(const std::filesystem::path& dir, const std::string& a, const std::string& b);
+
 // Writes the tree of the project folder `prefix` ("" or "sub/dir/", relative
 // to the top of the repository `repo_top`) at commit `sha` into the empty
 // folder `dest` (git archive SHA:PREFIX run at the top, then tar): a clean

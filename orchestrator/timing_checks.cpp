@@ -132,6 +132,15 @@ WallFit fit_wall(const std::vector<RoundWall>& rounds) {
   return w;
 }
 
+int long_round_factor(const RoundWall& first) {
+  if (first.timed <= 0 || !(first.samples_sum_ms > 0)) return 2;
+  const double claimed_ms = first.samples_sum_ms / first.timed;
+  const double untimed_ms = std::max(0.0, first.wall_s * 1e3 - first.samples_sum_ms);
+  const double factor = std::ceil(1 + 2 * untimed_ms / (first.timed * claimed_ms));
+  if (!std::isfinite(factor)) return kMaxLongRoundFactor;
+  return static_cast<int>(std::clamp(factor, 2.0, static_cast<double>(kMaxLongRoundFactor)));
+}
+
 BoundedSamples bound_by_outside_clock(const std::vector<double>& inside, const std::vector<double>& outside,
                                       const std::vector<double>& empty) {
   BoundedSamples b;

@@ -52,7 +52,7 @@ struct RoundWall {
 
 // Robust (Theil-Sen) fit of wall_s = fixed_s + iterations * per_iteration_s
 // over rounds that ran different iteration counts (the bench alternates
-// iters and 2 x iters): the slope is the median of the pairwise slopes, the
+// iters and long_round_factor x iters): the slope is the median of the pairwise slopes, the
 // intercept the median offset, so a round a loaded machine delayed does not
 // move it. fitted is false with fewer than 4 rounds or one distinct count.
 // per_iteration_se_s is 1.4826 x the residuals' median absolute deviation
@@ -65,6 +65,22 @@ struct WallFit {
 };
 
 WallFit fit_wall(const std::vector<RoundWall>& rounds);
+
+// How many times iters the long (odd) rounds of a self-timed benchmark run,
+// from the base's first round `first` (its wall time, iteration counts and
+// samples): the fit's slope error is the rounds' fixed-cost noise over the
+// iteration contrast (sqrt(Sxx)), so when a round's untimed time (process
+// start-up, imports: wall_s less its samples) dwarfs its timed iterations,
+// the 2 x iters of a short contrast cannot see an iteration's cost at all
+// (issue 26: a launch-only timer claiming 0.0004 ms for a 10 ms iteration
+// was never flagged, its slope 7.3 +- 2.0 ms under 4 standard errors of the
+// two arms' slopes). The factor makes the long round's extra iterations
+// claim about twice the first round's untimed time:
+//   factor = clamp(ceil(1 + 2 * untimed_ms / (iters * claimed_ms)), 2, kMaxLongRoundFactor)
+// with claimed_ms the first round's mean sample; 2 (the plain design) when
+// the round has no samples or claims nothing. Unitless; never throws.
+inline constexpr int kMaxLongRoundFactor = 16;
+int long_round_factor(const RoundWall& first);
 
 // Constants of the checks, with their sources:
 // - kWallSlackMs: a round's samples may exceed its wall time by at most this

@@ -45,6 +45,7 @@ np.save(os.path.join(a.out, 'y.npy'), 2 * np.random.default_rng(a.seed).standard
 //              cost, for inputs of the same shape (the same arrays on every
 //              call)
 //   memo       an earlier call's y, at no cost, for inputs of equal bytes
+//   sleepy     3 ms more per call: the base an agent slows down
 const char* kKernel = R"(import hashlib, os, time
 import numpy as np
 CALLS = [0]
@@ -76,6 +77,8 @@ def run(x, mode, ms):
     key = hashlib.sha256(x.tobytes()).hexdigest() if mode == 'memo' else None
     if key is not None and key in MEMO:
         return MEMO[key]
+    if mode == 'sleepy':
+        time.sleep(0.003)
     spend((ms / 2 if mode == 'fast2x' else ms) / 1e3, t)
     y = 2 * x
     if mode == 'cache':
@@ -83,6 +86,30 @@ def run(x, mode, ms):
     if key is not None:
         MEMO[key] = y
     return y
+)";
+
+// s.py: the self gate's candidate, timing itself (no bench.driver): each
+// iteration costs ms (sleep, then spin the last 2 ms) and is timed, or, in
+// mode launch, reports 0.0004 ms as a timer that sees only a kernel's launch
+// would (issue 26: "a launch-only timer without bench.work"); mode same is
+// honest, a parameter apart from the base.
+const char* kSelfHarness = R"(import argparse, json, os, time
+import numpy as np
+p = argparse.ArgumentParser(); p.add_argument('--mode'); p.add_argument('--n', type=int); p.add_argument('--ms', type=float)
+p.add_argument('--seed', type=int); p.add_argument('--out')
+a = p.parse_args()
+y = 2 * np.random.default_rng(a.seed).standard_normal(a.n)
+if os.environ.get('DENSEFEED_MODE', 'gate') == 'bench':
+    warm, iters = int(os.environ['DENSEFEED_WARMUP']), int(os.environ['DENSEFEED_ITERS'])
+    samples = []
+    for k in range(warm + iters):
+        t = time.perf_counter(); end = t + a.ms / 1e3
+        time.sleep(max(0, end - time.perf_counter() - 2e-3))
+        while time.perf_counter() < end: pass
+        dt = 0.0004 if a.mode == 'launch' else (time.perf_counter() - t) * 1e3
+        if k >= warm: samples.append(dt)
+    json.dump({'unit': 'ms', 'samples': samples}, open(os.path.join(a.out, 'samples.json'), 'w'))
+np.save(os.path.join(a.out, 'y.npy'), y)
 )";
 
 const char* kDriver = R"(import argparse
@@ -100,13 +127,25 @@ std::string py_gate() {
   return "gate: py\ndescription: y = 2 x\n"
          "reference:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
-         "params:\n  mode: {type: string, enum: [honest, fast2x, patchws, clockwrite, fork, cache, memo], default: honest}\n"
+         "params:\n  mode: {type: string, enum: [honest, fast2x, patchws, clockwrite, fork, cache, memo, sleepy], default: honest}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
          "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
          "  driver:\n    command: [python3, \"{project}/drv.py\", --n, \"{case.n}\", --ms, \"{case.ms}\"]\n"
          "    kernel: {module: k, function: run}\n"
          "freezes: [h.py, drv.py]\n";
+}
+
+std::string self_gate() {
+  return "gate: self\ndescription: y = 2 x\n"
+         "reference:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "candidate:\n  command: [python3, \"{project}/s.py\", --mode, \"{param.mode}\", --n, \"{case.n}\", --ms, \"{case.ms}\", "
+         "--seed, \"{seed}\", --out, \"{out}\"]\n"
+         "params:\n  mode: {type: string, enum: [honest, same, launch], default: honest}\n"
+         "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+         "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
+         "freezes: [h.py]\n";
 }
 
 std::string cxx_gate() {
@@ -155,6 +194,8 @@ class ClockOutside : public ::testing::Test {
                                        {"h.py", kHarness},
                                        {"k.py", kKernel},
                                        {"drv.py", kDriver},
+                                       {"s.py", kSelfHarness},
+                                       {"gates/self.yaml", self_gate()},
                                        {"lib/libforge_kernel.so", testing::read_file(kKernels / "libforge_kernel.so")},
                                        {"gates/py.yaml", py_gate()},
                                        {"gates/cxx.yaml", cxx_gate()}},
@@ -167,12 +208,18 @@ class ClockOutside : public ::testing::Test {
     std::filesystem::copy_file(kKernels / ("libforge_kernel" + variant + ".so"), repo_ / "lib" / "libforge_kernel.so",
                                std::filesystem::copy_options::overwrite_existing);
   }
-  // Gate `g`, candidate WORKTREE in `mode` against the base at main, honest.
-  std::pair<int, J> run(const std::string& g, const std::string& mode) {
+  // Gate `g`, candidate WORKTREE in `mode` against the base at `base`
+  // (main: the trusted ref's commit) in `base_mode`, with an acceptance run
+  // to promote to.
+  std::pair<int, J> run(const std::string& g, const std::string& mode, const std::string& base = "main",
+                        const std::string& base_mode = "honest") {
     const auto m = dir_ / (g + "-" + mode + std::to_string(counter_++) + ".yaml");
     testing::write_file(m, "experiment: " + g + "-" + mode + "\nhypothesis: h\npredicted_effect: p\ngate: " + g +
                                "\ncandidate: {revision: WORKTREE, params: {mode: " + mode + "}}\n"
-                               "base: {revision: main, params: {mode: honest}}\n");
+                               "base: {revision: " + base + ", params: {mode: " + base_mode + "}}\n"
+                               "acceptance:\n  command: [python3, -c, \"import json, os; json.dump(dict(t=1), "
+                               "open(os.environ['DENSEFEED_OUT'] + '/metrics.json', 'w'))\"]\n"
+                               "  criteria: [\"t <= 2\"]\n");
     const auto r = df({"run", m.string(), "--json"});
     J doc = J::parse(r.out, nullptr, false);
     EXPECT_FALSE(doc.is_discarded()) << r.out << r.err;
@@ -308,6 +355,32 @@ TEST_F(ClockOutside, AKernelMemoisingOnItsInputsGainsNothing) {
   }
 }
 
+// Issue 26's launch-only timer without bench.work: equal-speed code whose
+// own timer reports 0.0004 ms for a 10 ms iteration (before: its process
+// grew 50.7 ms per iteration and the run was green, inconclusive). The
+// wall-growth check sees the untimed time per iteration, on a quiet and a
+// loaded machine alike: red. An honest candidate of equal speed beside it,
+// loaded, is not red.
+TEST_F(ClockOutside, ALaunchOnlyTimerWithoutDeclaredWorkIsRed) {
+  for (const bool loaded : {false, true}) {
+    std::optional<CpuBurners> burners;
+    if (loaded) burners.emplace(2);
+    const auto [code, r] = run("self", "launch");
+    EXPECT_EQ(code, 1) << " loaded " << loaded << r.dump(1).substr(0, 4000);
+    EXPECT_EQ(r["stages"]["bench"]["status"], "red") << " loaded " << loaded << r["stages"]["bench"].dump(1);
+    EXPECT_TRUE(has(flag_kinds(r), "unseen_time")) << " loaded " << loaded << r["stages"]["bench"].dump(1);
+    EXPECT_NE(bench_reason(r).find("the timer does not see the work"), std::string::npos) << bench_reason(r);
+    nothing_recorded_faster(r);
+    for (const auto& c : r["stages"]["bench"]["cases"]) {
+      for (const auto& f : c["timing_flags"]) std::printf("[ figure ] loaded %d: %s %s\n", loaded, f["kind"].get<std::string>().c_str(), f["figures"].dump().c_str());
+    }
+    if (!loaded) continue;
+    const auto [honest_code, honest] = run("self", "same");
+    EXPECT_EQ(honest_code, 0) << honest.dump(1).substr(0, 4000);
+    EXPECT_FALSE(has(flag_kinds(honest), "unseen_time")) << honest["stages"]["bench"].dump(1);
+  }
+}
+
 // The bracket's overhead (µs per iteration: the median of empty brackets,
 // the driver's two writes to the clock socket and its timer) is recorded in
 // the case's checks, for both drivers; an honest 2x does not disagree with
@@ -336,7 +409,81 @@ TEST_F(ClockOutside, TheBracketOverheadIsRecorded) {
     // bracket, never less than the cost.
     EXPECT_GE(c["base_median"].get<double>(), 10.0) << g << c.dump(1);
     EXPECT_GE(c["candidate_median"].get<double>(), 5.0) << g << c.dump(1);
+    // The base at the trusted ref's commit is not the agent's.
+    EXPECT_EQ(r["record"]["base_origin"]["kind"], "trusted_ref") << r["record"].dump(1);
   }
+}
+
+// Issue 26's sabotaged base: equal code, the WORKTREE base 3 ms slower per
+// call ("faster 3.77x, timed by the gate's trusted driver" before). It still
+// runs, but the record names the base as the agent's, promote refuses it
+// without --accept-agent-base, the database refuses a promotion written
+// around densefeed, and the person's acceptance is recorded like the others.
+TEST_F(ClockOutside, ASabotagedWorktreeBaseIsRefusedByPromote) {
+  const CpuBurners load(2);
+  const auto [code, r] = run("py", "honest", "WORKTREE", "sleepy");
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 4000);
+  const auto& origin = r["record"]["base_origin"];
+  EXPECT_EQ(origin["kind"], "worktree") << origin.dump(1);
+  EXPECT_NE(origin["reason"].get<std::string>().find("the checkout the agent writes in"), std::string::npos) << origin.dump(1);
+  const auto id = std::to_string(r["experiment_id"].get<std::int64_t>());
+  EXPECT_EQ(sql("SELECT base_origin FROM experiments WHERE id = " + id)[0]["base_origin"], "worktree");
+  const auto text = df({"ledger", "show", id});
+  EXPECT_NE(text.out.find("base: worktree"), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("promotion needs --accept-agent-base"), std::string::npos) << text.out;
+  auto p = df({"promote", id, "--by", "carol"});
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_NE(p.out.find("its benchmark's base is one the agent wrote (worktree"), std::string::npos) << p.out;
+  const auto refused = testing::run_cli("/usr/bin/sqlite3", {"-bail", (repo_ / ".densefeed" / "ledger.db").string(),
+                                                              "INSERT INTO promotions(experiment_id, promoted_by, promoted_at) "
+                                                              "VALUES (" + id + ", 'x', 'now');"},
+                                        repo_, env());
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("the benchmark's base is one the agent wrote"), std::string::npos) << refused.err;
+  EXPECT_EQ(sql("SELECT COUNT(*) AS n FROM promotions")[0]["n"], 0);
+  p = df({"promote", id, "--by", "carol", "--accept-agent-base"});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  const J accepted = sql("SELECT concern, accepted_by FROM bench_acceptances WHERE experiment_id = " + id);
+  ASSERT_EQ(accepted.size(), 1u) << accepted.dump();
+  EXPECT_EQ(accepted[0]["concern"], "agent_base");
+  EXPECT_EQ(accepted[0]["accepted_by"], "carol");
+}
+
+// The same sabotage committed: a branch whose own commit makes the kernel
+// sleep 3 ms per call, named as the base. Its own commits since the merge
+// base with main change k.py: agent_commits, naming the file, refused by
+// promote the same way. A base at main, the trusted ref, needs nothing.
+TEST_F(ClockOutside, ABaseWhoseOwnCommitsChangeTheKernelIsRefusedByPromote) {
+  ASSERT_EQ(testing::git(repo_, {"checkout", "-q", "-b", "slowed"}).exit_code, 0);
+  std::string k = testing::read_file(repo_ / "k.py");
+  const std::string at = "def run(x, mode, ms):\n";
+  ASSERT_NE(k.find(at), std::string::npos);
+  k.insert(k.find(at) + at.size(), "    time.sleep(0.003)\n");
+  testing::write_file(repo_ / "k.py", k);
+  ASSERT_EQ(testing::git(repo_, {"commit", "-q", "-am", "a slower kernel"}).exit_code, 0);
+  ASSERT_EQ(testing::git(repo_, {"checkout", "-q", "main"}).exit_code, 0);
+  const auto [code, r] = run("py", "honest", "slowed", "honest");
+  ASSERT_EQ(code, 0) << r.dump(1).substr(0, 4000);
+  const auto& origin = r["record"]["base_origin"];
+  EXPECT_EQ(origin["kind"], "agent_commits") << origin.dump(1);
+  EXPECT_EQ(origin["changed"], J::array({"k.py"})) << origin.dump(1);
+  EXPECT_EQ(origin["changed_count"], 1);
+  EXPECT_EQ(origin["merge_base"].get<std::string>().size(), 40u);
+  const auto id = std::to_string(r["experiment_id"].get<std::int64_t>());
+  auto p = df({"promote", id, "--by", "carol"});
+  EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
+  EXPECT_NE(p.out.find("agent_commits"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("k.py"), std::string::npos) << p.out;
+  p = df({"promote", id, "--by", "carol", "--accept-agent-base"});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  // The trusted ref's commit as the base: promoted with no acceptance.
+  const auto [code2, r2] = run("py", "fast2x");
+  ASSERT_EQ(code2, 0) << r2.dump(1).substr(0, 4000);
+  EXPECT_EQ(r2["record"]["base_origin"]["kind"], "trusted_ref");
+  const auto id2 = std::to_string(r2["experiment_id"].get<std::int64_t>());
+  p = df({"promote", id2, "--by", "carol"});
+  EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
+  EXPECT_EQ(sql("SELECT COUNT(*) AS n FROM bench_acceptances WHERE experiment_id = " + id2)[0]["n"], 0);
 }
 
 // The protocol itself, on records made here: a round is exactly

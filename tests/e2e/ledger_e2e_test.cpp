@@ -502,8 +502,8 @@ TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAt
     readers.push_back(std::make_unique<Background>(argv({"ledger", "list", "--ledger", L()}), dir_ / fmt::format("open-{}.log", p)));
   }
   for (int p = 0; p < 6; ++p) EXPECT_EQ(readers[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("open-{}.log", p));
-  // Migrated 1 -> 2 -> 3 -> 4 -> 5 in one open, by exactly one of the six.
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6");
+  // Migrated 1 -> 2 -> ... -> 7 in one open, by exactly one of the six.
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7");
   EXPECT_EQ(sql_one(ledger(), "SELECT state FROM experiment_states WHERE experiment_id = 1"), "recorded");
   // The old row, sealed with the key, then the key's own row.
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(table_name || ':' || row_id) FROM (SELECT * FROM record_chain ORDER BY seq)"),
@@ -656,7 +656,10 @@ TEST_F(LedgerEndToEnd, AVersion2LedgerIsMigratedThroughToTheCurrentVersionIntact
   // The current densefeed opens it: migrated 2 -> 3 -> 4 once, the old links re-sealed with the key.
   const auto list = densefeed({"ledger", "list", "--ledger", L(), "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.out << list.err;
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7");
+  // Who wrote an old experiment's base was never judged: unrecorded, which
+  // promotion does not ask a person to accept.
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(base_origin) FROM experiments"), "unrecorded,unrecorded");
   const auto items = nlohmann::json::parse(list.out);
   ASSERT_EQ(items.size(), 2u) << list.out;
   // Its red gate stays red; the green one's bench outcome was not kept by
@@ -682,6 +685,59 @@ TEST_F(LedgerEndToEnd, AVersion2LedgerIsMigratedThroughToTheCurrentVersionIntact
   EXPECT_EQ(sql_one(ledger(), "SELECT owner || ':' || (beats >= 1) FROM heartbeats WHERE experiment_id = 3"), "run:1");
   EXPECT_EQ(densefeed({"ledger", "verify", "--ledger", L()}).exit_code, 0);
   const auto after = densefeed({"audit", "--ledger", L()});
+  EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
+}
+
+// Version 7 rebuilt bench_acceptances (its concern gained agent_base) and
+// judged bases. A version-6 ledger written by densefeed before it
+// (tests/data/ledger-v6/make.sh, run with a build of c2faf2b) holds a
+// promotion with its two acceptances and an experiment not promoted: opened
+// now, it is migrated once, every row and the chain's links kept (the head
+// kept outside it still holds), its bases unrecorded; the experiment left
+// can be promoted without --accept-agent-base (nobody judged its base), and
+// the rebuilt table still refuses a concern it does not know.
+TEST_F(LedgerEndToEnd, AVersion6LedgerWithBenchAcceptancesIsMigratedIntact) {
+  const auto data = kRoot / "tests" / "data" / "ledger-v6";
+  std::filesystem::copy_file(data / "ledger.db", ledger());
+  // Its key where densefeed looks for this ledger's (ledger_key.h).
+  const char* xdg = std::getenv("XDG_CONFIG_HOME");
+  const std::filesystem::path config = xdg && *xdg ? std::filesystem::path(xdg) : std::filesystem::path(std::getenv("HOME")) / ".config";
+  const auto key = config / "densefeed" / "keys" / (sha256_hex(std::filesystem::canonical(ledger()).string()).substr(0, 16) + ".key");
+  std::filesystem::create_directories(key.parent_path());
+  std::filesystem::copy_file(data / "ledger.key", key, std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::permissions(key, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  struct RemoveKey {
+    std::filesystem::path p;
+    ~RemoveKey() { std::filesystem::remove(p); }
+  } remove_key{key};
+  std::string head = testing::read_file(data / "head.txt");
+  head.erase(head.find_last_not_of("\n") + 1);
+  ASSERT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6");
+  const std::string acceptances = "SELECT group_concat(id || ':' || experiment_id || ':' || concern || ':' || accepted_by || ':' || accepted_at) "
+                                  "FROM (SELECT * FROM bench_acceptances ORDER BY id)";
+  const auto before = sql_one(ledger(), acceptances);
+  ASSERT_NE(before.find("1:1:candidate_timing:carol:"), std::string::npos) << before;
+  ASSERT_NE(before.find(",2:1:speedup_beyond_bound:carol:"), std::string::npos) << before;
+
+  const auto audit = densefeed({"audit", "--ledger", L(), "--expect-head", head});
+  ASSERT_EQ(audit.exit_code, 0) << audit.out << audit.err;
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7");
+  EXPECT_EQ(sql_one(ledger(), acceptances), before);
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(experiment_id || ':' || promoted_by) FROM promotions"), "1:carol");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(base_origin) FROM experiments"), "unrecorded,unrecorded");
+  const auto shown = densefeed({"ledger", "show", "1", "--ledger", L(), "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(nlohmann::json::parse(shown.out)["record"]["base_origin"]["kind"], "unrecorded") << shown.out.substr(0, 2000);
+  std::string error;
+  const auto copy = dir_ / "copy.db";
+  std::filesystem::copy_file(ledger(), copy);
+  sql_rows(copy, "INSERT INTO bench_acceptances(experiment_id, concern, accepted_by, accepted_at) VALUES (2, 'a_concern', 'x', 'now')", &error);
+  EXPECT_NE(error.find("CHECK constraint failed"), std::string::npos) << error;
+
+  const auto promote = densefeed({"promote", "2", "--by", "dave", "--ledger", L(), "--accept-candidate-timing", "--accept-speedup-beyond-bound"});
+  EXPECT_EQ(promote.exit_code, 0) << promote.out << promote.err;
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(experiment_id || ':' || promoted_by) FROM promotions"), "1:carol,2:dave");
+  const auto after = densefeed({"audit", "--ledger", L(), "--expect-head", head});
   EXPECT_EQ(after.exit_code, 0) << after.out << after.err;
 }
 
@@ -756,7 +812,7 @@ TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvA
   EXPECT_EQ(densefeed({"ledger", "export", "--format", "csv", "--table", "nope", "--ledger", L()}).exit_code, 2);
   const auto json = nlohmann::json::parse(densefeed({"ledger", "export", "--ledger", L()}).out);
   EXPECT_EQ(json["experiments"].size(), 2u);
-  EXPECT_EQ(json["schema_info"].size(), 6u);  // versions 1 to 6
+  EXPECT_EQ(json["schema_info"].size(), 7u);  // versions 1 to 7
 }
 
 }  // namespace

@@ -336,7 +336,8 @@ TEST_F(ProjectE2E, QueueReviewPromoteAndMcp) {
   const auto blocked = densefeed({"promote", id, "--by", "alice"});
   EXPECT_EQ(blocked.exit_code, 1) << blocked.out;
   ASSERT_EQ(densefeed({"review", "approve", id, "--by", "alice"}).exit_code, 0);
-  const auto promote = densefeed({"promote", id, "--by", "alice", "--json"});
+  // Both arms are WORKTREE: the base is the agent's, accepted by the person.
+  const auto promote = densefeed({"promote", id, "--by", "alice", "--accept-agent-base", "--json"});
   ASSERT_EQ(promote.exit_code, 0) << promote.out << promote.err;
   EXPECT_EQ(J::parse(promote.out)["acceptance"], "pass") << promote.out;
 

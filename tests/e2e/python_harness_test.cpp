@@ -117,7 +117,9 @@ TEST_F(PythonHarness, AnAcceptanceRunReadsTheMetricsItWrites) {
       "risk: [numerics]\nacceptance:\n  command: [python3, \"{project}/kernels/python/softmax_harness.py\", --role, candidate, --variant, \"{param.variant}\", --rows, \"64\", "
       "--cols, \"1000\", --scale, \"1\"]\n  criteria: [\"p50(rows_per_ms) > 0\"]\n");
   ASSERT_EQ(densefeed({"review", "approve", "1", "--by", "alice", "--ledger", (dir_ / "ledger.db").string()}).exit_code, 0);
-  const auto p = densefeed({"promote", "1", "--by", "carol", "--ledger", (dir_ / "ledger.db").string(), "--json"});
+  // The base is WORKTREE (another variant of the same checkout): the agent's,
+  // accepted by the person promoting.
+  const auto p = densefeed({"promote", "1", "--by", "carol", "--accept-agent-base", "--ledger", (dir_ / "ledger.db").string(), "--json"});
   ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
   const auto doc = nlohmann::json::parse(p.out);
   EXPECT_EQ(doc["acceptance"], "pass");

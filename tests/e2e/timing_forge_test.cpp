@@ -362,14 +362,16 @@ TEST_F(TimingForge, ASpeedupBeyondTheGatesBoundNeedsAPersonsAcceptanceToBePromot
       "/usr/bin/sqlite3",
       {"-bail", (repo_ / ".densefeed" / "ledger.db").string(),
        "BEGIN; INSERT INTO bench_acceptances(experiment_id, concern, accepted_by, accepted_at) VALUES (" + id + ", 'candidate_timing', 'x', 'now');"
+       "INSERT INTO bench_acceptances(experiment_id, concern, accepted_by, accepted_at) VALUES (" + id + ", 'agent_base', 'x', 'now');"
        "INSERT INTO promotions(experiment_id, promoted_by, promoted_at) VALUES (" + id + ", 'x', 'now'); COMMIT;"},
       repo_, env());
   EXPECT_NE(refused.err.find("beyond the gate's bound"), std::string::npos) << refused.out << refused.err;
-  p = df({"promote", id, "--by", "carol", "--accept-candidate-timing", "--accept-speedup-beyond-bound"});
+  // (The base is WORKTREE, the agent's: accepted as well.)
+  p = df({"promote", id, "--by", "carol", "--accept-candidate-timing", "--accept-speedup-beyond-bound", "--accept-agent-base"});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_EQ(sql("SELECT group_concat(concern) AS c FROM (SELECT concern FROM bench_acceptances WHERE experiment_id = " + id +
                 " ORDER BY id)")[0]["c"],
-            "candidate_timing,speedup_beyond_bound");
+            "candidate_timing,speedup_beyond_bound,agent_base");
 }
 
 TEST_F(TimingForge, ALaunchOnlyTimerFlatAcrossSizesIsRed) {
@@ -467,10 +469,11 @@ TEST_F(TimingForge, AnHonestTwoTimesCandidateUnderTheTrustedDriverIsFaster) {
   }
   EXPECT_TRUE(has(hashed, "drv.py")) << r["stages"]["gate"]["provenance"].dump(1);
   EXPECT_TRUE(has(hashed, "k.py")) << r["stages"]["gate"]["provenance"].dump(1);
-  // Promotion needs no acceptance of candidate timing.
-  const auto p = df({"promote", std::to_string(id), "--by", "carol"});
+  // Promotion needs no acceptance of candidate timing (only of the
+  // WORKTREE base, the agent's).
+  const auto p = df({"promote", std::to_string(id), "--by", "carol", "--accept-agent-base"});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
-  EXPECT_EQ(sql("SELECT COUNT(*) AS n FROM bench_acceptances")[0]["n"], 0);
+  EXPECT_EQ(sql("SELECT COUNT(*) AS n FROM bench_acceptances WHERE concern != 'agent_base'")[0]["n"], 0);
 }
 
 TEST_F(TimingForge, ACandidateTimedByItselfNeedsAcceptanceOfThatToBePromoted) {
@@ -483,7 +486,7 @@ TEST_F(TimingForge, ACandidateTimedByItselfNeedsAcceptanceOfThatToBePromoted) {
   auto p = df({"promote", id, "--by", "carol"});
   EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
   EXPECT_NE(p.out.find("timed by the candidate's own harness"), std::string::npos) << p.out;
-  p = df({"promote", id, "--by", "carol", "--accept-candidate-timing"});
+  p = df({"promote", id, "--by", "carol", "--accept-candidate-timing", "--accept-agent-base"});
   EXPECT_EQ(p.exit_code, 0) << p.out << p.err;
   EXPECT_EQ(sql("SELECT concern, accepted_by FROM bench_acceptances")[0]["accepted_by"], "carol");
 }

@@ -1,0 +1,110 @@
+#include "base_origin.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "revision.h"
+
+namespace densefeed {
+
+const char* to_string(BaseOriginKind k) {
+  switch (k) {
+    case BaseOriginKind::trusted_ref: return "trusted_ref";
+    case BaseOriginKind::promoted: return "promoted";
+    case BaseOriginKind::trusted_history: return "trusted_history";
+    case BaseOriginKind::agent_commits: return "agent_commits";
+    case BaseOriginKind::worktree: return "worktree";
+    case BaseOriginKind::unjudged: return "unjudged";
+    case BaseOriginKind::unrecorded: return "unrecorded";
+  }
+  return "unrecorded";
+}
+
+BaseOriginKind base_origin_kind_from_string(const std::string& s) {
+  for (auto k : {BaseOriginKind::trusted_ref, BaseOriginKind::promoted, BaseOriginKind::trusted_history,
+                 BaseOriginKind::agent_commits, BaseOriginKind::worktree, BaseOriginKind::unjudged, BaseOriginKind::unrecorded}) {
+    if (s == to_string(k)) return k;
+  }
+  throw std::invalid_argument(fmt::format("'{}' is not a base origin", s));
+}
+
+bool is_agent_base(BaseOriginKind k) {
+  return k == BaseOriginKind::agent_commits || k == BaseOriginKind::worktree || k == BaseOriginKind::unjudged;
+}
+
+BaseOrigin judge_base(const std::filesystem::path& dir, const std::string& revision, const std::string& sha, bool worktree_dirty,
+                      const std::string& trusted_sha, const std::vector<std::string>& promoted) {
+  BaseOrigin o;
+  o.sha = revision == kWorktree && worktree_dirty ? std::string() : sha;
+  if (revision == kWorktree) {
+    o.kind = BaseOriginKind::worktree;
+    o.reason = "the base is WORKTREE, the checkout the agent writes in: a base the agent can slow down";
+    return o;
+  }
+  if (trusted_sha.empty()) {
+    o.kind = BaseOriginKind::unjudged;
+    o.reason = "the gate store is the worktree (--trust-worktree), so there is no trusted commit to judge the base by";
+    return o;
+  }
+  if (sha == trusted_sha) {
+    o.kind = BaseOriginKind::trusted_ref;
+    o.merge_base = sha;
+    o.reason = "the base is the trusted ref's commit";
+    return o;
+  }
+  if (std::find(promoted.begin(), promoted.end(), sha) != promoted.end()) {
+    o.kind = BaseOriginKind::promoted;
+    o.reason = "the base is the candidate of an experiment promoted before";
+    return o;
+  }
+  try {
+    o.merge_base = merge_base_of(dir, trusted_sha, sha);
+    // Every file: what the kernel runs is not only the kernel's source (a
+    // helper it imports, a build flag), so any change of the base's own is
+    // the agent's.
+    const auto changed = changed_by_own_commits(dir, trusted_sha, sha, {"."});
+    o.changed_count = changed.size();
+    o.changed.assign(changed.begin(), changed.begin() + static_cast<std::ptrdiff_t>(std::min(changed.size(), kChangedShown)));
+  } catch (const std::runtime_error& e) {
+    o.kind = BaseOriginKind::unjudged;
+    o.reason = fmt::format("the base {} cannot be compared with the trusted ref: {}", sha.substr(0, 12), e.what());
+    return o;
+  }
+  if (o.changed_count == 0) {
+    o.kind = BaseOriginKind::trusted_history;
+    o.reason = fmt::format("the base {} changes nothing since its merge base {} with the trusted ref", sha.substr(0, 12),
+                           o.merge_base.substr(0, 12));
+  } else {
+    o.kind = BaseOriginKind::agent_commits;
+    o.reason = fmt::format("the base {}'s own commits since its merge base {} with the trusted ref change {} file(s): {}{}",
+                           sha.substr(0, 12), o.merge_base.substr(0, 12), o.changed_count, fmt::join(o.changed, ", "),
+                           o.changed_count > o.changed.size() ? ", ..." : "");
+  }
+  return o;
+}
+
+nlohmann::ordered_json to_json(const BaseOrigin& o) {
+  return {{"kind", to_string(o.kind)}, {"sha", o.sha}, {"merge_base", o.merge_base}, {"changed", o.changed},
+          {"changed_count", o.changed_count}, {"reason", o.reason}};
+}
+
+BaseOrigin base_origin_from_json(const std::string& kind, const nlohmann::json& detail) {
+  BaseOrigin o;
+  try {
+    o.kind = base_origin_kind_from_string(kind);
+  } catch (const std::invalid_argument&) {
+    o.kind = BaseOriginKind::unrecorded;
+  }
+  if (detail.is_object()) {
+    o.sha = detail.value("sha", "");
+    o.merge_base = detail.value("merge_base", "");
+    o.changed = detail.value("changed", std::vector<std::string>{});
+    o.changed_count = detail.value("changed_count", o.changed.size());
+    o.reason = detail.value("reason", "");
+  }
+  return o;
+}
+
+}  // namespace densefeed
