@@ -519,6 +519,21 @@ void add_trace_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
   }
 }
 
+// A benchmark against a base the agent wrote: whatever else it says, its
+// speedup counts only once measured against a base the agent did not write.
+void add_base_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
+  if (f.promoted || !is_agent_base(f.base_origin.kind) || f.bench.empty()) return;
+  NextStep s;
+  s.kind = "trusted-base";
+  s.suggestion = fmt::format("rerun it against a base the agent did not write: the manifest's base.revision as the trusted ref "
+                             "(densefeed.yaml trusted_ref){}, or the candidate of an experiment promoted before",
+                             f.base_origin.merge_base.empty() ? "" : " or its commit " + f.base_origin.merge_base.substr(0, 12));
+  s.why = fmt::format("its base is {} ({}): a speedup over a base the agent wrote may be a slowed base, so promote refuses it "
+                      "unless a person accepts it (densefeed promote {} --accept-agent-base)",
+                      to_string(f.base_origin.kind), f.base_origin.reason, f.experiment_id);
+  steps.push_back(s);
+}
+
 void add_review_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
   if (f.promoted) return;
   for (const auto& b : f.bench) {
@@ -551,18 +566,8 @@ void add_review_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
     steps.push_back(s);
     return;
   }
-  if (is_agent_base(f.base_origin.kind) && !f.bench.empty()) {
-    NextStep s;
-    s.kind = "trusted-base";
-    s.suggestion = fmt::format("rerun it against a base the agent did not write: the manifest's base.revision as the trusted ref "
-                               "(densefeed.yaml trusted_ref){}, or the candidate of an experiment promoted before",
-                               f.base_origin.merge_base.empty() ? "" : " or its commit " + f.base_origin.merge_base.substr(0, 12));
-    s.why = fmt::format("its base is {} ({}): a speedup over a base the agent wrote may be a slowed base, so promote refuses it "
-                        "unless a person accepts it (densefeed promote {} --accept-agent-base)",
-                        to_string(f.base_origin.kind), f.base_origin.reason, f.experiment_id);
-    steps.push_back(s);
-    return;
-  }
+  if (is_agent_base(f.base_origin.kind) && !f.bench.empty()) return;  // add_base_steps said what to do first
+
   NextStep s;
   s.kind = "promote";
   s.command = {"densefeed", "promote", std::to_string(f.experiment_id), "--json"};
@@ -665,9 +670,11 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
   if (!compared.empty()) add_comparison_steps(steps, f, compared, tolerance);
   add_process_steps(steps, f, nonfinite);
   if (f.gate_verdict == "green") {
+    add_base_steps(steps, f);
+    const std::size_t base_steps = steps.size();
     add_bench_steps(steps, f);
     add_trace_steps(steps, f);
-    if (steps.empty()) add_review_steps(steps, f);
+    if (steps.size() == base_steps) add_review_steps(steps, f);
   }
   if (steps.size() > max_steps) steps.resize(max_steps);
   return steps;

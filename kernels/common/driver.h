@@ -169,6 +169,11 @@ class CallTimer {
   virtual ~CallTimer() = default;
   virtual void start() = 0;
   virtual double stop_ms() = 0;
+  // The least call of this timer's device, for the empty brackets (between
+  // start() and stop_ms() with no kernel call): what an honest call's sample
+  // is short of densefeed's bracket by beyond the timer itself (a device's
+  // launch and completion latency). Nothing on the CPU.
+  virtual void empty_call() {}
 };
 
 struct TimingOptions {

@@ -31,10 +31,14 @@ class CudaEventTimer : public CallTimer {
   CudaEventTimer& operator=(const CudaEventTimer&) = delete;
   void start() override;
   double stop_ms() override;
+  // A 1-byte cudaMemsetAsync on the legacy default stream: one device
+  // operation's launch and completion, as the least a kernel call costs.
+  void empty_call() override;
 
  private:
   void* start_ = nullptr;  // cudaEvent_t
   void* stop_ = nullptr;
+  void* scratch_ = nullptr;  // 1 byte of device memory
 };
 
 // cudaMalloc'd memory of device 0, freed with it. Throws DriverError naming

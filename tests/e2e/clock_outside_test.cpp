@@ -119,7 +119,8 @@ p = argparse.ArgumentParser(); p.add_argument('--n', type=int); p.add_argument('
 a = p.parse_args()
 d = Driver()
 kernel = d.load_kernel()
-d.time(lambda x: kernel(x, d.params['mode'], a.ms), outputs=lambda y: {'y': y},
+ms = float(d.params.get('cost', a.ms))  # gate pymem's cost param reaches the kernel, not the timer
+d.time(lambda x: kernel(x, d.params['mode'], ms), outputs=lambda y: {'y': y},
        inputs=lambda h: np.random.default_rng(h.seed).standard_normal(a.n))
 )";
 
@@ -146,6 +147,29 @@ std::string self_gate() {
          "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
          "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
          "freezes: [h.py]\n";
+}
+
+// Gates `mem` (s.py, self-timed) and `pymem` (drv.py, the trusted Python
+// driver) declare a working set of 1 GiB per iteration (bench.work bytes,
+// case value mb) and take param cost ms per iteration (drv.py hands it to
+// the kernel: a driver may not take parameters), so that a test can
+// pick a time whose achieved rate lies between the machine's memory and
+// in-cache copy rates.
+std::string mem_gate(bool driven) {
+  const std::string name = driven ? "pymem" : "mem";
+  return "gate: " + name + "\ndescription: y = 2 x\n"
+         "reference:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "candidate:\n  command: [python3, \"{project}/" + std::string(driven ? "h.py" : "s.py") + "\", " +
+         (driven ? "" : "--mode, honest, --ms, \"{param.cost}\", ") + "--n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
+         "params:\n  mode: {type: string, enum: [honest, same], default: honest}\n  cost: {type: number, default: 10}\n"
+         "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
+         "cases:\n  grid:\n    - {n: [1000], mb: [1024]}\nprofiles: {quick: {}, full: {}}\n"
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 90\n  cases: [{mb: 1024}]\n"
+         "  work: {bytes: \"mb * 1048576\"}\n" +
+         (driven ? "  driver:\n    command: [python3, \"{project}/drv.py\", --n, \"{case.n}\", --ms, \"0\"]\n"
+                   "    kernel: {module: k, function: run}\n"
+                 : "") +
+         "freezes: [h.py, drv.py]\n";
 }
 
 std::string cxx_gate() {
@@ -196,6 +220,8 @@ class ClockOutside : public ::testing::Test {
                                        {"drv.py", kDriver},
                                        {"s.py", kSelfHarness},
                                        {"gates/self.yaml", self_gate()},
+                                       {"gates/mem.yaml", mem_gate(false)},
+                                       {"gates/pymem.yaml", mem_gate(true)},
                                        {"lib/libforge_kernel.so", testing::read_file(kKernels / "libforge_kernel.so")},
                                        {"gates/py.yaml", py_gate()},
                                        {"gates/cxx.yaml", cxx_gate()}},
@@ -213,8 +239,10 @@ class ClockOutside : public ::testing::Test {
   // to promote to.
   std::pair<int, J> run(const std::string& g, const std::string& mode, const std::string& base = "main",
                         const std::string& base_mode = "honest") {
-    const auto m = dir_ / (g + "-" + mode + std::to_string(counter_++) + ".yaml");
-    testing::write_file(m, "experiment: " + g + "-" + mode + "\nhypothesis: h\npredicted_effect: p\ngate: " + g +
+    // `mode` and `base_mode` may carry more params after a comma ("same, cost: 12").
+    const std::string tag = mode.substr(0, mode.find(','));
+    const auto m = dir_ / (g + "-" + tag + std::to_string(counter_++) + ".yaml");
+    testing::write_file(m, "experiment: " + g + "-" + tag + "\nhypothesis: h\npredicted_effect: p\ngate: " + g +
                                "\ncandidate: {revision: WORKTREE, params: {mode: " + mode + "}}\n"
                                "base: {revision: " + base + ", params: {mode: " + base_mode + "}}\n"
                                "acceptance:\n  command: [python3, -c, \"import json, os; json.dump(dict(t=1), "
@@ -381,6 +409,56 @@ TEST_F(ClockOutside, ALaunchOnlyTimerWithoutDeclaredWorkIsRed) {
   }
 }
 
+// Issue 26's CPU ceiling: `machine calibrate` took the best copy rate at any
+// size (103.6 GB/s, set by a 32 KiB copy; 29.9 GB/s at 32 MiB), so a kernel
+// whose declared bytes exceed what the memory can move was never flagged on
+// a CPU. Now it records the rate at buffers of 4x the last-level cache beside
+// it, and a case whose declared working set exceeds that cache is held to the
+// memory rate. The candidate here takes the time at which 1 GiB per
+// iteration would be moved at 0.9 x the in-cache ceiling (under the old bar,
+// above the memory's): red, faster than the machine, naming the working set,
+// through the self-timed harness and the trusted Python driver, quiet and
+// loaded (load only makes it slower: still above the memory's rate); the
+// base, at 1/1.2 of the memory rate, is not flagged.
+TEST_F(ClockOutside, AKernelClaimingMoreBytesThanTheMemoryMovesIsFasterThanTheMachine) {
+  const auto cal = df({"machine", "calibrate", "--cpu-only", "--json"});
+  ASSERT_EQ(cal.exit_code, 0) << cal.out << cal.err;
+  const J m = J::parse(cal.out)["ceilings"][0];
+  const double cache = m["figures"]["last_level_cache_bytes"].get<double>(), memory = m["figures"]["memory_copy_bytes_per_s"].get<double>();
+  const double in_cache = m["bytes_per_s"].get<double>(), bytes = 1024.0 * 1048576;
+  ASSERT_GT(cache, 0) << "sysfs names no last-level cache on this machine: " << cal.out;
+  ASSERT_LT(cache, bytes) << "the gates' 1 GiB working set must exceed the last-level cache";
+  ASSERT_GT(memory, 1e8) << cal.out;
+  ASSERT_GT(in_cache * 0.9, memory * kCeilingMargin * 1.5) << "the in-cache rate must be well above the memory's for this test: " << cal.out;
+  const double candidate_ms = bytes / (0.9 * in_cache) * 1e3, base_ms = bytes / (memory / 1.2) * 1e3;
+  std::printf("[ figure ] copy rate in cache %.1f GB/s, beyond %.0f MiB of last-level cache %.1f GB/s; candidate %.2f ms, base %.2f ms per GiB\n",
+              in_cache / 1e9, cache / 1048576, memory / 1e9, candidate_ms, base_ms);
+  const std::string candidate = "same, cost: " + std::to_string(candidate_ms), base = "honest, cost: " + std::to_string(base_ms);
+  for (const bool loaded : {false, true}) {
+    std::optional<CpuBurners> burners;
+    if (loaded) burners.emplace(2);
+    for (const std::string g : {"mem", "pymem"}) {
+      const auto [code, r] = run(g, candidate, "main", base);
+      EXPECT_EQ(code, 1) << g << " loaded " << loaded << r.dump(1).substr(0, 4000);
+      EXPECT_EQ(r["stages"]["bench"]["status"], "red") << g << " loaded " << loaded << r["stages"]["bench"].dump(1);
+      EXPECT_NE(bench_reason(r).find("faster than the machine: the candidate arm's bandwidth"), std::string::npos) << g << bench_reason(r);
+      EXPECT_NE(bench_reason(r).find("for a working set beyond its"), std::string::npos) << g << bench_reason(r);
+      bool flagged_candidate = false, flagged_base = false;
+      for (const auto& c : r["stages"]["bench"]["cases"]) {
+        for (const auto& f : c["timing_flags"]) {
+          if (f["kind"] != "faster_than_machine") continue;
+          (f["arm"] == "candidate" ? flagged_candidate : flagged_base) = true;
+          EXPECT_DOUBLE_EQ(f["figures"]["ceiling"].get<double>(), memory) << g << f.dump();
+          EXPECT_LT(f["figures"]["achieved"].get<double>(), in_cache * kCeilingMargin) << g << ": the old in-cache bar would not have caught it";
+        }
+      }
+      EXPECT_TRUE(flagged_candidate) << g << " loaded " << loaded << r["stages"]["bench"].dump(1);
+      EXPECT_FALSE(flagged_base) << g << " loaded " << loaded << r["stages"]["bench"].dump(1);
+      nothing_recorded_faster(r);
+    }
+  }
+}
+
 // The bracket's overhead (µs per iteration: the median of empty brackets,
 // the driver's two writes to the clock socket and its timer) is recorded in
 // the case's checks, for both drivers; an honest 2x does not disagree with
@@ -431,6 +509,10 @@ TEST_F(ClockOutside, ASabotagedWorktreeBaseIsRefusedByPromote) {
   const auto text = df({"ledger", "show", id});
   EXPECT_NE(text.out.find("base: worktree"), std::string::npos) << text.out;
   EXPECT_NE(text.out.find("promotion needs --accept-agent-base"), std::string::npos) << text.out;
+  // The agent is told first to measure against a base it did not write.
+  ASSERT_FALSE(r["next"].empty()) << r.dump(1).substr(0, 4000);
+  EXPECT_EQ(r["next"][0]["kind"], "trusted-base") << r["next"].dump(1);
+  EXPECT_NE(r["next"][0]["why"].get<std::string>().find("--accept-agent-base"), std::string::npos) << r["next"].dump(1);
   auto p = df({"promote", id, "--by", "carol"});
   EXPECT_EQ(p.exit_code, 1) << p.out << p.err;
   EXPECT_NE(p.out.find("its benchmark's base is one the agent wrote (worktree"), std::string::npos) << p.out;
