@@ -59,28 +59,38 @@ BaseOrigin judge_base(const std::filesystem::path& dir, const std::string& revis
     o.reason = "the base is the candidate of an experiment promoted before";
     return o;
   }
+  std::vector<std::string> own, differ;
   try {
     o.merge_base = merge_base_of(dir, trusted_sha, sha);
     // Every file: what the kernel runs is not only the kernel's source (a
-    // helper it imports, a build flag), so any change of the base's own is
-    // the agent's.
-    const auto changed = changed_by_own_commits(dir, trusted_sha, sha, {"."});
-    o.changed_count = changed.size();
-    o.changed.assign(changed.begin(), changed.begin() + static_cast<std::ptrdiff_t>(std::min(changed.size(), kChangedShown)));
+    // helper it imports, a build flag), so any difference is the agent's.
+    own = changed_by_own_commits(dir, trusted_sha, sha, {"."});
+    // And against the trusted ref's own files: a commit of the trusted ref's
+    // history (a slowed commit later reverted, a branch merged with -s ours)
+    // has no commits of its own, but its files are not the trusted ref's, and
+    // the agent can write that history.
+    differ = changed_between(dir, trusted_sha, sha, {"."});
   } catch (const std::runtime_error& e) {
     o.kind = BaseOriginKind::unjudged;
     o.reason = fmt::format("the base {} cannot be compared with the trusted ref: {}", sha.substr(0, 12), e.what());
     return o;
   }
-  if (o.changed_count == 0) {
+  const auto& changed = own.empty() ? differ : own;
+  o.changed_count = changed.size();
+  o.changed.assign(changed.begin(), changed.begin() + static_cast<std::ptrdiff_t>(std::min(changed.size(), kChangedShown)));
+  const std::string files = fmt::format("{} file(s): {}{}", o.changed_count, fmt::join(o.changed, ", "), o.changed_count > o.changed.size() ? ", ..." : "");
+  if (differ.empty()) {
     o.kind = BaseOriginKind::trusted_history;
-    o.reason = fmt::format("the base {} changes nothing since its merge base {} with the trusted ref", sha.substr(0, 12),
-                           o.merge_base.substr(0, 12));
+    o.reason = fmt::format("the base {}'s files are the trusted ref's (merge base {})", sha.substr(0, 12), o.merge_base.substr(0, 12));
+  } else if (!own.empty()) {
+    o.kind = BaseOriginKind::agent_commits;
+    o.reason = fmt::format("the base {}'s own commits since its merge base {} with the trusted ref change {}", sha.substr(0, 12),
+                           o.merge_base.substr(0, 12), files);
   } else {
     o.kind = BaseOriginKind::agent_commits;
-    o.reason = fmt::format("the base {}'s own commits since its merge base {} with the trusted ref change {} file(s): {}{}",
-                           sha.substr(0, 12), o.merge_base.substr(0, 12), o.changed_count, fmt::join(o.changed, ", "),
-                           o.changed_count > o.changed.size() ? ", ..." : "");
+    o.reason = fmt::format("the base {} is in the trusted ref's history but its files differ from the trusted ref's in {} (a "
+                           "commit the agent could have written there, e.g. one later reverted)",
+                           sha.substr(0, 12), files);
   }
   return o;
 }

@@ -1,7 +1,7 @@
 // Who wrote the base an experiment's candidate is compared with (issue 26, "a
 // base the agent did not write"). A speedup is a ratio: a base the agent
-// wrote (a WORKTREE base, or a commit whose own commits change the project
-// after it left the trusted ref) can be slowed on purpose, and equal code then
+// wrote (a WORKTREE base, or a commit whose files differ from the trusted
+// ref's) can be slowed on purpose, and equal code then
 // reads as faster. Such a base still runs, but the record says so and
 // promotion needs a person's acceptance of it (promote --accept-agent-base;
 // the ledger's promotions trigger enforces it).
@@ -19,8 +19,9 @@ namespace densefeed {
 enum class BaseOriginKind {
   trusted_ref,      // the trusted ref's commit, as the gate store exported it
   promoted,         // the candidate commit of an experiment promoted before (its acceptance ran)
-  trusted_history,  // a commit with no changes of its own since its merge base with the trusted ref (an older trusted commit)
-  agent_commits,    // a commit whose own commits change files after the merge base: the agent's
+  trusted_history,  // another commit whose files are the trusted ref's (git diff with it empty)
+  agent_commits,    // a commit whose files differ from the trusted ref's: its own commits after the merge base, or a
+                    // commit of the trusted ref's history (reverted since, merged with -s ours) that the agent could write
   worktree,         // WORKTREE: the checkout the agent writes in
   unjudged,         // its history could not be compared with the trusted ref's (no shared history, no trusted commit)
   unrecorded,       // recorded before densefeed judged bases (ledger version < 7)

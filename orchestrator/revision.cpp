@@ -69,6 +69,16 @@ std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir
   return lines_of(*out);
 }
 
+std::vector<std::string> changed_between(const std::filesystem::path& dir, const std::string& a, const std::string& b,
+                                         const std::vector<std::string>& paths) {
+  if (paths.empty()) return {};
+  std::vector<std::string> argv = {"git", "-C", dir.string(), "diff", "--name-only", "--no-renames", "--relative", a, b, "--"};
+  argv.insert(argv.end(), paths.begin(), paths.end());
+  const auto out = capture_output(argv, dir);
+  if (!out) throw std::runtime_error(fmt::format("git diff of {} against {} failed", b.substr(0, 12), a.substr(0, 12)));
+  return lines_of(*out);
+}
+
 void export_revision(const std::filesystem::path& dir, const std::string& prefix, const std::string& sha,
                      const std::filesystem::path& dest) {
   std::filesystem::create_directories(dest);

@@ -37,6 +37,13 @@ std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir
 // std::runtime_error when they share no history.
 std::string merge_base_of(const std::filesystem::path& dir, const std::string& a, const std::string& b);
 
+// The files (relative to `dir`, under `paths`) whose content differs between
+// commits `a` and `b` (git diff --name-only --no-renames --relative a b),
+// whatever history lies between them. Throws std::runtime_error when git
+// fails (an unknown commit).
+std::vector<std::string> changed_between(const std::filesystem::path& dir, const std::string& a, const std::string& b,
+                                         const std::vector<std::string>& paths);
+
 // Writes the tree of the project folder `prefix` ("" or "sub/dir/", relative
 // to the top of the repository `repo_top`) at commit `sha` into the empty
 // folder `dest` (git archive SHA:PREFIX run at the top, then tar): a clean

@@ -496,6 +496,7 @@ void Driver::time(const std::function<void()>& call, const std::function<std::ve
   // synchronisation) with no kernel call between start and stop, so densefeed's figure of the overhead
   // holds what an honest sample is short of its bracket by.
   for (int k = 0; k < kEmptyBrackets; ++k) {
+    timer.settle();
     clock_begin(clock);
     timer.start();
     timer.empty_call();
@@ -505,6 +506,7 @@ void Driver::time(const std::function<void()>& call, const std::function<std::ve
   for (unsigned k = 0; k < warmup + iters; ++k) {
     if (options.prepare) options.prepare(seeds[k]);
     if (options.flush) options.flush();
+    timer.settle();
     clock_begin(clock);
     timer.start();
     call();

@@ -174,6 +174,11 @@ class CallTimer {
   // is short of densefeed's bracket by beyond the timer itself (a device's
   // launch and completion latency). Nothing on the CPU.
   virtual void empty_call() {}
+  // Before densefeed's bracket opens: waits for the device work queued
+  // outside the timed region (an input upload, the L2 flush, the outputs'
+  // poisoning), so that the bracket holds the call alone, as the device
+  // timer does. Nothing on the CPU.
+  virtual void settle() {}
 };
 
 struct TimingOptions {

@@ -37,6 +37,8 @@ CudaEventTimer::~CudaEventTimer() {
   if (scratch_ != nullptr) cudaFree(scratch_);
 }
 
+void CudaEventTimer::settle() { check(cudaDeviceSynchronize(), "the work before the call (cudaDeviceSynchronize)"); }
+
 void CudaEventTimer::empty_call() { check(cudaMemsetAsync(scratch_, 0, 1, nullptr), "cudaMemsetAsync (the empty call)"); }
 
 void CudaEventTimer::start() { check(cudaEventRecord(event(start_), nullptr), "cudaEventRecord (start)"); }

@@ -34,6 +34,10 @@ class CudaEventTimer : public CallTimer {
   // A 1-byte cudaMemsetAsync on the legacy default stream: one device
   // operation's launch and completion, as the least a kernel call costs.
   void empty_call() override;
+  // cudaDeviceSynchronize: the flush and uploads before a call end before
+  // densefeed's bracket opens (the events never saw them; the bracket did,
+  // 20 us of each 40 to 60 us iteration of kda-decode on the H200).
+  void settle() override;
 
  private:
   void* start_ = nullptr;  // cudaEvent_t

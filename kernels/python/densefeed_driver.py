@@ -308,7 +308,9 @@ class Driver:
         HarnessError).
 
         Each iteration: flush() (outside the timed region, e.g. a cache
-        flush), then the clock around call() and sync() (for asynchronous
+        flush) and sync(), so that the device work queued before the call
+        ends before densefeed's bracket opens, then the clock around call()
+        and sync() (for asynchronous
         devices: the device's synchronisation, so the work is inside the
         timed region); then outputs(result) -> {NAME: array} is hashed and
         kept (outside the timed region). Writes samples.json, timed.json,
@@ -359,6 +361,8 @@ class Driver:
             x = inputs(h.with_seed(seeds[k])) if seeds is not None else None
             if flush is not None:
                 flush()
+            if sync is not None:
+                sync()  # the inputs' upload and the flush end before the bracket opens: it holds the call alone
             begin()
             t0 = _clock_ns()
             result = call(x) if seeds is not None else call()

@@ -568,6 +568,51 @@ TEST_F(ClockOutside, ABaseWhoseOwnCommitsChangeTheKernelIsRefusedByPromote) {
   EXPECT_EQ(sql("SELECT COUNT(*) AS n FROM bench_acceptances WHERE experiment_id = " + id2)[0]["n"], 0);
 }
 
+// Issue 26's sabotaged base hidden in the trusted ref's own history (found
+// by a hostile trial: both were promoted as trusted_history before): a
+// slowed commit on main reverted at once, named by its sha; and a slowed
+// branch merged into main with -s ours (main's files unchanged, the branch
+// now an ancestor). Neither has commits of its own after its merge base,
+// but their files are not the trusted ref's: agent_commits, naming k.py. A
+// commit whose files are the trusted ref's (an empty commit before it) is
+// trusted_history.
+TEST_F(ClockOutside, ASlowedBaseHiddenInTheTrustedRefsHistoryIsTheAgents) {
+  const auto judged = [&](const std::string& base) {
+    const auto m = dir_ / ("hidden" + std::to_string(counter_++) + ".yaml");
+    testing::write_file(m, "experiment: hidden\nhypothesis: h\npredicted_effect: p\ngate: py\n"
+                           "candidate: {revision: main, params: {mode: fast2x}}\nbase: {revision: " + base + ", params: {mode: honest}}\n");
+    const auto r = df({"run", m.string(), "--no-bench", "--json"});
+    EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+    const J doc = J::parse(r.out, nullptr, false);
+    return doc.is_object() ? doc["record"]["base_origin"] : J();
+  };
+  const auto git = [&](const std::vector<std::string>& args) { ASSERT_EQ(testing::git(repo_, args).exit_code, 0) << args.front(); };
+  const auto head = [&] { return testing::git(repo_, {"rev-parse", "HEAD"}).out.substr(0, 40); };
+  git({"commit", "-q", "--allow-empty", "-m", "nothing"});
+  const std::string same = head();
+  std::string k = testing::read_file(repo_ / "k.py");
+  const std::string at = "def run(x, mode, ms):\n";
+  ASSERT_NE(k.find(at), std::string::npos);
+  const std::string slow = std::string(k).insert(k.find(at) + at.size(), "    time.sleep(0.003)\n");
+  testing::write_file(repo_ / "k.py", slow);
+  git({"commit", "-q", "-am", "slower"});
+  const std::string slowed = head();
+  git({"revert", "--no-edit", "HEAD"});
+  git({"checkout", "-q", "-b", "slowb"});
+  testing::write_file(repo_ / "k.py", slow);
+  git({"commit", "-q", "-am", "slower again"});
+  git({"checkout", "-q", "main"});
+  git({"merge", "-q", "-s", "ours", "--no-edit", "slowb"});
+  for (const std::string base : {slowed, std::string("slowb")}) {
+    const J origin = judged(base);
+    EXPECT_EQ(origin["kind"], "agent_commits") << base << origin.dump(1);
+    EXPECT_EQ(origin["changed"], J::array({"k.py"})) << base << origin.dump(1);
+  }
+  const J origin = judged(same);
+  EXPECT_EQ(origin["kind"], "trusted_history") << origin.dump(1);
+  EXPECT_EQ(origin["changed_count"], 0) << origin.dump(1);
+}
+
 // The protocol itself, on records made here: a round is exactly
 // kEmptyBrackets + warmup + iters (b, e) pairs; one byte more, one missing,
 // a socket still held open, a message the kernel did not stamp, a stamp
