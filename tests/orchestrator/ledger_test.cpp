@@ -254,7 +254,7 @@ TEST_F(LedgerInvariants, PromotionOfACandidateTimedBenchmarkNeedsAPersonsAccepta
   EXPECT_THROW(ledger.record_promotion(id, "carol"), InputError);
   EXPECT_EQ(plain_sql(db_path(), "INSERT INTO bench_acceptances(experiment_id, concern, accepted_by, accepted_at) VALUES (" +
                                      std::to_string(id) + ", 'anything', 'carol', 'now')"),
-            "CHECK constraint failed: concern IN ('candidate_timing', 'speedup_beyond_bound')");
+            "CHECK constraint failed: concern IN ('candidate_timing', 'speedup_beyond_bound', 'agent_base')");
   // Accepted in the same transaction as the promotion: recorded, linked, promoted.
   EXPECT_GT(ledger.record_promotion(id, "carol", {"candidate_timing"}), 0);
   EXPECT_EQ(plain_sql(db_path(), "DELETE FROM bench_acceptances"), "bench_acceptances is append-only");
