@@ -35,7 +35,7 @@ bool is_agent_base(BaseOriginKind k) {
 }
 
 BaseOrigin judge_base(const std::filesystem::path& dir, const std::string& revision, const std::string& sha, bool worktree_dirty,
-                      const std::string& trusted_sha, const std::vector<std::string>& promoted) {
+                      const std::string& trusted_sha) {
   BaseOrigin o;
   o.sha = revision == kWorktree && worktree_dirty ? std::string() : sha;
   if (revision == kWorktree) {
@@ -52,11 +52,6 @@ BaseOrigin judge_base(const std::filesystem::path& dir, const std::string& revis
     o.kind = BaseOriginKind::trusted_ref;
     o.merge_base = sha;
     o.reason = "the base is the trusted ref's commit";
-    return o;
-  }
-  if (std::find(promoted.begin(), promoted.end(), sha) != promoted.end()) {
-    o.kind = BaseOriginKind::promoted;
-    o.reason = "the base is the candidate of an experiment promoted before";
     return o;
   }
   std::vector<std::string> own, differ;
@@ -93,6 +88,15 @@ BaseOrigin judge_base(const std::filesystem::path& dir, const std::string& revis
                            sha.substr(0, 12), files);
   }
   return o;
+}
+
+void credit_promoted(BaseOrigin& o, const std::vector<std::string>& promoted_shas) {
+  if (o.kind != BaseOriginKind::agent_commits && o.kind != BaseOriginKind::trusted_history) return;
+  if (!std::binary_search(promoted_shas.begin(), promoted_shas.end(), o.sha)) return;
+  o.kind = BaseOriginKind::promoted;
+  o.changed.clear();
+  o.changed_count = 0;
+  o.reason = "the base is the candidate of an experiment promoted before (its acceptance passed)";
 }
 
 nlohmann::ordered_json to_json(const BaseOrigin& o) {

@@ -45,12 +45,16 @@ inline constexpr std::size_t kChangedShown = 20;
 
 // Judges the base: `revision` as the manifest names it, `sha` its resolved
 // commit, `trusted_sha` the trusted ref's commit (empty when the gate store
-// is the worktree, --trust-worktree), `promoted` the candidate commits of
-// promoted experiments (Ledger::promoted_candidate_shas). Runs read-only git
+// is the worktree, --trust-worktree). Runs read-only git
 // in `dir` (the project folder); never throws for a history git cannot
 // compare (unjudged, with git's reason).
 BaseOrigin judge_base(const std::filesystem::path& dir, const std::string& revision, const std::string& sha, bool worktree_dirty,
-                      const std::string& trusted_sha, const std::vector<std::string>& promoted);
+                      const std::string& trusted_sha);
+
+// A judged commit (agent_commits or trusted_history) that is the candidate of
+// an experiment promoted before becomes `promoted`: `promoted_shas` sorted,
+// as Ledger::promoted_candidate_shas returns them. Other kinds are left.
+void credit_promoted(BaseOrigin& o, const std::vector<std::string>& promoted_shas);
 
 // {kind, sha, merge_base, changed: [...], changed_count, reason}, and back
 // (an unknown kind is unrecorded).

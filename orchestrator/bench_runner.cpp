@@ -336,20 +336,20 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     // the driver's in-process samples decide, as before issue 26.
     const bool outside = driven && executor().name() == "local";
     std::vector<ClockRoundSamples> clock_rounds[2];  // base, candidate
-    std::size_t bounded_counts[2][2] = {{0, 0}, {0, 0}};
+    std::size_t bounded_counts[2][2] = {{0, 0}, {0, 0}};  // per arm: samples raised, lowered to the outside clock's bounds
     std::vector<double> own_overhead_ms[2];  // per arm and round: the median of its own empty brackets
-    std::vector<double> least_empty;  // the empty brackets (ms) of the round of either arm with the least median so far  // per arm: samples raised, lowered to the outside clock's bounds
+    std::vector<double> least_empty;         // the empty brackets (ms) of the round of either arm with the least median so far
     int long_factor = 2;
     for (int round = 0; round < max_rounds; ++round) {
       // ABBA ordering: rounds 0 and 3 (mod 4) start with the base. Odd rounds
-      // run more iterations (long_factor x iters): the wall time's growth with them is
-      // densefeed's own measure of each arm's per-iteration cost.
+      // run long_factor x iters: the wall time's growth with them is
+      // densefeed's own measure of each arm's per-iteration cost. A
+      // self-timed benchmark's factor is set by the base's first round
+      // (timing_checks.h long_round_factor) so that the wall fit can see an
+      // iteration beside a process's start-up; a driven one's stays 2 (the
+      // outside clock times every iteration, and the input sets are drawn
+      // for 2 x iters).
       const bool base_first = round % 4 == 0 || round % 4 == 3;
-      // A self-timed arm's long rounds run long_factor x iters, set by the
-      // base's first round (timing_checks.h long_round_factor) so that the
-      // wall fit can see an iteration beside a process's start-up; a driven
-      // arm's stay at 2 x (the outside clock times every iteration, and the
-      // input sets are drawn for 2 x iters).
       if (round == 1 && !driven && !bc.base_walls.empty()) long_factor = long_round_factor(bc.base_walls.front());
       const int iters = gate.bench.iters * (round % 2 == 0 ? 1 : long_factor);
       for (int k = 0; k < 2; ++k) {
@@ -490,13 +490,12 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
             // of kda-decode on the H200 read 1.038x twice).
             const int a = is_base ? 0 : 1;
             if (least_empty.empty() || median(clocked->empty_ms) < median(least_empty)) least_empty = clocked->empty_ms;
-            const std::vector<double>& empty = least_empty;
             own_overhead_ms[a].push_back(median(clocked->empty_ms));
-            clock_rounds[a].push_back({r.samples_ms, clocked->timed_ms, median(empty)});
+            clock_rounds[a].push_back({r.samples_ms, clocked->timed_ms, median(least_empty)});
             // The driver's samples, bounded by densefeed's intervals around
             // them (bound_by_outside_clock): shrunk ones count as what
             // densefeed saw less the brackets' overhead.
-            const BoundedSamples bounded = bound_by_outside_clock(r.samples_ms, clocked->timed_ms, empty);
+            const BoundedSamples bounded = bound_by_outside_clock(r.samples_ms, clocked->timed_ms, least_empty);
             bounded_counts[is_base ? 0 : 1][0] += bounded.raised;
             bounded_counts[is_base ? 0 : 1][1] += bounded.lowered;
             r.samples_ms = bounded.ms;

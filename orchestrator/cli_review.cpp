@@ -137,8 +137,8 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
   promote->add_flag("--accept-speedup-beyond-bound", pa->accept_beyond_bound,
                     "accept a speedup above the gate's bench.max_speedup after a person checked it; recorded");
   promote->add_flag("--accept-agent-base", pa->accept_agent_base,
-                    "accept a benchmark against a base the agent wrote (WORKTREE, or a commit with changes of its own since the "
-                    "trusted ref) after a person checked the base; recorded");
+                    "accept a benchmark against a base the agent wrote (WORKTREE, or a commit whose files differ from the "
+                    "trusted ref's) after a person checked the base; recorded");
   add_ledger_and_json(promote, ctx);
   verbs.push_back({promote, [&ctx, pa] {
                      const auto id = parse_experiment_id(pa->id);

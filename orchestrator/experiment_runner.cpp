@@ -120,7 +120,7 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
   const auto code_of = [&](const Arm& arm, const std::string& sha) {
     return arm.revision == kWorktree && out.worktree_dirty ? std::string(kWorktree) : sha;
   };
-  out.base_origin = judge_base(dir, m.base.revision, out.base_sha, out.worktree_dirty, store.worktree ? std::string() : store.commit, {});
+  out.base_origin = judge_base(dir, m.base.revision, out.base_sha, out.worktree_dirty, store.worktree ? std::string() : store.commit);
   if (out.gate && code_of(m.candidate, out.candidate_sha) == code_of(m.base, out.base_sha) &&
       out.candidate_params == out.base_params) {
     m.doc.fail("/base", "the base is the candidate (same revision and parameters): that only measures noise; "
@@ -146,13 +146,7 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
 
 std::int64_t record_prepared(Ledger& ledger, ExperimentOutcome& prepared, ExperimentEvent first, const std::string& owner) {
   if (prepared.base_origin.kind == BaseOriginKind::agent_commits || prepared.base_origin.kind == BaseOriginKind::trusted_history) {
-    const auto promoted = ledger.promoted_candidate_shas();
-    if (std::binary_search(promoted.begin(), promoted.end(), prepared.base_origin.sha)) {
-      prepared.base_origin.kind = BaseOriginKind::promoted;
-      prepared.base_origin.changed.clear();
-      prepared.base_origin.changed_count = 0;
-      prepared.base_origin.reason = "the base is the candidate of an experiment promoted before (its acceptance passed)";
-    }
+    credit_promoted(prepared.base_origin, ledger.promoted_candidate_shas());
   }
   return ledger.record_experiment({&prepared.manifest, prepared.candidate_params, prepared.base_params, prepared.candidate_sha,
                                    prepared.base_sha, prepared.worktree_dirty, prepared.base_origin},

@@ -616,6 +616,21 @@ TEST_F(ClockOutside, ASlowedBaseHiddenInTheTrustedRefsHistoryIsTheAgents) {
   const J origin = judged(same);
   EXPECT_EQ(origin["kind"], "trusted_history") << origin.dump(1);
   EXPECT_EQ(origin["changed_count"], 0) << origin.dump(1);
+  // Once a person promoted slowb as a candidate (its acceptance passed), a
+  // base at it is that promoted commit, not the agent's.
+  const auto m = dir_ / "promote-slowb.yaml";
+  testing::write_file(m, "experiment: slowb\nhypothesis: h\npredicted_effect: p\ngate: py\n"
+                         "candidate: {revision: slowb, params: {mode: honest}}\nbase: {revision: main, params: {mode: honest}}\n"
+                         "acceptance:\n  command: [python3, -c, \"import json, os; json.dump(dict(t=1), "
+                         "open(os.environ['DENSEFEED_OUT'] + '/metrics.json', 'w'))\"]\n  criteria: [\"t <= 2\"]\n");
+  const auto ran = df({"run", m.string(), "--no-bench", "--json"});
+  ASSERT_EQ(ran.exit_code, 0) << ran.out << ran.err;
+  const auto id = std::to_string(J::parse(ran.out)["experiment_id"].get<std::int64_t>());
+  const auto p = df({"promote", id, "--by", "carol"});
+  ASSERT_EQ(p.exit_code, 0) << p.out << p.err;
+  const J promoted = judged("slowb");
+  EXPECT_EQ(promoted["kind"], "promoted") << promoted.dump(1);
+  EXPECT_EQ(promoted["changed_count"], 0) << promoted.dump(1);
 }
 
 // The protocol itself, on records made here: a round is exactly

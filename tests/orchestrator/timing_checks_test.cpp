@@ -43,6 +43,17 @@ TEST(TimingChecks, WallFitRecoversPerIterationCostAndFixedCost) {
   EXPECT_FALSE(fit_wall(rounds(3, 5, 120, 20, 20)).fitted);
 }
 
+// long_round_factor: 8 timed iterations of 10 ms in a 380 ms round (300 ms
+// untimed): ceil(1 + 2 * 300 / 80) = 9; clamped to 2 when the iterations
+// dominate and to 16 when they claim next to nothing; 2 without samples.
+TEST(TimingChecks, TheLongRoundFactorMakesTheExtraIterationsClaimTwiceTheUntimedTime) {
+  EXPECT_EQ(long_round_factor({0.390, 9, 8, 80.0}), 9);
+  EXPECT_EQ(long_round_factor({1.0, 9, 8, 990.0}), 2);
+  EXPECT_EQ(long_round_factor({0.300, 9, 8, 0.0032}), kMaxLongRoundFactor);
+  EXPECT_EQ(long_round_factor({0.300, 9, 8, 0.0}), 2);
+  EXPECT_EQ(long_round_factor({0.300, 9, 0, 0.0}), 2);
+}
+
 TEST(TimingChecks, SamplesAddingUpToMoreThanTheWallAreFlaggedHonestOnesNot) {
   auto r = rounds(9, 5, 120, 20, 20);
   EXPECT_TRUE(check_round_sums(r, "candidate").empty());
