@@ -525,9 +525,8 @@ void add_base_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
   if (f.promoted || !is_agent_base(f.base_origin.kind) || f.bench.empty()) return;
   NextStep s;
   s.kind = "trusted-base";
-  s.suggestion = fmt::format("rerun it against a base the agent did not write: the manifest's base.revision as the trusted ref "
-                             "(densefeed.yaml trusted_ref){}, or the candidate of an experiment promoted before",
-                             f.base_origin.merge_base.empty() ? "" : " or its commit " + f.base_origin.merge_base.substr(0, 12));
+  s.suggestion = "rerun it against a base the agent did not write: the manifest's base.revision as the trusted ref "
+                 "(densefeed.yaml trusted_ref), or the candidate of an experiment promoted before";
   s.why = fmt::format("its base is {} ({}): a speedup over a base the agent wrote may be a slowed base, so promote refuses it "
                       "unless a person accepts it (densefeed promote {} --accept-agent-base)",
                       to_string(f.base_origin.kind), f.base_origin.reason, f.experiment_id);
