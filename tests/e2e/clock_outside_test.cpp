@@ -4,7 +4,7 @@
 // and `cxx` (the C++ driver tests/support/forge_cxx_driver.cpp loading the
 // arm's libforge_kernel.so). Each test is an attack, written as a hostile
 // kernel would; the samples that decide are densefeed's own timestamps of
-// every iteration (orchestrator/outside_clock.h).
+// every iteration (orchestrator/launch/outside_clock.h).
 #include <gtest/gtest.h>
 
 #include <signal.h>

@@ -490,7 +490,7 @@ TEST_F(LedgerEndToEnd, EightProcessesRecordingAHundredExperimentsEachLoseNothing
 TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAtOnce) {
   // Build a version-1 file exactly as densefeed 1 did, with one experiment.
   std::string error;
-  sql_rows(ledger(), testing::read_file(kRoot / "orchestrator" / "ledger_schema.sql") +
+  sql_rows(ledger(), testing::read_file(kRoot / "orchestrator" / "store" / "ledger_schema.sql") +
                          "INSERT INTO schema_info(version) VALUES (1);"
                          "INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, hypothesis, predicted_effect, gate, "
                          "candidate_revision, candidate_params, base_revision, base_params, submitted_at) VALUES ('old', 'm.yaml', 'x', '" +
@@ -503,7 +503,7 @@ TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAt
   }
   for (int p = 0; p < 6; ++p) EXPECT_EQ(readers[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("open-{}.log", p));
   // Migrated 1 -> 2 -> ... -> 7 in one open, by exactly one of the six.
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8");
   EXPECT_EQ(sql_one(ledger(), "SELECT state FROM experiment_states WHERE experiment_id = 1"), "recorded");
   // The old row, sealed with the key, then the key's own row.
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(table_name || ':' || row_id) FROM (SELECT * FROM record_chain ORDER BY seq)"),
@@ -582,9 +582,9 @@ void write_version_2_ledger(const std::filesystem::path& path, const std::filesy
     EXPECT_EQ(rc, SQLITE_OK) << text << "\n" << sql.substr(0, 200);
     return sqlite3_last_insert_rowid(db);
   };
-  exec(testing::read_file(root / "orchestrator" / "ledger_schema.sql"));
+  exec(testing::read_file(root / "orchestrator" / "store" / "ledger_schema.sql"));
   exec("INSERT INTO schema_info(version) VALUES (1)");
-  exec(testing::read_file(root / "orchestrator" / "ledger_migration_2.sql"));
+  exec(testing::read_file(root / "orchestrator" / "store" / "ledger_migration_2.sql"));
   exec("INSERT INTO schema_info(version) VALUES (2)");
   for (const auto& [name, verdict] : {std::pair{"old-green", "green"}, std::pair{"old-red", "red"}}) {
     const bool green = std::string(verdict) == "green";
@@ -656,7 +656,7 @@ TEST_F(LedgerEndToEnd, AVersion2LedgerIsMigratedThroughToTheCurrentVersionIntact
   // The current densefeed opens it: migrated 2 -> 3 -> 4 once, the old links re-sealed with the key.
   const auto list = densefeed({"ledger", "list", "--ledger", L(), "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.out << list.err;
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8");
   // Who wrote an old experiment's base was never judged: unrecorded, which
   // promotion does not ask a person to accept.
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(base_origin) FROM experiments"), "unrecorded,unrecorded");
@@ -721,7 +721,7 @@ TEST_F(LedgerEndToEnd, AVersion6LedgerWithBenchAcceptancesIsMigratedIntact) {
 
   const auto audit = densefeed({"audit", "--ledger", L(), "--expect-head", head});
   ASSERT_EQ(audit.exit_code, 0) << audit.out << audit.err;
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8");
   EXPECT_EQ(sql_one(ledger(), acceptances), before);
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(experiment_id || ':' || promoted_by) FROM promotions"), "1:carol");
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(base_origin) FROM experiments"), "unrecorded,unrecorded");
@@ -812,7 +812,7 @@ TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvA
   EXPECT_EQ(densefeed({"ledger", "export", "--format", "csv", "--table", "nope", "--ledger", L()}).exit_code, 2);
   const auto json = nlohmann::json::parse(densefeed({"ledger", "export", "--ledger", L()}).out);
   EXPECT_EQ(json["experiments"].size(), 2u);
-  EXPECT_EQ(json["schema_info"].size(), 7u);  // versions 1 to 7
+  EXPECT_EQ(json["schema_info"].size(), 8u);  // versions 1 to 8
 }
 
 }  // namespace

@@ -2,7 +2,7 @@
 # InstallPrefix: `cmake --install BUILD --prefix P` installs densefeed, its
 # data and the Python harness module and nothing else; the installed binary
 # runs from an unrelated folder, and neither it nor its data names the source
-# tree (data is found next to the executable, orchestrator/install_paths.h).
+# tree (data is found next to the executable, orchestrator/common/install_paths.h).
 #   install_prefix_test.sh BUILD_DIR SOURCE_DIR VERSION PYTHON
 # PYTHON: the harnesses' interpreter (Debian's python3).
 set -euo pipefail

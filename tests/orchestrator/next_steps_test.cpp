@@ -225,11 +225,27 @@ TEST(NextSteps, AnInconclusiveBenchmarkAsksForTheNoiseFloorOrAnIdleMachine) {
   EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "bench", "calibrate", "cp-affine-chain", "--comparisons", "20"}));
   EXPECT_NE(steps[0].why.find("speedup 1.004x [0.991, 1.018] over 9 rounds, noise threshold 1.0%"), std::string::npos) << steps[0].why;
   // Spread, not the threshold, held it back: calibration would not help.
-  steps = next_steps(green_with({bench("inconclusive", 0.606, 0.586, 0.625,
-                                       "inconclusive: relative spread base 21.2%, candidate 14.0% (limit < 10%); median ...")}));
+  auto spread = bench("inconclusive", 0.606, 0.586, 0.625, "inconclusive: relative spread base 21.2%, candidate 14.0% (limit < 10%); median ...");
+  spread.guards = std::vector<BenchGuard>{BenchGuard::spread};
+  spread.base_spread = 0.212, spread.candidate_spread = 0.14;
+  steps = next_steps(green_with({spread}));
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].kind, "rerun-bench");
   EXPECT_NE(steps[0].why.find("relative spread base 21.2%, candidate 14.0% (limit < 10%)"), std::string::npos) << steps[0].why;
+}
+
+// The guards are values: a reason that only says "relative spread" or
+// "throttled" (a candidate's own text could) moves no step, and a guard
+// recorded without those words does.
+TEST(NextSteps, TheGuardsDecideTheStepNotTheReasonsWords) {
+  auto worded = bench("inconclusive", 1.004, 0.991, 1.018, "inconclusive: relative spread base 21.2%; SM clocks; throttled");
+  worded.guards = std::vector<BenchGuard>{};
+  EXPECT_EQ(next_steps(green_with({worded}))[0].kind, "calibrate");
+  auto clock = bench("inconclusive", 1.004, 0.991, 1.018, "inconclusive: median ...");
+  clock.guards = std::vector<BenchGuard>{BenchGuard::throttle};
+  const auto steps = next_steps(green_with({clock}));
+  EXPECT_EQ(steps[0].kind, "rerun-bench");
+  EXPECT_NE(steps[0].suggestion.find("clocks steady"), std::string::npos) << steps[0].suggestion;
 }
 
 TEST(NextSteps, SlowerSameAndAWrongPredictionEachSayWhatToDo) {

@@ -28,6 +28,16 @@ std::string read(const std::filesystem::path& p) {
   return s.str();
 }
 
+// A source file of orchestrator/ by its name, in whichever layer's folder it
+// lies (names are unique across layers: tests/orchestrator/layers_test.cpp).
+std::filesystem::path source(const std::string& name) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(kOrchestrator)) {
+    if (e.path().filename() == name) return e.path();
+  }
+  ADD_FAILURE() << "no " << name << " under " << kOrchestrator.string();
+  return kOrchestrator / name;
+}
+
 // Files that may start processes, and why none of them runs what a manifest
 // or a candidate supplies.
 const std::map<std::string, std::string> kMayStartProcesses = {
@@ -54,7 +64,7 @@ TEST(UntrustedLaunch, OnlyListedFilesStartProcesses) {
   const std::regex starts(
       R"(\b(run_process|capture_output|start_detached|launch_trusted|execv|execve|execvp|posix_spawn|popen|system|fork|vfork)\s*\(|\bProcessSpec\b|bp::child\b)");
   std::set<std::string> seen;
-  for (const auto& e : std::filesystem::directory_iterator(kOrchestrator)) {
+  for (const auto& e : std::filesystem::recursive_directory_iterator(kOrchestrator)) {
     if (e.path().extension() != ".cpp") continue;
     const auto name = e.path().filename().string();
     const std::string text = read(e.path());
@@ -70,7 +80,7 @@ TEST(UntrustedLaunch, OnlyListedFilesStartProcesses) {
 
 TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
   for (const auto& name : kUntrustedStages) {
-    const std::string text = read(kOrchestrator / name);
+    const std::string text = read(source(name));
     // A stage hands its commands to the executor (executor.h), one path
     // whatever runs them: run_launch, or an allocation's run.
     EXPECT_TRUE(text.find("run_launch(") != std::string::npos || text.find("allocation->run(") != std::string::npos) << name;
@@ -80,7 +90,7 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
   }
   // There is no launch beside the sandboxed one: the reference, trusted
   // code, runs through launch_untrusted too (issue 25).
-  const std::string gate = read(kOrchestrator / "gate_runner.cpp");
+  const std::string gate = read(source("gate_runner.cpp"));
   EXPECT_EQ(gate.find("launch.trusted"), std::string::npos);
   // ...and both ways of running a job build their launch there.
   std::size_t uses = 0;
@@ -88,10 +98,10 @@ TEST(UntrustedLaunch, EveryStageStartsItsCommandsThroughTheExecutor) {
   EXPECT_EQ(uses, 3u) << "job_launch's definition, run_job and run_job_in_session";
   // Every executor ends in untrusted_launch.h: the local one here, the
   // Slurm one on the compute node through the local one (slurm-serve).
-  const std::string local = read(kOrchestrator / "local_executor.cpp");
+  const std::string local = read(source("local_executor.cpp"));
   EXPECT_NE(local.find("launch_untrusted("), std::string::npos);
   EXPECT_EQ(local.find("launch_trusted("), std::string::npos);
-  const std::string serve = read(kOrchestrator / "slurm_serve.cpp");
+  const std::string serve = read(source("slurm_serve.cpp"));
   EXPECT_NE(serve.find("make_local_executor()"), std::string::npos);
 }
 

@@ -1,0 +1,59 @@
+// The local executor (executor.h): launches run on this machine through
+// untrusted_launch.h, as they always did.
+#include <mutex>
+
+#include "executor.h"
+
+namespace densefeed {
+namespace {
+
+class LocalAllocation : public Allocation {
+ public:
+  LaunchResult run(const Launch& launch_in) override {
+    Launch launch = launch_in;
+    // A cancel of the whole run reaches every process the stages start.
+    if (!launch.untrusted.cancel) launch.untrusted.cancel = &cancel_requested();
+    LaunchResult r;
+    r.placement = "local";
+    r.result = launch_untrusted(launch.untrusted);
+    auto it = launch.untrusted.env.find("CUDA_VISIBLE_DEVICES");
+    if (it != launch.untrusted.env.end()) r.gpu = it->second;
+    return r;
+  }
+};
+
+class LocalExecutor : public Executor {
+ public:
+  std::unique_ptr<Allocation> allocate(const AllocationRequest&) override { return std::make_unique<LocalAllocation>(); }
+  bool assigns_gpus() const override { return true; }
+  int concurrency(int requested, std::size_t) const override { return requested; }
+  std::string name() const override { return "local"; }
+};
+
+std::atomic<bool> g_cancel{false};
+
+std::unique_ptr<Executor>& current() {
+  static std::unique_ptr<Executor> e = make_local_executor();
+  return e;
+}
+
+}  // namespace
+
+std::unique_ptr<Executor> make_local_executor() { return std::make_unique<LocalExecutor>(); }
+
+Executor& executor() { return *current(); }
+
+void request_cancel() { g_cancel = true; }
+
+const std::atomic<bool>& cancel_requested() { return g_cancel; }
+
+void set_executor(std::unique_ptr<Executor> e) { current() = std::move(e); }
+
+LaunchResult run_launch(const Launch& launch, AllocationRequest request) { return run_launch(executor(), launch, request); }
+
+LaunchResult run_launch(Executor& executor, const Launch& launch, AllocationRequest request) {
+  request.launches = 1;
+  return executor.allocate(request)->run(launch);
+}
+
+}  // namespace densefeed

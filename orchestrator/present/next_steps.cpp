@@ -1,0 +1,871 @@
+#include "next_steps.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <set>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "command_template.h"
+#include "experiment_runner.h"
+#include "gate_spec.h"
+#include "process_runner.h"
+#include "trace_report.h"
+
+namespace densefeed {
+namespace {
+
+using J = nlohmann::ordered_json;
+
+// "relative spread base 21.2%, candidate 14.0% (limit < 10%)": the spread
+// guard's figures (bench_statistics.cpp says the same in its reason).
+std::string spread_text(const BenchFact& b) {
+  return fmt::format("relative spread base {:.1f}%, candidate {:.1f}% (limit < 10%)", 100 * b.base_spread, 100 * b.candidate_spread);
+}
+
+// How a red case failed, from its typed failure (failure.h), never from its
+// reason text.
+enum class FailureClass { none, timeout, crash, exit_code, no_start, missing, dtype, shape, malformed, nonfinite, tolerance };
+
+FailureClass classify(const CaseFact& c) {
+  const densefeed::Failure& f = c.failure;
+  if (f.who == FailureWho::reference) return FailureClass::none;  // the reference's failure is an error, not the candidate's step
+  switch (f.kind) {
+    case FailureKind::timeout: return FailureClass::timeout;
+    case FailureKind::crash: return FailureClass::crash;
+    case FailureKind::exit_code: return FailureClass::exit_code;
+    case FailureKind::no_start:
+    case FailureKind::sandbox:
+    case FailureKind::limit: return FailureClass::no_start;
+    case FailureKind::missing_output: return FailureClass::missing;
+    case FailureKind::malformed_output:
+      return f.metric == "nonfinite" ? FailureClass::nonfinite : f.metric == "dtype" ? FailureClass::dtype : f.metric == "shape" ? FailureClass::shape
+                                                                                                        : FailureClass::malformed;
+    case FailureKind::tolerance:
+    case FailureKind::trend: return FailureClass::tolerance;
+    case FailureKind::none:
+    case FailureKind::implausible_timing:  // a bench stage's, not a case's
+    case FailureKind::lock:
+    case FailureKind::infrastructure:
+    case FailureKind::unknown: break;
+  }
+  // Recorded before failures were values: a failed metric is still a value.
+  for (const auto& m : c.metrics) {
+    if (!m.passed) return FailureClass::tolerance;
+  }
+  return FailureClass::none;
+}
+
+// How far over its bound the case's worst metric is (value / bound; +inf for NaN).
+double overshoot(const CaseFact& c) {
+  double worst = 0;
+  for (const auto& m : c.metrics) {
+    if (m.passed) continue;
+    const double r = std::isfinite(m.value) && m.bound > 0 ? m.value / m.bound : std::numeric_limits<double>::infinity();
+    worst = std::max(worst, r);
+  }
+  return worst;
+}
+
+const MetricFact* worst_metric(const CaseFact& c) {
+  const MetricFact* worst = nullptr;
+  double ratio = -1;
+  for (const auto& m : c.metrics) {
+    if (m.passed) continue;
+    const double r = std::isfinite(m.value) && m.bound > 0 ? m.value / m.bound : std::numeric_limits<double>::infinity();
+    if (r > ratio) ratio = r, worst = &m;
+  }
+  return worst;
+}
+
+std::string value_text(const J& v) {
+  if (v.is_string()) return v.get<std::string>();
+  if (v.is_number_float()) return fmt::format("{}", v.get<double>());  // 1, not 1.0
+  return v.dump();
+}
+
+std::string metric_text(const MetricFact& m) {
+  return fmt::format("{}.{} {} vs bound {:.1e}", m.output, m.metric, std::isfinite(m.value) ? fmt::format("{:.3e}", m.value) : "NaN",
+                     m.bound);
+}
+
+bool power_of_two(double v) {
+  if (!(v >= 1) || v != std::floor(v) || v > 9.0e15) return false;
+  const auto n = static_cast<std::uint64_t>(v);
+  return (n & (n - 1)) == 0;
+}
+
+// The command that reruns case `c` alone, as the gate ran it (harness
+// protocol: the same argv, seed and environment, its own output folder).
+void add_rerun(NextStep& step, const ResultFacts& f, const CaseFact& c) {
+  if (f.candidate_command.empty() || f.work_dir.empty() || f.seed.empty()) return;
+  try {
+    const auto dir = f.work_dir / fmt::format("candidate-{:03}", c.index);
+    const TemplateValues values{c.values, f.candidate_params, std::stoull(f.seed), (dir / "out").string()};
+    auto argv = f.candidate_arm ? arm_command(f.candidate_command, values, *f.candidate_arm) : render_command(f.candidate_command, values);
+    if (f.candidate_from_revision && !f.candidate_arm) {
+      step.why += "; run the harness from the candidate revision's build (under the ledger's -builds folder)";
+    } else if (f.candidate_arm) {
+      if (const auto exe = resolve_executable(argv[0], f.candidate_arm->exe_dirs); !exe.empty()) argv[0] = exe.string();
+    }
+    step.command = argv;
+    step.env = {{"DENSEFEED_MODE", "gate"}, {"DENSEFEED_CASE", c.values.dump()}, {"DENSEFEED_SEED", f.seed},
+                {"DENSEFEED_OUT", (dir / "out").string()}};
+    if (f.candidate_arm) {
+      for (const auto& [k, v] : f.candidate_arm->env) step.env[k] = v;
+    }
+    step.cwd = dir.string();
+  } catch (const std::exception&) {
+    // A template the gate no longer matches: the step stays without a command.
+  }
+}
+
+// A gate parameter whose allowed values include an exact (non-reduced)
+// precision the candidate does not use: setting it separates a precision
+// defect from an algorithmic one.
+std::optional<std::pair<std::string, J>> exact_precision(const ResultFacts& f) {
+  static const std::set<std::string> exact = {"ieee", "fp32", "float32", "fp64", "float64", "double", "highest", "exact"};
+  for (const auto& p : f.params) {
+    if (!p.enum_values.is_array()) continue;
+    for (const auto& v : p.enum_values) {
+      if (!v.is_string() || !exact.count(v.get<std::string>())) continue;
+      if (f.candidate_params.is_object() && f.candidate_params.contains(p.name) && f.candidate_params[p.name] == v) break;
+      return std::pair{p.name, v};
+    }
+  }
+  return std::nullopt;
+}
+
+// A case key that counts parts of a split computation (shards, ranks, tiles, ...).
+bool partition_like(const std::string& key) {
+  for (const char* word : {"shard", "part", "split", "rank", "tile", "chunk", "world", "cp", "tp"}) {
+    if (key.find(word) != std::string::npos) return true;
+  }
+  return false;
+}
+
+// Numeric case keys that vary across the cases, in first-seen order.
+std::vector<std::string> numeric_varying_keys(const std::vector<CaseFact>& cases) {
+  std::vector<std::string> keys;
+  std::map<std::string, std::set<double>> seen;
+  std::set<std::string> non_numeric;
+  for (const auto& c : cases) {
+    if (!c.values.is_object()) continue;
+    for (const auto& [k, v] : c.values.items()) {
+      if (!seen.count(k) && !non_numeric.count(k)) keys.push_back(k);
+      if (v.is_number()) seen[k].insert(v.get<double>());
+      else non_numeric.insert(k);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    if (!non_numeric.count(k) && seen[k].size() > 1) out.push_back(k);
+  }
+  return out;
+}
+
+std::vector<std::string> varying_keys(const std::vector<CaseFact>& cases) {
+  std::vector<std::string> keys;
+  std::map<std::string, std::set<std::string>> seen;
+  for (const auto& c : cases) {
+    if (!c.values.is_object()) continue;
+    for (const auto& [k, v] : c.values.items()) {
+      if (!seen.count(k)) keys.push_back(k);
+      seen[k].insert(v.dump());
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& k : keys) {
+    if (seen[k].size() > 1) out.push_back(k);
+  }
+  return out;
+}
+
+// Red only where numeric key `k` is above its smallest value, every case at
+// the smallest value green: the partitioning key (shards = 1 is the
+// unpartitioned computation itself).
+bool red_only_above_minimum(const std::vector<CaseFact>& cases, const std::vector<const CaseFact*>& red, const std::string& k,
+                            double& minimum) {
+  minimum = std::numeric_limits<double>::infinity();
+  for (const auto& c : cases) {
+    if (c.values.contains(k) && c.values[k].is_number()) minimum = std::min(minimum, c.values[k].get<double>());
+  }
+  bool any_at_minimum = false;
+  for (const auto& c : cases) {
+    if (!c.values.contains(k) || c.values[k].get<double>() != minimum) continue;
+    any_at_minimum = true;
+    if (c.verdict != "green") return false;
+  }
+  if (!any_at_minimum) return false;
+  for (const auto* c : red) {
+    if (!c->values.contains(k) || c->values[k].get<double>() <= minimum) return false;
+  }
+  return true;
+}
+
+// `red`: the red cases whose outputs were compared (over a bound, or NaN/Inf);
+// `tolerance`: those of them over a bound with finite values.
+void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red,
+                          const std::vector<const CaseFact*>& tolerance) {
+  const std::size_t before = steps.size();
+  // Worst first: the case furthest over its bound.
+  std::vector<const CaseFact*> by_overshoot = red;
+  std::stable_sort(by_overshoot.begin(), by_overshoot.end(),
+                   [](const CaseFact* a, const CaseFact* b) { return overshoot(*a) > overshoot(*b); });
+  const CaseFact& worst = *by_overshoot.front();
+  std::string partition_key;
+
+  // 1. Red only above the smallest value of a key with three or more values
+  // (e.g. shards > 1); with two values it is "red at one value" (2. below).
+  for (const auto& k : numeric_varying_keys(f.cases)) {
+    double minimum = 0;
+    std::set<double> values;
+    for (const auto& c : f.cases) {
+      if (c.values.contains(k)) values.insert(c.values[k].get<double>());
+    }
+    if (values.size() < 3 || !red_only_above_minimum(f.cases, red, k, minimum)) continue;
+    partition_key = k;
+    // The red case at the largest value of k (ties: the furthest over).
+    const CaseFact* at_max = red.front();
+    for (const auto* c : red) {
+      const double v = c->values[k].get<double>(), best = at_max->values[k].get<double>();
+      if (v > best || (v == best && overshoot(*c) > overshoot(*at_max))) at_max = c;
+    }
+    std::size_t above = 0;
+    for (const auto& c : f.cases) above += c.values.contains(k) && c.values[k].get<double>() > minimum;
+    const std::string where = fmt::format("red only at {} > {} ({} of {} such cases); every {}={} case is green", k,
+                                          value_text(J(minimum)), red.size(), above, k, value_text(J(minimum)));
+    NextStep s;
+    s.case_label = at_max->label;
+    if (const auto exact = exact_precision(f)) {
+      s.kind = "isolate-precision";
+      s.set_params = {{exact->first, exact->second}};
+      s.suggestion = fmt::format("rerun case {} with {}={} (a new manifest: the same revision, candidate params {{{}: {}}}) "
+                                 "to separate precision from algorithm",
+                                 at_max->label, exact->first, value_text(exact->second), exact->first, value_text(exact->second));
+      s.why = fmt::format("{}: green with {}={} puts the error on the precision of the products that {} > {} adds; "
+                          "still red puts it on the partitioned algorithm itself",
+                          where, exact->first, value_text(exact->second), k, value_text(J(minimum)));
+    } else {
+      s.kind = "isolate-value";
+      s.suggestion = fmt::format("compare case {} slice by slice along the output's partition axis (first_failing_slice) "
+                                 "to find the first part that goes wrong",
+                                 at_max->label);
+      s.why = fmt::format("{}: the defect is in what {} > {} adds{}, not in what every case computes", where, k,
+                          value_text(J(minimum)), partition_like(k) ? " (splitting the work and merging the parts)" : "");
+    }
+    if (const auto* m = worst_metric(*at_max); m && m->first_failing_slice) {
+      s.why += fmt::format("; {} first fails at slice {}", m->output, *m->first_failing_slice);
+    }
+    steps.push_back(s);
+    break;
+  }
+
+  // 2. Red at one value of a key only (e.g. T = 8000 only).
+  for (const auto& k : varying_keys(f.cases)) {
+    if (k == partition_key) continue;
+    const J& v = red.front()->values.contains(k) ? red.front()->values[k] : J();
+    if (v.is_null()) continue;
+    bool same = true;
+    for (const auto* c : red) same = same && c->values.contains(k) && c->values[k] == v;
+    if (!same) continue;
+    bool other_values_green = false, other_values_red = false;
+    std::set<std::string> others;
+    for (const auto& c : f.cases) {
+      if (!c.values.contains(k) || c.values[k] == v) continue;
+      others.insert(value_text(c.values[k]));
+      if (c.verdict == "green") other_values_green = true;
+      else other_values_red = true;
+    }
+    if (!other_values_green || other_values_red) continue;
+    NextStep s;
+    s.kind = "isolate-value";
+    s.case_label = worst.label;
+    s.suggestion = fmt::format("rerun case {} alone and look at what is special about {}={}", worst.label, k, value_text(v));
+    s.why = fmt::format("red only at {}={} ({} case(s)); every case at {}={} is green", k, value_text(v), red.size(), k,
+                        fmt::join(others, ","));
+    bool others_pow2 = true;
+    for (const auto& c : f.cases) {
+      if (c.values.contains(k) && c.values[k] != v) others_pow2 = others_pow2 && c.values[k].is_number() && power_of_two(c.values[k].get<double>());
+    }
+    if (v.is_number() && !power_of_two(v.get<double>()) && others_pow2) {
+      s.why += fmt::format(": {} is the only value that is not a power of two, so look at tail and remainder handling "
+                           "(a partial last chunk or block, a mask, a loop bound)",
+                           value_text(v));
+    }
+    add_rerun(s, f, worst);
+    steps.push_back(s);
+    break;
+  }
+
+  // 3. A few elements over the bound: indexing, not rounding.
+  std::vector<const CaseFact*> tolerance_by_overshoot = tolerance;
+  std::stable_sort(tolerance_by_overshoot.begin(), tolerance_by_overshoot.end(),
+                   [](const CaseFact* a, const CaseFact* b) { return overshoot(*a) > overshoot(*b); });
+  for (const auto* c : tolerance_by_overshoot) {
+    bool done = false;
+    for (const auto& m : c->metrics) {
+      if (m.passed || m.metric != "elementwise" || m.violations == 0 || m.violations > 16) continue;
+      NextStep s;
+      s.kind = "inspect-elements";
+      s.case_label = c->label;
+      s.suggestion = fmt::format("look at the {} element(s) of {} over the bound in case {}, the worst at [{}]", m.violations,
+                                 m.output, c->label, fmt::join(m.worst_index, ","));
+      s.why = "so few elements point to an indexing or boundary defect at those positions (rounding error spreads over "
+              "every element)";
+      add_rerun(s, f, *c);
+      steps.push_back(s);
+      done = true;
+      break;
+    }
+    if (done) break;
+  }
+
+  // 4. An output unrelated to the reference.
+  if (const auto* m = tolerance.empty() ? nullptr : worst_metric(*tolerance_by_overshoot.front());
+      m && m->metric == "rel_l2" && std::isfinite(m->value) && m->value >= 0.5) {
+    const CaseFact& worst_finite = *tolerance_by_overshoot.front();
+    NextStep s;
+    s.kind = "inspect-case";
+    s.case_label = worst_finite.label;
+    s.suggestion = fmt::format("check that case {} computes on the gate's inputs: the harness must take its inputs from "
+                               "DENSEFEED_SEED (or the {{seed}} argument) and write every element",
+                               worst_finite.label);
+    s.why = fmt::format("{}: an error of that size is not rounding; the output is unrelated to the reference (all zeros, "
+                        "another seed's inputs, or a different quantity)",
+                        metric_text(*m));
+    add_rerun(s, f, worst_finite);
+    steps.push_back(s);
+  }
+
+  if (steps.size() == before && !tolerance.empty()) {
+    NextStep s;
+    s.kind = "inspect-case";
+    s.case_label = worst.label;
+    const auto* m = worst_metric(worst);
+    s.suggestion = fmt::format("rerun case {} alone (the furthest over its bound{}) and compare its output with the reference",
+                               worst.label, m ? ": " + metric_text(*m) : "");
+    s.why = fmt::format("{} of {} case(s) are red with no single case key separating them from the green ones", red.size(),
+                        f.cases.size());
+    if (const auto exact = exact_precision(f)) {
+      s.set_params = {{exact->first, exact->second}};
+      s.why += fmt::format("; rerunning with {}={} separates precision from algorithm", exact->first, value_text(exact->second));
+    }
+    add_rerun(s, f, worst);
+    steps.push_back(s);
+  }
+}
+
+void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red) {
+  std::set<FailureClass> done;
+  for (const auto* c : red) {
+    const FailureClass kind = classify(*c);
+    if (done.count(kind)) continue;
+    std::size_t count = 0;
+    for (const auto* o : red) count += classify(*o) == kind;
+    const std::string many = count > 1 ? fmt::format(" (and {} more case(s) the same way)", count - 1) : "";
+    NextStep s;
+    s.case_label = c->label;
+    switch (kind) {
+      case FailureClass::timeout:
+        s.kind = "rerun-case";
+        s.suggestion = fmt::format("rerun case {} alone, without the gate's {:g} s limit, and time it{}", c->label, f.timeout_s, many);
+        s.why = "it tells a hang (never finishes: a deadlock or an unbounded loop) from a candidate that is only too slow for "
+                "this shape (finishes late); the gate's timeout is frozen, so a slow one must get faster";
+        break;
+      case FailureClass::crash:
+        s.kind = "rerun-case";
+        s.suggestion = fmt::format("rerun case {} alone under a debugger or with sanitizers ({}){}", c->label,
+                                   describe(densefeed::Failure{c->failure.kind, c->failure.who, c->failure.signal, {}, "", "", ""}), many);
+        s.why = "the crash site says whether an index or a buffer size overflows at this shape; if only the largest cases "
+                "crash, suspect 32-bit index arithmetic";
+        break;
+      case FailureClass::exit_code:
+      case FailureClass::no_start:
+        s.kind = "rerun-case";
+        s.suggestion = f.sessions
+                           ? fmt::format("read the stderr of the candidate's session that served case {} "
+                                         "({}/session-candidate-S-K/stderr.log: S is the report's candidate_session.slot, K its "
+                                         "session - 1; and the report's stderr_tail) and rerun it alone{}",
+                                         c->label, f.work_dir.string(), many)
+                           : fmt::format("read the candidate's stderr for case {} ({}/candidate-{:03}/stderr.log; the "
+                                         "report's stderr_tail) and rerun it alone{}",
+                                         c->label, f.work_dir.string(), c->index, many);
+        s.why = "the harness itself refused or failed before writing outputs: an argument, a missing file or an error it "
+                "printed";
+        break;
+      case FailureClass::missing:
+      case FailureClass::dtype:
+      case FailureClass::shape:
+      case FailureClass::malformed:
+        s.kind = "fix-output";
+        s.suggestion = fmt::format("write every declared output as the gate declares it (densefeed gate show {} --json: "
+                                   "outputs' dtype and shape) into DENSEFEED_OUT; case {}: {}{}",
+                                   f.gate, c->label, c->reason, many);
+        s.why = "nothing about correctness can be judged until the output file is what the gate declares";
+        break;
+      case FailureClass::nonfinite:
+        s.kind = "fix-output";
+        s.suggestion = fmt::format("find where case {} writes NaN/Inf or leaves elements unwritten (a harness "
+                                   "fills its buffers with NaN first, so an element it never writes stays NaN){}",
+                                   c->label, many);
+        s.why = c->reason;
+        break;
+      case FailureClass::none:
+      case FailureClass::tolerance:
+        continue;
+    }
+    done.insert(kind);
+    if (s.kind == "rerun-case" || kind == FailureClass::nonfinite) add_rerun(s, f, *c);
+    steps.push_back(s);
+  }
+}
+
+void add_bench_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
+  if (f.bench_status == "red") {
+    NextStep s;
+    s.kind = "fix-bench-mode";
+    s.suggestion = "make the harness compute in bench mode (DENSEFEED_MODE=bench) exactly what it computes in gate mode, "
+                   "and write the last timed iteration's outputs";
+    s.why = f.bench_reason;
+    steps.push_back(s);
+    return;
+  }
+  if (f.bench_status == "error") {
+    NextStep s;
+    s.kind = "report-reference";
+    s.suggestion = "check the base: its revision must build and run (the base, not the candidate, failed)";
+    s.why = f.bench_reason;
+    steps.push_back(s);
+    return;
+  }
+  bool calibrate_suggested = false;
+  for (const auto& b : f.bench) {
+    NextStep s;
+    s.case_label = b.label;
+    const std::string figures = fmt::format("speedup {:.3f}x [{:.3f}, {:.3f}] over {} rounds, noise threshold {:.1f}%", b.speedup,
+                                            b.lo, b.hi, b.rounds, 100 * b.threshold);
+    if (b.verdict == "inconclusive") {
+      // Which guard held the decision back decides what helps (bench_statistics.h BenchGuard).
+      const auto held = [&](BenchGuard g) { return b.guards && std::find(b.guards->begin(), b.guards->end(), g) != b.guards->end(); };
+      if (held(BenchGuard::spread)) {
+        s.kind = "rerun-bench";
+        s.suggestion = "resubmit when the machine is idle (nothing else on its CPUs or GPU): the timings are too noisy to decide";
+        s.why = fmt::format("{}; {}: an arm's spread of 10% or more blocks any verdict, and calibration does not lower it", figures,
+                            spread_text(b));
+      } else if (held(BenchGuard::clock) || held(BenchGuard::throttle)) {
+        s.kind = "rerun-bench";
+        s.suggestion = "resubmit with the GPU's clocks steady (locked application clocks, a cool idle GPU)";
+        s.why = fmt::format("{}; the arms did not run at the same clock, so their times are not comparable", figures);
+      } else if (b.threshold <= 0.01 && !calibrate_suggested) {
+        s.kind = "calibrate";
+        s.command = {"densefeed", "bench", "calibrate", f.gate, "--comparisons", "20"};
+        s.suggestion = fmt::format("measure this host's noise floor (densefeed bench calibrate {} --comparisons 20), then resubmit",
+                                   f.gate);
+        s.why = fmt::format("{}{}: the interval reaches into the +-{:.1f}% band; a calibrated floor says whether a difference of "
+                            "this size is measurable here at all",
+                            figures, b.capped ? ", ended by the wall-time cap" : "", 100 * b.threshold);
+        calibrate_suggested = true;
+      } else {
+        s.kind = "rerun-bench";
+        s.suggestion = "resubmit on an idle machine, or accept that the effect is below what this host can resolve";
+        s.why = fmt::format("{}{}", figures, b.capped ? ", ended by the wall-time cap before a decision" : "");
+      }
+    } else if (b.verdict == "slower") {
+      s.kind = "profile";
+      if (b.predicted_speedup && *b.predicted_speedup < 1) {
+        s.suggestion = "find where the extra time goes (a trace section in the manifest, or a profile of both arms) and try "
+                       "a cheaper way to the same result";
+        s.why = fmt::format("{}; slower as predicted ({:.3f}x): what the candidate buys costs time, and a slower case blocks "
+                            "promotion",
+                            figures, *b.predicted_speedup);
+      } else {
+        s.suggestion = "find where the time goes before changing more: add a trace section to the manifest (see the "
+                       "kv-transfer example) or profile the candidate against the base";
+        s.why = fmt::format("{}: a slower case blocks promotion", figures);
+      }
+    } else if (b.verdict == "same") {
+      s.kind = "profile";
+      s.suggestion = "the change does not move the time of this case: check that the changed code is on its hot path "
+                     "(a trace or a profile) before the next change";
+      s.why = fmt::format("{}{}", figures,
+                          b.predicted_speedup ? fmt::format("; predicted {:.3f}x", *b.predicted_speedup) : std::string());
+    } else if (b.prediction_error && std::abs(*b.prediction_error) > 0.25) {
+      s.kind = "revise-prediction";
+      s.suggestion = fmt::format("revise the model behind predicted_speedup {:.3f}x: measured {:.3f}x", *b.predicted_speedup,
+                                 b.speedup);
+      s.why = fmt::format("the prediction is off by {:+.0f}%: the cost model behind the hypothesis misses something, and the "
+                          "next prediction will too",
+                          100 * *b.prediction_error);
+    } else {
+      continue;
+    }
+    steps.push_back(s);
+  }
+}
+
+void add_trace_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
+  for (const auto& t : f.trace) {
+    // Only the candidate's checks decide the stage; the base's are recorded for comparison
+    // (in the KV example the base is the one expected to fail).
+    if (t.passed || t.arm != "candidate") continue;
+    NextStep s;
+    s.kind = "trace-intervals";
+    std::string involved = t.details.is_null() ? "" : t.details.dump();
+    if (involved.size() > 400) involved = involved.substr(0, 400) + "...";
+    s.suggestion = fmt::format("look at the intervals of trace check {} ({}, {} arm) that should overlap: {}", t.index, t.kind,
+                               t.arm, involved.empty() ? "see ledger show --json, trace_findings[].details" : involved);
+    s.why = fmt::format("value {} vs bound {}: which interval waits on which names the lock, stream or copy that serialises them",
+                        t.value ? fmt::format("{:.4g}", *t.value) : "?", t.bound ? fmt::format("{:.4g}", *t.bound) : "?");
+    steps.push_back(s);
+  }
+}
+
+// A benchmark against a base the agent wrote: whatever else it says, its
+// speedup counts only once measured against a base the agent did not write.
+void add_base_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
+  if (f.promoted || !is_agent_base(f.base_origin.kind) || f.bench.empty()) return;
+  NextStep s;
+  s.kind = "trusted-base";
+  s.suggestion = "rerun it against a base the agent did not write: the manifest's base.revision as the trusted ref "
+                 "(densefeed.yaml trusted_ref), or the candidate of an experiment promoted before";
+  s.why = fmt::format("its base is {} ({}): a speedup over a base the agent wrote may be a slowed base, so promote refuses it "
+                      "unless a person accepts it (densefeed promote {} --accept-agent-base)",
+                      to_string(f.base_origin.kind), f.base_origin.reason, f.experiment_id);
+  steps.push_back(s);
+}
+
+void add_review_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
+  if (f.promoted) return;
+  for (const auto& b : f.bench) {
+    if (b.verdict == "slower") return;  // promotion is refused anyway; the bench step says why
+  }
+  std::vector<std::string> pending;
+  if (f.categories.is_object()) {
+    for (const auto& [category, decision] : f.categories.items()) {
+      if (decision != "approve") pending.push_back(category);
+    }
+  } else {
+    pending = f.risk;
+  }
+  if (!pending.empty()) {
+    NextStep s;
+    s.kind = "ask-review";
+    s.suggestion = fmt::format("ask a person to review risk categor{} {} (they run: densefeed review approve {} --by NAME); "
+                               "an agent never approves its own experiment",
+                               pending.size() > 1 ? "ies" : "y", fmt::join(pending, ", "), f.experiment_id);
+    s.why = "promotion needs every declared risk category approved by a person";
+    steps.push_back(s);
+    return;
+  }
+  if (!f.has_acceptance) {
+    NextStep s;
+    s.kind = "add-acceptance";
+    s.suggestion = "to promote, submit a new manifest that pre-registers acceptance criteria (acceptance.command, "
+                   "acceptance.criteria) before any result";
+    s.why = "promotion runs the pre-registered end-to-end criteria; this manifest has none";
+    steps.push_back(s);
+    return;
+  }
+  if (is_agent_base(f.base_origin.kind) && !f.bench.empty()) return;  // add_base_steps said what to do first
+
+  NextStep s;
+  s.kind = "promote";
+  s.command = {"densefeed", "promote", std::to_string(f.experiment_id), "--json"};
+  s.suggestion = fmt::format("promote it (densefeed promote {}), which runs the pre-registered acceptance criteria", f.experiment_id);
+  s.why = "the gate is green, no bench case is slower and every declared category is approved";
+  steps.push_back(s);
+}
+
+}  // namespace
+
+std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
+  std::vector<NextStep> steps;
+  const std::string id = std::to_string(f.experiment_id);
+  if (f.state == "queued" || f.state == "started" || f.state == "cancel_requested") {
+    NextStep s;
+    s.kind = "wait";
+    s.command = {"densefeed", "status", id, "--wait", "--json"};
+    s.suggestion = fmt::format("wait for the verdict (densefeed status {} --wait --json); a queued experiment runs only while a "
+                               "worker is running (densefeed worker, or densefeed worker --once)",
+                               id);
+    s.why = "there is no verdict yet";
+    steps.push_back(s);
+    return steps;
+  }
+  if (f.state == "cancelled" || f.state == "interrupted" || f.state == "rejected") {
+    NextStep s;
+    s.kind = "resubmit";
+    s.suggestion = "resubmit the manifest (densefeed submit MANIFEST) once the cause is fixed";
+    s.why = fmt::format("it ended {} without a verdict{}", f.state, f.state_detail.empty() ? "" : ": " + f.state_detail);
+    steps.push_back(s);
+    return steps;
+  }
+  if (f.gate_unlocked) {
+    NextStep s;
+    s.kind = "ask-to-lock";
+    s.suggestion = "ask a person to review the gate and lock it: they commit it on the trusted ref and run "
+                   "densefeed gate lock (agents never lock a gate)";
+    s.why = fmt::format("no case ran: {}", f.lock_problems.front());
+    steps.push_back(s);
+    return steps;
+  }
+  if (!f.lock_problems.empty()) {
+    NextStep s;
+    s.kind = "restore-frozen";
+    s.command = {"densefeed", "gate", "verify", "--json"};
+    s.suggestion = fmt::format("restore the gate and its frozen files to their locked content (git checkout -- the files "
+                               "densefeed gate verify names): {}",
+                               f.lock_problems.front());
+    s.why = "no case ran: a gate that differs from gates/gates.lock is never trusted, and only a person re-locks it";
+    steps.push_back(s);
+    return steps;
+  }
+  if (f.gate_failure.kind == FailureKind::lock && f.gate_failure.who == FailureWho::candidate) {
+    NextStep s;
+    s.kind = "revert-frozen";
+    if (f.gate_failure.metric == "worktree") {
+      s.suggestion = fmt::format("restore the gate, gates.lock and frozen files in the project folder to the trusted ref's "
+                                 "(git checkout main -- {}), then submit again; a change to them is a person's, on main",
+                                 f.gate_failure.detail.empty() ? std::string("the files the reason names") : f.gate_failure.detail);
+    } else {
+      s.suggestion = "make a commit that leaves the gate, gates.lock and every frozen file as they are, and submit that revision";
+    }
+    s.why = f.gate_reason;
+    steps.push_back(s);
+    return steps;
+  }
+  if (f.gate_failure.kind == FailureKind::infrastructure && f.gate_failure.metric == "build") {
+    NextStep s;
+    s.kind = "fix-build";
+    s.suggestion = fmt::format("make the candidate revision build with the gate's build commands (densefeed gate show {} "
+                               "--json), then resubmit",
+                               f.gate);
+    s.why = f.gate_reason;
+    steps.push_back(s);
+    return steps;
+  }
+
+  // Red cases: those whose harness failed (nothing to compare), those whose
+  // outputs hold NaN/Inf, and those over a bound.
+  std::vector<const CaseFact*> errors, process, nonfinite, tolerance, compared;
+  for (const auto& c : f.cases) {
+    if (c.verdict == "error") errors.push_back(&c);
+    if (c.verdict != "red") continue;
+    const FailureClass kind = classify(c);
+    if (kind == FailureClass::tolerance) tolerance.push_back(&c);
+    else if (kind == FailureClass::nonfinite) nonfinite.push_back(&c);
+    else process.push_back(&c);
+    if (kind == FailureClass::tolerance || kind == FailureClass::nonfinite) compared.push_back(&c);
+  }
+  if (f.gate_verdict == "error" || !errors.empty()) {
+    NextStep s;
+    s.kind = "report-reference";
+    s.case_label = errors.empty() ? "" : errors.front()->label;
+    s.suggestion = "report it to a person: the gate's reference (frozen, from the trusted ref) failed, not the candidate; "
+                   "resubmitting helps only if the machine was at fault (out of memory or disk)";
+    s.why = errors.empty() ? f.gate_reason : errors.front()->label + ": " + errors.front()->reason;
+    steps.push_back(s);
+  }
+  add_process_steps(steps, f, process);
+  if (!compared.empty()) add_comparison_steps(steps, f, compared, tolerance);
+  add_process_steps(steps, f, nonfinite);
+  if (f.gate_verdict == "green") {
+    add_base_steps(steps, f);
+    const std::size_t base_steps = steps.size();
+    add_bench_steps(steps, f);
+    add_trace_steps(steps, f);
+    if (steps.size() == base_steps) add_review_steps(steps, f);
+  }
+  if (steps.size() > max_steps) steps.resize(max_steps);
+  return steps;
+}
+
+nlohmann::ordered_json next_steps_json(const std::vector<NextStep>& steps) {
+  J out = J::array();
+  for (const auto& s : steps) {
+    J j = {{"kind", s.kind}, {"suggestion", s.suggestion}, {"why", s.why}};
+    if (!s.case_label.empty()) j["case"] = s.case_label;
+    if (!s.set_params.empty()) j["set_params"] = s.set_params;
+    if (!s.command.empty()) j["command"] = s.command;
+    if (!s.env.empty()) j["env"] = s.env;
+    if (!s.cwd.empty()) j["cwd"] = s.cwd;
+    out.push_back(j);
+  }
+  return out;
+}
+
+ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
+  ResultFacts f;
+  f.experiment_id = o.experiment_id;
+  f.gate = o.manifest.gate;
+  f.gate_verdict = to_string(o.gate_result.verdict);
+  f.gate_reason = o.gate_result.reason;
+  f.lock_problems = o.lock_problems;
+  f.gate_failure = o.gate_result.failure;
+  f.gate_unlocked = o.gate_result.failure.kind == FailureKind::lock && o.gate_result.failure.metric == "unlocked";
+  for (std::size_t i = 0; i < o.gate_result.cases.size(); ++i) {
+    const CaseResult& c = o.gate_result.cases[i];
+    if (c.candidate_session || c.reference_session) f.sessions = true;
+    CaseFact cf{i, c.gate_case.label, c.gate_case.values, to_string(c.verdict), c.reason, c.failure, {}};
+    for (const auto& out : c.outputs) {
+      for (const auto& m : out.comparison.checks) {
+        MetricFact mf{out.output, m.metric, m.value, m.bound, m.passed, m.violations, out.comparison.worst_index, std::nullopt};
+        if (out.comparison.first_failing_slice) mf.first_failing_slice = static_cast<std::int64_t>(*out.comparison.first_failing_slice);
+        cf.metrics.push_back(mf);
+      }
+    }
+    f.cases.push_back(std::move(cf));
+  }
+  f.candidate_params = o.candidate_params;
+  if (o.gate) {
+    for (const auto& p : o.gate->params) f.params.push_back({p.name, p.enum_values});
+    f.candidate_command = o.gate->candidate_command;
+    f.timeout_s = o.gate->timeout_s;
+  }
+  f.candidate_arm = o.candidate_arm;
+  f.bench_status = !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict);
+  f.bench_reason = o.bench ? o.bench->reason : o.bench_skipped;
+  if (o.bench) {
+    for (const auto& c : o.bench->cases) {
+      const Decision& d = c.decision;
+      f.bench.push_back({c.bench_case.label, to_string(d.verdict), d.reason, d.speedup, d.speedup_ci.lo, d.speedup_ci.hi, c.threshold, c.capped,
+                         static_cast<std::int64_t>(c.base.size()), c.predicted_speedup, c.prediction_error});
+    }
+  }
+  if (o.trace) {
+    for (const auto& arm : o.trace->arms) {
+      for (std::size_t i = 0; i < arm.report.results.size(); ++i) {
+        const auto& r = arm.report.results[i];
+        f.trace.push_back({arm.arm, static_cast<std::int64_t>(i), std::string(to_string(r.check.kind)), r.passed, r.value, r.check.bound,
+                           trace_check_json(r)});
+      }
+    }
+  }
+  f.risk = o.manifest.risk;
+  f.categories = J::object();
+  for (const auto& r : o.manifest.risk) f.categories[r] = nullptr;
+  f.has_acceptance = o.manifest.acceptance.is_object() && o.manifest.acceptance.contains("criteria");
+  f.seed = std::to_string(o.seed);
+  f.work_dir = o.work_dir;
+  f.base_origin = o.base_origin;
+  return f;
+}
+
+ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* gate, const std::filesystem::path& work_dir) {
+  ResultFacts f;
+  const auto number = [](const J& v) { return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN(); };
+  f.experiment_id = e.value("id", std::int64_t{0});
+  f.state = e.value("state", std::string("finished"));
+  if (e.contains("events") && e["events"].is_array() && !e["events"].empty()) {
+    const auto& last = e["events"].back();
+    if (last.contains("detail") && last["detail"].is_string()) f.state_detail = last["detail"].get<std::string>();
+  }
+  f.gate = e.value("gate", std::string());
+  f.candidate_params = e.value("candidate_params", J::object());
+  const J& g = e.contains("gate_run") ? e["gate_run"] : J();
+  if (g.is_object()) {
+    f.gate_verdict = g.value("verdict", std::string("pending"));
+    f.gate_reason = g.value("reason", std::string());
+    if (g.contains("lock_problems") && g["lock_problems"].is_array()) {
+      for (const auto& p : g["lock_problems"]) f.lock_problems.push_back(p.get<std::string>());
+    }
+    if (e.contains("record") && e["record"].is_object()) {
+      const auto& gf = e["record"]["stages"]["gate"]["failure"];
+      f.gate_unlocked = gf.value("kind", std::string()) == "lock" && gf.value("metric", std::string()) == "unlocked";
+      f.gate_failure.kind = failure_kind_from(gf.value("kind", std::string()));
+      f.gate_failure.who = failure_who_from(gf.value("who", std::string()));
+      f.gate_failure.metric = gf.value("metric", std::string());
+      f.gate_failure.detail = gf.value("detail", std::string());
+    }
+    f.seed = g.value("seed", std::string());
+    for (const auto& c : g.value("cases", J::array())) {
+      CaseFact cf;
+      cf.index = c.value("case_index", std::size_t{0});
+      cf.label = c.value("case_label", std::string());
+      cf.values = c.value("case_json", J::object());
+      cf.verdict = c.value("verdict", std::string());
+      cf.reason = c.value("reason", std::string());
+      cf.failure.kind = failure_kind_from(c.value("failure_kind", std::string()));
+      cf.failure.who = failure_who_from(c.value("failure_who", std::string()));
+      if (c.contains("failure_signal") && c["failure_signal"].is_number_integer()) cf.failure.signal = c["failure_signal"].get<int>();
+      if (c.contains("failure_exit_code") && c["failure_exit_code"].is_number_integer()) cf.failure.exit_code = c["failure_exit_code"].get<int>();
+      cf.failure.output = c.value("failure_output", std::string());
+      cf.failure.metric = c.value("failure_metric", std::string());
+      for (const auto& m : c.value("metrics", J::array())) {
+        MetricFact mf;
+        mf.output = m.value("output", std::string());
+        mf.metric = m.value("metric", std::string());
+        mf.value = number(m["value"]);
+        mf.bound = number(m["bound"]);
+        mf.passed = m["passed"].is_boolean() ? m["passed"].get<bool>() : m["passed"].is_number() && m["passed"].get<double>() != 0;
+        mf.violations = m["violations"].is_number() ? m["violations"].get<std::uint64_t>() : 0;
+        if (m.contains("worst_index") && m["worst_index"].is_array()) mf.worst_index = m["worst_index"].get<std::vector<std::size_t>>();
+        if (m.contains("first_failing_slice") && m["first_failing_slice"].is_number()) {
+          mf.first_failing_slice = m["first_failing_slice"].get<std::int64_t>();
+        }
+        cf.metrics.push_back(mf);
+      }
+      f.cases.push_back(std::move(cf));
+    }
+  }
+  for (const auto& b : e.value("bench_cases", J::array())) {
+    BenchFact bf;
+    bf.label = b.value("case_label", std::string());
+    bf.verdict = b.value("verdict", std::string());
+    bf.reason = b.value("reason", std::string());
+    bf.base_spread = number(b["base_relative_spread"]);
+    bf.candidate_spread = number(b["candidate_relative_spread"]);
+    if (b.contains("guards") && b["guards"].is_array()) {
+      bf.guards.emplace();
+      for (const auto& g : b["guards"]) {
+        if (const auto guard = g.is_string() ? bench_guard_from(g.get<std::string>()) : std::nullopt) bf.guards->push_back(*guard);
+      }
+    }
+    bf.speedup = number(b["speedup"]);
+    bf.lo = number(b["speedup_lo"]);
+    bf.hi = number(b["speedup_hi"]);
+    bf.threshold = number(b["threshold"]);
+    bf.capped = b["capped"].is_number() ? b["capped"].get<double>() != 0 : b.value("capped", false);
+    bf.rounds = b["rounds"].is_number() ? b["rounds"].get<std::int64_t>() : 0;
+    if (b["predicted_speedup"].is_number()) bf.predicted_speedup = b["predicted_speedup"].get<double>();
+    if (b["prediction_error"].is_number()) bf.prediction_error = b["prediction_error"].get<double>();
+    f.bench.push_back(bf);
+  }
+  f.bench_status = f.gate_verdict == "pending" ? "none" : f.gate_verdict != "green" ? "skipped" : f.bench.empty() ? "none" : "measured";
+  for (const auto& t : e.value("trace_findings", J::array())) {
+    TraceFact tf;
+    tf.arm = t.value("arm", std::string());
+    tf.index = t.value("check_index", std::int64_t{0});
+    tf.kind = t.value("kind", std::string());
+    tf.passed = t["passed"].is_boolean() ? t["passed"].get<bool>() : t["passed"].is_number() && t["passed"].get<double>() != 0;
+    if (t["value"].is_number()) tf.value = t["value"].get<double>();
+    if (t["bound"].is_number()) tf.bound = t["bound"].get<double>();
+    tf.details = t.value("details", J());
+    f.trace.push_back(tf);
+  }
+  if (e.contains("risk") && e["risk"].is_array()) f.risk = e["risk"].get<std::vector<std::string>>();
+  f.categories = e.contains("categories") && e["categories"].is_object() ? e["categories"] : J::object();
+  f.has_acceptance = e.contains("acceptance") && e["acceptance"].is_object() && e["acceptance"].contains("criteria");
+  f.promoted = e.contains("promotion") && !e["promotion"].is_null();
+  if (e.contains("record") && e["record"].contains("base_origin") && e["record"]["base_origin"].is_object()) {
+    const J& origin = e["record"]["base_origin"];
+    f.base_origin = base_origin_from_json(origin.value("kind", std::string("unrecorded")), origin);
+  }
+  if (gate) {
+    f.sessions = gate->sessions;
+    for (const auto& p : gate->params) f.params.push_back({p.name, p.enum_values});
+    f.candidate_command = gate->candidate_command;
+    f.timeout_s = gate->timeout_s;
+  }
+  // A revision's harness is in its build folder, which the record does not
+  // name: the rerun command then names the harness as the gate does.
+  f.candidate_from_revision = e.value("candidate_revision", std::string("WORKTREE")) != "WORKTREE";
+  f.work_dir = work_dir;
+  return f;
+}
+
+}  // namespace densefeed

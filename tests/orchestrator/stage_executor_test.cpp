@@ -1,0 +1,305 @@
+// The gate and bench stages against a scripted executor (executor.h): no
+// process starts; each launch is answered by a script from what the stage
+// asked for (its argv and protocol environment), the way ninja's
+// build_test.cc drives its builder with a fake CommandRunner. What is tested
+// is the stage's own logic: which launches it makes, how it reads what they
+// wrote and how it types what went wrong.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <set>
+
+#include <nlohmann/json.hpp>
+
+#include "bench_runner.h"
+#include "executor.h"
+#include "gate_runner.h"
+#include "gate_spec.h"
+#include "gate_store.h"
+#include "npy_writer.h"
+#include "project.h"
+#include "test_support.h"
+
+namespace densefeed {
+namespace {
+
+// Launches answered by `script`; every request and launch is kept.
+class ScriptedExecutor : public Executor {
+ public:
+  using Script = std::function<LaunchResult(const Launch&)>;
+  explicit ScriptedExecutor(Script script) : script_(std::move(script)) {}
+
+  std::unique_ptr<Allocation> allocate(const AllocationRequest& request) override {
+    std::lock_guard<std::mutex> lock(mutex_);
+    requests.push_back(request);
+    return std::make_unique<ScriptedAllocation>(*this);
+  }
+  bool assigns_gpus() const override { return false; }
+  int concurrency(int requested, std::size_t) const override { return requested; }
+  std::string name() const override { return "scripted"; }
+
+  std::vector<AllocationRequest> requests;
+  std::vector<Launch> launches;
+
+ private:
+  class ScriptedAllocation : public Allocation {
+   public:
+    explicit ScriptedAllocation(ScriptedExecutor& e) : e_(e) {}
+    LaunchResult run(const Launch& launch) override {
+      {
+        std::lock_guard<std::mutex> lock(e_.mutex_);
+        e_.launches.push_back(launch);
+      }
+      return e_.script_(launch);
+    }
+
+   private:
+    ScriptedExecutor& e_;
+  };
+
+  Script script_;
+  std::mutex mutex_;
+};
+
+// A launch that exited `code` after `wall_s` seconds, placed where the
+// scheduler would say.
+LaunchResult exited(int code, double wall_s = 0.01) {
+  LaunchResult r;
+  r.result.process.started = true;
+  r.result.process.exit_code = code;
+  r.result.process.wall_s = wall_s;
+  r.result.sandboxed = true;
+  r.result.containment = "scripted";
+  r.placement = "scripted node7";
+  return r;
+}
+
+const char* kGate = R"(gate: g
+reference: {command: [ref, "{case.n}", "{out}"]}
+candidate: {command: [cand, "{case.n}", "{out}"]}
+outputs:
+  y: {dtype: float32, tolerance: {rel_l2: 1.0e-5}}
+cases:
+  grid:
+    - {n: [1, 2, 4]}
+profiles: {quick: {n: [1]}, full: {}}
+freezes: [frozen.txt]
+bench:
+  cases: [{n: 4}]
+  warmup: 1
+  iters: 5
+)";
+
+class StageExecutor : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    testing::write_project(dir_.path());
+    testing::write_file(dir_ / "frozen.txt", "frozen\n");
+    testing::write_file(dir_ / "gates" / "g.yaml", kGate);
+    gate_ = load_gate(worktree_store(load_project(dir_.path())), "g");
+  }
+
+  // The case's n from the protocol's DENSEFEED_CASE.
+  static int case_n(const Launch& l) { return nlohmann::json::parse(l.untrusted.env.at("DENSEFEED_CASE")).at("n").get<int>(); }
+  static bool is_reference(const Launch& l) { return l.untrusted.argv.at(0) == "ref"; }
+  // y = [1, 2, ..., n] (+ `error` on the last element), as a harness writes it.
+  static void write_y(const Launch& l, float error = 0) {
+    const std::filesystem::path out = l.untrusted.env.at("DENSEFEED_OUT");
+    std::filesystem::create_directories(out);
+    std::vector<float> y;
+    for (int i = 1; i <= case_n(l); ++i) y.push_back(static_cast<float>(i));
+    y.back() += error;
+    const std::vector<std::size_t> shape = {y.size()};
+    write_npy(out / "y.npy", y, shape);
+  }
+
+  GateResult gate(ScriptedExecutor& ex, std::uint64_t seed = 11) {
+    GateRunOptions o;
+    o.work_dir = dir_ / "runs";
+    o.seed = seed;
+    o.jobs = 2;
+    o.executor = &ex;
+    return run_gate(gate_, gate_.profile_cases("full"), nlohmann::ordered_json::object(), o);
+  }
+
+  testing::TempDir dir_;
+  GateSpec gate_;
+};
+
+TEST_F(StageExecutor, TheGateAsksEachCaseOfBothArmsInTheProtocolsWords) {
+  ScriptedExecutor ex([](const Launch& l) {
+    write_y(l);
+    return exited(0);
+  });
+  const auto r = gate(ex, 11);
+  EXPECT_EQ(r.verdict, Verdict::green) << r.reason;
+  ASSERT_EQ(r.cases.size(), 3u);
+  ASSERT_EQ(ex.launches.size(), 6u);  // a reference and a candidate per case
+  std::set<std::pair<bool, int>> asked;
+  for (const auto& l : ex.launches) {
+    EXPECT_EQ(l.untrusted.env.at("DENSEFEED_MODE"), "gate");
+    EXPECT_EQ(l.untrusted.env.at("DENSEFEED_SEED"), "11");
+    // {out} in the argv and DENSEFEED_OUT name the same folder.
+    EXPECT_EQ(l.untrusted.argv.at(2), l.untrusted.env.at("DENSEFEED_OUT"));
+    EXPECT_EQ(l.untrusted.argv.at(1), std::to_string(case_n(l)));
+    asked.insert({is_reference(l), case_n(l)});
+  }
+  EXPECT_EQ(asked.size(), 6u);
+  for (const auto& c : r.cases) {
+    EXPECT_EQ(c.verdict, Verdict::green) << c.reason;
+    EXPECT_EQ(c.candidate_placement, "scripted node7");
+    EXPECT_EQ(c.candidate_containment, "scripted");
+    ASSERT_EQ(c.outputs.size(), 1u);
+    EXPECT_EQ(c.outputs[0].comparison.verdict, Verdict::green);
+  }
+  for (const auto& q : ex.requests) EXPECT_EQ(q.launches, 1) << q.name;  // each launch an allocation of its own
+}
+
+TEST_F(StageExecutor, TheGateTypesEachWayACaseFails) {
+  ScriptedExecutor ex([](const Launch& l) {
+    if (is_reference(l)) {
+      write_y(l);
+      return exited(0);
+    }
+    switch (case_n(l)) {
+      case 1: {  // the machinery, not the candidate: NODE_FAIL after its retry
+        LaunchResult r = exited(0);
+        r.infrastructure = "scripted job 41 ended NODE_FAIL; its retry, job 42, ended NODE_FAIL";
+        return r;
+      }
+      case 2: return exited(7);  // exits 7, writes nothing
+      default: write_y(l, 0.5f); return exited(0);  // wrong in its last element
+    }
+  });
+  const auto r = gate(ex);
+  EXPECT_NE(r.verdict, Verdict::green);
+  ASSERT_EQ(r.cases.size(), 3u);
+  std::map<int, const CaseResult*> by_n;
+  for (const auto& c : r.cases) by_n[c.gate_case.values.at("n").get<int>()] = &c;
+  EXPECT_EQ(by_n[1]->verdict, Verdict::error) << by_n[1]->reason;
+  EXPECT_EQ(by_n[1]->failure.kind, FailureKind::infrastructure);
+  EXPECT_EQ(by_n[2]->verdict, Verdict::red);
+  EXPECT_EQ(by_n[2]->failure.kind, FailureKind::exit_code);
+  EXPECT_EQ(by_n[2]->failure.who, FailureWho::candidate);
+  EXPECT_EQ(by_n[2]->failure.exit_code, 7);
+  EXPECT_EQ(by_n[4]->verdict, Verdict::red);
+  EXPECT_EQ(by_n[4]->failure.kind, FailureKind::tolerance);
+  EXPECT_EQ(by_n[4]->failure.output, "y");
+  EXPECT_EQ(by_n[4]->failure.metric, "rel_l2");
+}
+
+TEST_F(StageExecutor, AReferenceThatFailsIsTheGatesErrorNeverTheCandidatesRed) {
+  ScriptedExecutor ex([](const Launch& l) {
+    if (is_reference(l)) return exited(3);
+    write_y(l);
+    return exited(0);
+  });
+  const auto r = gate(ex);
+  ASSERT_EQ(r.cases.size(), 3u);
+  for (const auto& c : r.cases) {
+    EXPECT_EQ(c.verdict, Verdict::error) << c.reason;
+    EXPECT_EQ(c.failure.who, FailureWho::reference);
+  }
+}
+
+// Bench: each arm writes samples.json with DENSEFEED_ITERS samples of
+// `ms` each (a small round-dependent wobble), and its process's wall time is
+// what those iterations (warm-up included) and a fixed start-up would take.
+struct BenchScript {
+  double base_ms = 10, candidate_ms = 5;
+  double candidate_wall_ms = 0;  // > 0: the candidate's wall per iteration, whatever its samples claim
+  bool base_infrastructure = false;
+  int round = 0;
+
+  LaunchResult operator()(const Launch& l) {
+    const bool base = l.untrusted.env.at("DENSEFEED_OUT").find("base") != std::string::npos;
+    const int warmup = std::stoi(l.untrusted.env.at("DENSEFEED_WARMUP"));
+    const int iters = std::stoi(l.untrusted.env.at("DENSEFEED_ITERS"));
+    if (base && base_infrastructure) {
+      LaunchResult r = exited(0);
+      r.infrastructure = "scripted job 9 ended PREEMPTED; its retry, job 10, ended PREEMPTED";
+      return r;
+    }
+    const double ms = base ? base_ms : candidate_ms;
+    nlohmann::json samples = nlohmann::json::array();
+    ++round;
+    for (int i = 0; i < iters; ++i) samples.push_back(ms * (1 + 0.002 * ((round * 7 + i * 3) % 5)));
+    const std::filesystem::path out = l.untrusted.env.at("DENSEFEED_OUT");
+    std::filesystem::create_directories(out);
+    testing::write_file(out / "samples.json", nlohmann::json{{"unit", "ms"}, {"samples", samples}}.dump());
+    const double per_iter = !base && candidate_wall_ms > 0 ? candidate_wall_ms : ms;
+    return exited(0, 0.2 + (warmup + iters) * per_iter / 1e3);
+  }
+};
+
+BenchResult bench(const GateSpec& gate, const std::filesystem::path& dir, ScriptedExecutor& ex) {
+  BenchOptions o;
+  o.work_dir = dir / "bench";
+  o.seed = 5;
+  o.fixed_rounds = 9;
+  o.executor = &ex;
+  return run_bench(gate, nlohmann::ordered_json::object(), nlohmann::ordered_json::object(), o);
+}
+
+TEST_F(StageExecutor, TheBenchHoldsOneAllocationForBothArmsInterleavedAndDecides) {
+  BenchScript script;
+  ScriptedExecutor ex(std::ref(script));
+  const auto r = bench(gate_, dir_.path(), ex);
+  ASSERT_EQ(r.verdict, Verdict::green) << r.reason;
+  ASSERT_EQ(ex.requests.size(), 1u);
+  EXPECT_EQ(ex.requests[0].name, "bench");
+  ASSERT_EQ(r.cases.size(), 1u);
+  const auto& c = r.cases[0];
+  EXPECT_EQ(c.base.size(), 9u);
+  EXPECT_EQ(c.candidate.size(), 9u);
+  EXPECT_EQ(ex.launches.size(), 18u);
+  // Rounds alternate the iteration count (iters, then a long round of 2 to
+  // 16 x iters: timing_checks.h long_round_factor, which the 0.2 s start-up
+  // of this harness against its 50 ms of iterations raises) for the wall fit.
+  std::set<int> iters;
+  for (const auto& l : ex.launches) {
+    EXPECT_EQ(l.untrusted.env.at("DENSEFEED_MODE"), "bench");
+    iters.insert(std::stoi(l.untrusted.env.at("DENSEFEED_ITERS")));
+  }
+  ASSERT_EQ(iters.size(), 2u);
+  EXPECT_EQ(*iters.begin(), 5);
+  EXPECT_EQ(*iters.rbegin() % 5, 0);
+  EXPECT_GT(*iters.rbegin(), 10) << "a start-up four times the short round's work asks for more than twice the iterations";
+  EXPECT_LE(*iters.rbegin(), 80);
+  EXPECT_EQ(c.decision.verdict, BenchVerdict::faster) << c.decision.reason;
+  EXPECT_NEAR(c.decision.speedup, 2.0, 0.05);
+  EXPECT_TRUE(c.flags.empty()) << c.flags.front().reason;
+  EXPECT_TRUE(guards_of(c.decision).empty());
+  EXPECT_EQ(r.placement, "scripted node7");
+}
+
+// The candidate's samples say 5 ms an iteration; the wall time densefeed
+// took of its process says 10 ms: a claim of time it did not spend.
+TEST_F(StageExecutor, SamplesFasterThanTheCandidatesOwnWallTimeAreFlaggedNotCounted) {
+  BenchScript script;
+  script.candidate_wall_ms = 10;
+  ScriptedExecutor ex(std::ref(script));
+  const auto r = bench(gate_, dir_.path(), ex);
+  EXPECT_EQ(r.verdict, Verdict::red) << r.reason;
+  EXPECT_EQ(r.failure.kind, FailureKind::implausible_timing) << r.reason;
+  ASSERT_EQ(r.cases.size(), 1u);
+  EXPECT_NE(r.cases[0].decision.verdict, BenchVerdict::faster) << r.cases[0].decision.reason;
+  EXPECT_FALSE(r.cases[0].flags.empty());
+}
+
+TEST_F(StageExecutor, AnInfrastructureFailureOfTheBaseIsAnErrorWithNoCase) {
+  BenchScript script;
+  script.base_infrastructure = true;
+  ScriptedExecutor ex(std::ref(script));
+  const auto r = bench(gate_, dir_.path(), ex);
+  EXPECT_EQ(r.verdict, Verdict::error) << r.reason;
+  EXPECT_EQ(r.failure.kind, FailureKind::infrastructure);
+  EXPECT_NE(r.reason.find("PREEMPTED"), std::string::npos) << r.reason;
+  EXPECT_TRUE(r.cases.empty());
+}
+
+}  // namespace
+}  // namespace densefeed
