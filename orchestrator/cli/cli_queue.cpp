@@ -36,7 +36,8 @@ namespace densefeed {
 namespace {
 
 bool terminal(const std::string& state) {
-  return state == "finished" || state == "interrupted" || state == "cancelled" || state == "rejected" || state == "recorded";
+  const auto s = experiment_state_from(state);
+  return s && has_ended(*s);
 }
 
 // GPU indices for --gpus: "auto" asks nvidia-smi (none without it), "none"
@@ -177,7 +178,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                            if (rest.size() > 1 && rest[0] == 'e') ids.insert(std::atoll(rest.c_str() + 1));
                          }
                          for (const auto id : ids) {
-                           if (ledger.state(id) != "started" && ledger.state(id) != "cancel_requested") cancel_jobs(id, "no process runs its experiment");
+                           if (const auto s = ledger.state(id); s != ExperimentState::started && s != ExperimentState::cancel_requested) cancel_jobs(id, "no process runs its experiment");
                          }
                        }
                      }
@@ -262,7 +263,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                              std::thread watcher([&] {
                                const Ledger reader(ledger_path, Ledger::Mode::read_only);
                                while (!done) {
-                                 if (g_stop || heartbeat.lost() || reader.state(claimed->id) == "cancel_requested") cancel = true;
+                                 if (g_stop || heartbeat.lost() || reader.state(claimed->id) == ExperimentState::cancel_requested) cancel = true;
                                  std::this_thread::sleep_for(std::chrono::milliseconds(250));
                                }
                              });
@@ -278,20 +279,20 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                            std::string line;
                            if (lost) {
                              // Another worker recorded what happens to it; nothing more here.
-                             line = fmt::format("taken over: another worker judged this one dead and recorded it {}", state);
+                             line = fmt::format("taken over: another worker judged this one dead and recorded it {}", to_string(state));
                            } else if (p.cancelled && !g_stop) {
                              ledger.record_event(claimed->id, ExperimentEvent::cancelled, "worker", "cancelled while running");
                              line = "cancelled";
-                           } else if (g_stop && state == "started") {
+                           } else if (g_stop && state == ExperimentState::started) {
                              // The worker was asked to stop: the experiment goes back to the queue once.
                              ledger.record_event(claimed->id, ExperimentEvent::requeued, "worker", "the worker stopped");
                              line = "requeued (worker stopping)";
-                           } else if (state == "started" || state == "cancel_requested") {
+                           } else if (state == ExperimentState::started || state == ExperimentState::cancel_requested) {
                              ledger.record_event(claimed->id, ExperimentEvent::interrupted, "worker",
                                                  "its densefeed process " + p.describe() + "; see " + spec.stderr_path.string());
                              line = "interrupted: " + p.describe();
                            } else {
-                             line = state + (p.exit_code == 0 ? " (green)" : p.exit_code == 1 ? " (red)" : fmt::format(" (exit {})", p.exit_code));
+                             line = to_string(state) + std::string(p.exit_code == 0 ? " (green)" : p.exit_code == 1 ? " (red)" : fmt::format(" (exit {})", p.exit_code));
                            }
                            const std::lock_guard lock(print);
                            std::cout << fmt::format("slot {}: experiment {} ({}): {}\n", slot, claimed->id, one_line(claimed->manifest_path), one_line(line))
@@ -425,11 +426,11 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      // Its Slurm jobs, where there is a Slurm (the worker running it
                      // ends them too, as it stops the run).
                      nlohmann::ordered_json cancelled_jobs = nlohmann::ordered_json::array();
-                     if (state == "cancel_requested" && slurm_available()) {
+                     if (state == ExperimentState::cancel_requested && slurm_available()) {
                        for (const auto& j : slurm_cancel_prefix(slurm_experiment_prefix(ctx.ledger_path(), id))) cancelled_jobs.push_back(j.id);
                      }
-                     if (ctx.json) std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"state", state}, {"slurm_jobs_cancelled", cancelled_jobs}}.dump(2) << "\n";
-                     else std::cout << fmt::format("experiment {}: {}{}\n", id, state,
+                     if (ctx.json) std::cout << nlohmann::ordered_json{{"experiment_id", id}, {"state", to_string(state)}, {"slurm_jobs_cancelled", cancelled_jobs}}.dump(2) << "\n";
+                     else std::cout << fmt::format("experiment {}: {}{}\n", id, to_string(state),
                                                    cancelled_jobs.empty() ? "" : fmt::format("; scancelled its Slurm job(s) {}",
                                                                                              fmt::join(cancelled_jobs, ", ")));
                      return 0;

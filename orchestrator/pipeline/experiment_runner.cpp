@@ -178,7 +178,7 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
       try {
         const Ledger reader(options.workspace.ledger, Ledger::Mode::read_only);
         while (!done) {
-          if (reader.state(out.experiment_id) == "cancel_requested") request_cancel();
+          if (reader.state(out.experiment_id) == ExperimentState::cancel_requested) request_cancel();
           std::this_thread::sleep_for(std::chrono::milliseconds(250));
         }
       } catch (const std::exception&) {

@@ -585,7 +585,7 @@ void add_review_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
 std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
   std::vector<NextStep> steps;
   const std::string id = std::to_string(f.experiment_id);
-  if (f.state == "queued" || f.state == "started" || f.state == "cancel_requested") {
+  if (is_running(f.state)) {
     NextStep s;
     s.kind = "wait";
     s.command = {"densefeed", "status", id, "--wait", "--json"};
@@ -596,11 +596,11 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     steps.push_back(s);
     return steps;
   }
-  if (f.state == "cancelled" || f.state == "interrupted" || f.state == "rejected") {
+  if (f.state == ExperimentState::cancelled || f.state == ExperimentState::interrupted || f.state == ExperimentState::rejected) {
     NextStep s;
     s.kind = "resubmit";
     s.suggestion = "resubmit the manifest (densefeed submit MANIFEST) once the cause is fixed";
-    s.why = fmt::format("it ended {} without a verdict{}", f.state, f.state_detail.empty() ? "" : ": " + f.state_detail);
+    s.why = fmt::format("it ended {} without a verdict{}", to_string(f.state), f.state_detail.empty() ? "" : ": " + f.state_detail);
     steps.push_back(s);
     return steps;
   }
@@ -759,7 +759,7 @@ ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* g
   ResultFacts f;
   const auto number = [](const J& v) { return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN(); };
   f.experiment_id = e.value("id", std::int64_t{0});
-  f.state = e.value("state", std::string("finished"));
+  f.state = experiment_state_from(e.value("state", std::string("finished"))).value_or(ExperimentState::finished);
   if (e.contains("events") && e["events"].is_array() && !e["events"].empty()) {
     const auto& last = e["events"].back();
     if (last.contains("detail") && last["detail"].is_string()) f.state_detail = last["detail"].get<std::string>();

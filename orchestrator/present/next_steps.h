@@ -11,6 +11,7 @@
 
 #include "arm_context.h"
 #include "base_origin.h"
+#include "experiment_state.h"
 #include "bench_statistics.h"
 #include "failure.h"
 
@@ -81,7 +82,7 @@ struct ParamFact {
 
 struct ResultFacts {
   std::int64_t experiment_id = 0;
-  std::string state = "finished";  // the ledger's state: queued, started, finished, cancelled, ...
+  ExperimentState state = ExperimentState::finished;  // the ledger's (experiment_state.h)
   std::string state_detail;        // why (interrupted, rejected, cancelled)
   std::string gate;
   std::string gate_verdict = "pending";  // green | red | error | pending

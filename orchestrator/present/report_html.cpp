@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "experiment_state.h"
 #include "printable.h"
 #include "vega_bundle.h"
 #include "vega_specs.h"
@@ -623,10 +624,11 @@ ReportPage experiment_report(const J& record, const LedgerFacts& facts, const Re
   page.add(fmt::format("<p>candidate <code>{}</code> {} &nbsp; base <code>{}</code> {}</p>\n", html_escape(str(record, "candidate_revision")),
                        html_escape(record["candidate_params"].dump()), html_escape(str(record, "base_revision")), html_escape(record["base_params"].dump())));
   if (run.is_null()) {
-    if (state == "queued" || state == "requeued") {
+    const auto typed = experiment_state_from(state);
+    if (typed == ExperimentState::queued || typed == ExperimentState::requeued) {
       page.notice(fmt::format("Experiment {} is {}: no stage has run yet, so there is no verdict, benchmark or trace to show. "
                               "A worker (densefeed worker) takes it from the queue.", id, state));
-    } else if (state == "started") {
+    } else if (typed == ExperimentState::started) {
       page.notice(fmt::format("Experiment {} is running: its gate has not finished.", id));
     } else {
       std::string detail;
@@ -782,7 +784,12 @@ ReportPage ledger_report(const J& experiments, const LedgerFacts& facts, const s
                                                   {kGreenColor, kRedColor, "#9467bd", "#bbbbbb"})) +
            "</div>\n" + days.html());
   // The queue: experiments by state; the ones waiting or running are listed.
-  const std::vector<std::string> state_order = {"queued", "requeued", "started", "cancel_requested", "finished", "interrupted", "cancelled", "rejected", "recorded"};
+  std::vector<std::string> state_order;  // every state, the queue's first
+  for (const auto s : {ExperimentState::queued, ExperimentState::requeued, ExperimentState::started, ExperimentState::cancel_requested,
+                       ExperimentState::finished, ExperimentState::interrupted, ExperimentState::cancelled, ExperimentState::rejected,
+                       ExperimentState::recorded}) {
+    state_order.push_back(to_string(s));
+  }
   std::vector<std::pair<std::string, int>> by_state;
   for (const auto& s : state_order) {
     if (states.count(s)) by_state.push_back({s, states[s]});
@@ -799,7 +806,7 @@ ReportPage ledger_report(const J& experiments, const LedgerFacts& facts, const s
   waiting.head = {"id", "experiment", "gate", "state", "submitted"};
   for (const auto& e : experiments) {
     const std::string s = str(e, "state");
-    if (s == "queued" || s == "requeued" || s == "started" || s == "cancel_requested") {
+    if (const auto typed = experiment_state_from(s); typed && is_running(*typed)) {
       waiting.rows.push_back({tdn(str(e, "id")), td(str(e, "name")), td(str(e, "gate")), td(s), td(str(e, "submitted_at"))});
     }
   }

@@ -53,14 +53,14 @@ nlohmann::ordered_json to_json(const ExperimentSummary& s) {
     speedups.push_back({{"case", b.case_label}, {"verdict", b.verdict}, {"speedup", b.speedup}, {"speedup_lo", b.lo}, {"speedup_hi", b.hi}});
   }
   return {{"id", s.id}, {"name", s.name}, {"gate", s.gate}, {"author", s.author}, {"submitted_at", s.submitted_at},
-          {"profile", s.profile.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.profile)}, {"state", s.state},
+          {"profile", s.profile.empty() ? nlohmann::ordered_json() : nlohmann::ordered_json(s.profile)}, {"state", to_string(s.state)},
           {"verdict", s.verdict}, {"verdict_stage", s.verdict_stage}, {"reason", s.reason}, {"stages", stages},
           {"speedups", speedups}, {"promoted", s.promoted}, {"base_origin", to_json(s.base_origin)}};
 }
 
 int exit_code_of(const ExperimentSummary& s) {
-  if (s.state == "queued" || s.state == "started" || s.state == "requeued" || s.state == "cancel_requested") return kExitNotEnded;
-  if (s.state == "rejected") return 2;
+  if (is_running(s.state)) return kExitNotEnded;
+  if (s.state == ExperimentState::rejected) return 2;
   if (s.verdict == "green") return 0;
   if (s.verdict == "red") return 1;
   return 3;

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base_origin.h"
+#include "experiment_state.h"
 #include "failure.h"
 
 namespace densefeed {
@@ -43,7 +44,7 @@ struct SpeedupSummary {
 struct ExperimentSummary {
   std::int64_t id = 0;
   std::string name, gate, author, submitted_at, profile;
-  std::string state;  // the latest event: queued, started, finished, interrupted, ...
+  ExperimentState state = ExperimentState::recorded;  // the latest event (experiment_state.h)
   // The overall verdict: green, red, error, unknown, or pending until the
   // experiment has one (experiment_outcomes).
   std::string verdict = "pending";

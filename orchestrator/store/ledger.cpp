@@ -23,6 +23,14 @@
 namespace densefeed {
 namespace {
 
+// An experiment's state as the ledger's SQL gives it (kStateSql); the
+// events' CHECK allows no other text, so any other is the database's fault.
+ExperimentState state_of(const nlohmann::ordered_json& column) {
+  const std::string text = column.is_string() ? column.get<std::string>() : column.dump();
+  if (const auto s = experiment_state_from(text)) return *s;
+  throw InfraError(fmt::format("the ledger holds an experiment state densefeed does not know: '{}'", text));
+}
+
 // A bench case's guards as the ledger stores them (bench_cases.guards).
 nlohmann::ordered_json guards_to_json(const Decision& d) {
   nlohmann::ordered_json a = nlohmann::ordered_json::array();
@@ -272,6 +280,13 @@ Inventory inventory_of(sqlite3* db) {
   return out;
 }
 
+// Every migration's SQL, version 2 first: kMigrations[v - 2] takes a ledger
+// from version v - 1 to v. Ledger's open applies them in this order, one
+// version at a time.
+constexpr const char* kMigrations[] = {kLedgerMigration2Sql, kLedgerMigration3Sql, kLedgerMigration4Sql, kLedgerMigration5Sql,
+                                       kLedgerMigration6Sql, kLedgerMigration7Sql, kLedgerMigration8Sql};
+static_assert(std::size(kMigrations) == kSchemaVersion - 1, "one migration per version after 1");
+
 // The schema objects the SQL compiled into densefeed makes: built once per
 // process in an in-memory database by the same statements Ledger runs.
 const Inventory& compiled_inventory() {
@@ -282,12 +297,7 @@ const Inventory& compiled_inventory() {
     }
     try {
       exec(db, kLedgerSchemaSql);
-      exec(db, kLedgerMigration2Sql);
-      exec(db, kLedgerMigration3Sql);
-      exec(db, kLedgerMigration4Sql);
-      exec(db, kLedgerMigration5Sql);
-      exec(db, kLedgerMigration6Sql);
-      exec(db, kLedgerMigration7Sql);
+      for (const char* sql : kMigrations) exec(db, sql);
       Inventory i = inventory_of(db);
       sqlite3_close(db);
       return i;
@@ -602,19 +612,6 @@ void Ledger::load_key(bool create) {
   }
 }
 
-const char* to_string(ExperimentEvent e) {
-  switch (e) {
-    case ExperimentEvent::queued: return "queued";
-    case ExperimentEvent::started: return "started";
-    case ExperimentEvent::requeued: return "requeued";
-    case ExperimentEvent::interrupted: return "interrupted";
-    case ExperimentEvent::finished: return "finished";
-    case ExperimentEvent::cancel_requested: return "cancel_requested";
-    case ExperimentEvent::cancelled: return "cancelled";
-    case ExperimentEvent::rejected: return "rejected";
-  }
-  return "?";
-}
 
 namespace {
 
@@ -852,29 +849,29 @@ void Ledger::record_event(std::int64_t experiment_id, ExperimentEvent event, con
   t.commit();
 }
 
-std::string Ledger::state(std::int64_t experiment_id) const {
+ExperimentState Ledger::state(std::int64_t experiment_id) const {
   Statement s(db_, fmt::format("SELECT {} FROM experiments e WHERE e.id = ?", kStateSql).c_str());
   s.bind(1, experiment_id);
   if (!s.step()) throw InputError(path_.string(), {}, "", fmt::format("no experiment with id {} in the ledger", experiment_id));
-  return s.column(0).get<std::string>();
+  return state_of(s.column(0));
 }
 
-std::string Ledger::cancel(std::int64_t experiment_id) {
+ExperimentState Ledger::cancel(std::int64_t experiment_id) {
   Transaction t(db_);
-  const std::string now = state(experiment_id);
-  std::string next;
-  if (now == "queued" || now == "requeued") next = "cancelled";
-  else if (now == "started") next = "cancel_requested";
-  else if (now == "cancel_requested") return now;
-  else throw InputError(path_.string(), {}, fmt::format("experiment {}", experiment_id), fmt::format("it has already ended ({})", now));
+  const ExperimentState now = state(experiment_id);
+  ExperimentEvent next;
+  if (now == ExperimentState::queued || now == ExperimentState::requeued) next = ExperimentEvent::cancelled;
+  else if (now == ExperimentState::started) next = ExperimentEvent::cancel_requested;
+  else if (now == ExperimentState::cancel_requested) return now;
+  else throw InputError(path_.string(), {}, fmt::format("experiment {}", experiment_id), fmt::format("it has already ended ({})", to_string(now)));
   const auto me = current_process();
   Statement ev(db_, "INSERT INTO experiment_events(experiment_id, event, owner, owner_host, owner_pid, owner_start, at) VALUES (?,?,?,?,?,?,?)");
-  ev.bind(1, experiment_id).bind(2, next).bind(3, std::string("cancel")).bind(4, me.host).bind(5, static_cast<std::int64_t>(me.pid));
+  ev.bind(1, experiment_id).bind(2, std::string(to_string(next))).bind(3, std::string("cancel")).bind(4, me.host).bind(5, static_cast<std::int64_t>(me.pid));
   ev.bind(6, me.start_ticks).bind(7, utc_now());
   ev.run();
   link("experiment_events", sqlite3_last_insert_rowid(db_));
   t.commit();
-  return next;
+  return state_after(next);
 }
 
 std::optional<ClaimedExperiment> Ledger::claim_next(const std::string& owner) {
@@ -1447,7 +1444,7 @@ std::vector<ExperimentSummary> Ledger::summaries_where(const ListFilter& filter,
     e.author = s.column(3).get<std::string>();
     e.submitted_at = s.column(4).get<std::string>();
     e.profile = s.column(5).is_string() ? s.column(5).get<std::string>() : "";
-    e.state = s.column(6).get<std::string>();
+    e.state = state_of(s.column(6));
     if (s.column(7).is_string()) {
       e.verdict = s.column(7).get<std::string>();
       e.verdict_stage = e.verdict == "green" ? "" : s.column(8).get<std::string>();
@@ -1866,7 +1863,7 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
   }
   nlohmann::ordered_json out = e.row();
   for (const char* k : {"risk", "candidate_params", "base_params", "acceptance", "trace", "base_origin_detail"}) out[k] = parse_json_column(out[k]);
-  out["state"] = state(experiment_id);
+  out["state"] = to_string(state(experiment_id));
   out["events"] = nlohmann::ordered_json::array();
   Statement ev(db_, "SELECT event, owner, owner_host, owner_pid, detail, at FROM experiment_events WHERE experiment_id = ? ORDER BY id");
   ev.bind(1, experiment_id);

@@ -58,6 +58,7 @@
 struct sqlite3;
 
 #include "error.h"
+#include "experiment_state.h"
 #include "utc_time.h"
 
 
@@ -73,9 +74,6 @@ struct ExperimentRecord {
   BaseOrigin base_origin;       // who wrote the base (base_origin.h)
 };
 
-// A change of an experiment's state (experiment_events.event).
-enum class ExperimentEvent { queued, started, requeued, interrupted, finished, cancel_requested, cancelled, rejected };
-const char* to_string(ExperimentEvent e);
 
 struct GateRunRecord {
   std::string gate;
@@ -242,7 +240,7 @@ class Ledger {
                     const std::string& detail = "");
   // The latest event of the experiment ("recorded" for a version-1 row with
   // none). Throws InputError when there is no such experiment.
-  std::string state(std::int64_t experiment_id) const;
+  ExperimentState state(std::int64_t experiment_id) const;
   // Takes the oldest queued (or requeued) experiment for a worker, recording
   // `started` and its first heartbeat (interval: heartbeat_interval_s()) in
   // the same transaction, so two workers never take the same one.
@@ -273,7 +271,7 @@ class Ledger {
   // `densefeed cancel`: a queued experiment is cancelled at once; a started
   // one gets cancel_requested (its worker stops it). Returns the new state;
   // throws InputError when the experiment has already ended.
-  std::string cancel(std::int64_t experiment_id);
+  ExperimentState cancel(std::int64_t experiment_id);
   // Gate run, its cases and metrics, and the gate stage's outcome in one transaction; returns the gate run id.
   std::int64_t record_gate_run(std::int64_t experiment_id, const GateRunRecord& record);
   // Bench cases and the environment in one transaction. Throws InfraError

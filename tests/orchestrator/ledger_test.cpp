@@ -289,7 +289,7 @@ TEST_F(LedgerInvariants, AnEventFromADeadOwnerIsRecoveredAccordingToWhoOwnedIt) 
   Ledger ledger(db_path());
   // experiment_ was recorded `started` by this (living) process: untouched.
   EXPECT_TRUE(ledger.recover_dead_owners().empty());
-  EXPECT_EQ(ledger.state(experiment_), "started");
+  EXPECT_EQ(to_string(ledger.state(experiment_)), std::string("started"));
   // A worker and a run that died: pid 1 is not this host's densefeed (its start time differs).
   const auto w = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "ieee"}}}, ExperimentEvent::queued, "submit");
   const auto r = ledger.record_experiment({&manifest_, {{"precision", "tf32-rn"}}, {{"precision", "ieee"}}}, ExperimentEvent::queued, "submit");
@@ -303,9 +303,9 @@ TEST_F(LedgerInvariants, AnEventFromADeadOwnerIsRecoveredAccordingToWhoOwnedIt) 
   EXPECT_FALSE(ledger.verify().ok);
   const auto recovered = ledger.recover_dead_owners();
   ASSERT_EQ(recovered.size(), 2u);
-  EXPECT_EQ(ledger.state(w), "requeued");
-  EXPECT_EQ(ledger.state(r), "interrupted");
-  EXPECT_EQ(ledger.state(experiment_), "started");
+  EXPECT_EQ(to_string(ledger.state(w)), std::string("requeued"));
+  EXPECT_EQ(to_string(ledger.state(r)), std::string("interrupted"));
+  EXPECT_EQ(to_string(ledger.state(experiment_)), std::string("started"));
 }
 
 TEST_F(LedgerInvariants, AHeartbeatBeatsOnlyWhileItsOwnerStillHoldsTheExperiment) {
@@ -332,6 +332,24 @@ TEST_F(LedgerInvariants, AHeartbeatBeatsOnlyWhileItsOwnerStillHoldsTheExperiment
   EXPECT_FALSE(ledger.beat(id));
   EXPECT_EQ(beats(), "3");
   EXPECT_TRUE(ledger.verify().ok);  // heartbeats are not chained: beats do not break the chain
+}
+
+// A state is a value from the ledger to the printers: its text is the
+// ledger's column value, JSON carries the name (never the enum's number),
+// and any other text is no state.
+TEST(ExperimentStates, EveryStateRoundTripsByNameAndOnlyTheQueueIsRunning) {
+  int running = 0;
+  for (int i = 0; i <= static_cast<int>(ExperimentState::recorded); ++i) {
+    const auto s = static_cast<ExperimentState>(i);
+    EXPECT_EQ(experiment_state_from(to_string(s)), s) << to_string(s);
+    EXPECT_EQ(nlohmann::json(s), to_string(s));
+    running += is_running(s);
+  }
+  EXPECT_EQ(running, 4);  // queued, requeued, started, cancel_requested
+  EXPECT_TRUE(has_ended(ExperimentState::recorded));
+  EXPECT_EQ(experiment_state_from("Started"), std::nullopt);
+  EXPECT_EQ(experiment_state_from("finished (green)"), std::nullopt);
+  EXPECT_EQ(to_string(state_after(ExperimentEvent::cancel_requested)), std::string("cancel_requested"));
 }
 
 }  // namespace

@@ -300,7 +300,7 @@ TEST(NextSteps, AGreenFasterResultGoesToAPersonThenToPromotion) {
 TEST(NextSteps, AQueuedExperimentWaitsForAWorker) {
   ResultFacts f;
   f.experiment_id = 12;
-  f.state = "queued";
+  f.state = ExperimentState::queued;
   const auto steps = next_steps(f);
   ASSERT_EQ(steps.size(), 1u);
   EXPECT_EQ(steps[0].kind, "wait");
