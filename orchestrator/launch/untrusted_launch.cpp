@@ -16,7 +16,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "harness_protocol.h"
 #include "error.h"
 #include "install_paths.h"
 #include "shown_tree.h"
@@ -390,7 +389,7 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
         SandboxPolicy rank = policy;
         rank.role = SandboxRole::rank;
         rank.writable.clear();
-        if (const auto out = c.rank_env[k].find(kOutEnv); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
+        if (const auto out = c.rank_env[k].find("DENSEFEED_OUT"); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
         if (c.arm && !c.arm->cache_dir.empty()) rank.writable.push_back(c.arm->cache_dir);
         rank.tmp_bytes = c_in.limits.tmp_bytes;
         group.ranks[k].launcher = sandbox_argv(rank);
