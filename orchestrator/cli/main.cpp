@@ -42,15 +42,6 @@ using df::parse_unsigned;
 
 namespace {
 
-int exit_code_for(df::Verdict v) {
-  switch (v) {
-    case df::Verdict::green: return 0;
-    case df::Verdict::red: return 1;
-    case df::Verdict::error: return 3;
-  }
-  return 3;
-}
-
 void print_error(bool json, const char* kind, const std::string& message, const nlohmann::ordered_json& details = {}) {
   if (json) {
     nlohmann::ordered_json doc = {{"verdict", kind}, {"error", message}};
@@ -217,7 +208,7 @@ int main(int argc, char** argv) {
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);
-      return outcome.record ? df::exit_code_of(*outcome.record) : exit_code_for(outcome.verdict);
+      return outcome.record ? df::exit_code_of(*outcome.record) : df::exit_code_of(outcome.verdict);
     }
     if (trace_analyze->parsed()) {
       df::AnalysisOptions analysis_options;
@@ -475,7 +466,7 @@ int main(int argc, char** argv) {
       } else {
         std::cout << compare_cand << " against " << compare_ref << ": " << df::render_comparison_text(result);
       }
-      return exit_code_for(result.verdict);
+      return df::exit_code_of(result.verdict);
     }
     if (gate_verify->parsed()) {
       const df::GateStore store = ctx.worktree();

@@ -246,4 +246,22 @@ std::vector<std::string> sandbox_argv(const SandboxPolicy& policy) {
   return argv;
 }
 
+std::vector<std::filesystem::path> sandbox_mounted_paths(const std::vector<std::string>& argv) {
+  std::vector<std::filesystem::path> out;
+  const auto add = [&](const std::string& p) {
+    if (p != "/dev/null") out.push_back(std::filesystem::path(p).lexically_normal());
+  };
+  for (std::size_t k = 0; k < argv.size() && argv[k] != "--"; ++k) {
+    if ((argv[k] == "--bind" || argv[k] == "--ro-bind") && k + 2 < argv.size()) {
+      add(argv[k + 1]);
+      add(argv[k + 2]);
+      k += 2;
+    } else if (argv[k] == "--tmpfs" && k + 1 < argv.size()) {
+      add(argv[k + 1]);
+      k += 1;
+    }
+  }
+  return out;
+}
+
 }  // namespace densefeed

@@ -99,4 +99,13 @@ bool shown_by_system(const std::filesystem::path& p);
 // sandbox_status(true).on().
 std::vector<std::string> sandbox_argv(const SandboxPolicy& policy);
 
+// The host paths an argv from sandbox_argv mounts or makes a mount point of:
+// the sources and destinations of --bind and --ro-bind (but /dev/null) and
+// the destinations of --tmpfs. bwrap sets them up after the argv was made;
+// one gone by then (another ledger's folder in a shown tree, removed by its
+// own run) stops it before the command starts ("bwrap: Can't mkdir parents
+// for ...", exit 1), a failure that is densefeed's and never the command's
+// (untrusted_launch.h). Absolute, lexically normal, in argv order.
+std::vector<std::filesystem::path> sandbox_mounted_paths(const std::vector<std::string>& argv);
+
 }  // namespace densefeed

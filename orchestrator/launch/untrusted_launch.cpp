@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness_protocol.h"
 #include "error.h"
 #include "install_paths.h"
 #include "shown_tree.h"
@@ -389,7 +390,7 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
         SandboxPolicy rank = policy;
         rank.role = SandboxRole::rank;
         rank.writable.clear();
-        if (const auto out = c.rank_env[k].find("DENSEFEED_OUT"); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
+        if (const auto out = c.rank_env[k].find(kOutEnv); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
         if (c.arm && !c.arm->cache_dir.empty()) rank.writable.push_back(c.arm->cache_dir);
         rank.tmp_bytes = c_in.limits.tmp_bytes;
         group.ranks[k].launcher = sandbox_argv(rank);
@@ -412,6 +413,21 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
     if (!out) throw InfraError(fmt::format("{}: cannot write the rank group", spec_file.string()));
   }
   result.process = run_process(spec);
+  if (result.sandboxed && !result.process.ok()) {
+    // A folder the sandbox mounts, gone before bwrap reached it, stops the
+    // launch before the command starts: densefeed's failure, found by
+    // looking, never read from what was printed.
+    for (const auto& p : sandbox_mounted_paths(spec.launcher)) {
+      std::error_code ec;
+      if (std::filesystem::symlink_status(p, ec).type() == std::filesystem::file_type::not_found) {
+        throw InfraError(fmt::format("{}: removed while the sandbox of '{}' started or ran (it was to be mounted there), so its "
+                                     "failure is not counted as the command's; nothing was recorded of it. Run it again; if this "
+                                     "repeats, keep what removes folders in the shown tree (another run's ledger, a clean-up) "
+                                     "from running meanwhile",
+                                     p.string(), c_in.argv.empty() ? "" : c_in.argv[0]));
+      }
+    }
+  }
   result.limit = limit_hit(result.process, cgroup, c.limits, rlimit_as, c.stderr_path);
   result.process.strays_killed += cgroup.kill_all();
   if (ranked) {

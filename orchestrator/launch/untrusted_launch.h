@@ -107,7 +107,9 @@ std::filesystem::path rank_log(const std::filesystem::path& cwd, int rank, const
 
 // Runs one untrusted command to completion. Never throws for what the
 // command does; throws InfraError when the sandbox was asked for and cannot
-// start, or its log files cannot be made.
+// start, when a path it mounts was gone once the command had failed
+// (sandbox_mounted_paths: bwrap stopped before the command, or the tree it
+// was shown changed under it), or when its log files cannot be made.
 UntrustedResult launch_untrusted(const UntrustedCommand& command);
 
 // The environment an untrusted command gets: `protocol` (DENSEFEED_*,

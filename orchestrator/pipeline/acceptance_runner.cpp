@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "harness_protocol.h"
 #include "acceptance.h"
 #include "command_template.h"
 #include "error.h"
@@ -33,10 +34,10 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
                           {nlohmann::ordered_json::object(), params, options.seed, (options.work_dir / "out").string()},
                           options.candidate);
   spec.arm = &options.candidate;
-  spec.env["DENSEFEED_MODE"] = "acceptance";
-  spec.env["DENSEFEED_CASE"] = "{}";
-  spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
-  spec.env["DENSEFEED_OUT"] = (options.work_dir / "out").string();
+  for (const auto& [k, v] : protocol_environment(ProtocolMode::acceptance, nlohmann::ordered_json::object(), options.seed,
+                                                 options.work_dir / "out")) {
+    spec.env[k] = v;
+  }
   spec.cwd = options.work_dir;
   spec.writable = {options.work_dir / "out"};
   spec.stdout_path = options.work_dir / "stdout.log";

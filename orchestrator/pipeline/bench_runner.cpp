@@ -13,6 +13,7 @@
 
 #include <fmt/format.h>
 
+#include "harness_protocol.h"
 #include "bench_work.h"
 #include "command_template.h"
 #include "error.h"
@@ -256,7 +257,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
       Launch launch;
       launch.untrusted = spec;
       UntrustedCommand& c = launch.untrusted;
-      for (const char* k : {"DENSEFEED_CASE", "DENSEFEED_SEED", "DENSEFEED_OUT", "DENSEFEED_WARMUP", "DENSEFEED_ITERS"}) c.env.erase(k);
+      for (const char* k : {kCaseEnv, kSeedEnv, kOutEnv, kWarmupEnv, kItersEnv}) c.env.erase(k);
       c.cwd = dir;
       c.writable = {dir / "exchange"};
       c.stdout_path = dir / "stdout.log";
@@ -407,12 +408,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
           spec.argv = arm_command(gate.candidate_command, {c.values, params, options.seed, (dir / "out").string()}, arm);
           spec.arm = &arm;
         }
-        spec.env["DENSEFEED_MODE"] = "bench";
-        spec.env["DENSEFEED_CASE"] = c.values.dump();
-        spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
-        spec.env["DENSEFEED_OUT"] = (dir / "out").string();
-        spec.env["DENSEFEED_WARMUP"] = std::to_string(gate.bench.warmup);
-        spec.env["DENSEFEED_ITERS"] = std::to_string(iters);
+        for (const auto& [k, v] : bench_environment(c.values, options.seed, dir / "out", gate.bench.warmup, iters)) spec.env[k] = v;
         std::vector<std::uint64_t> round_seeds;  // warm-up first, then the timed iterations'
         if (driven) {
           round_seeds = draw_round_seeds(pool, static_cast<std::size_t>(gate.bench.warmup + iters), draw);

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness_protocol.h"
 #include "arm_context.h"
 #include "command_template.h"
 #include "error.h"
@@ -109,11 +110,7 @@ Launch job_launch(const Job& job, const std::filesystem::path& dir, const std::m
 // single process gets gpus[0].
 void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options,
              const std::vector<std::string>& gpus) {
-  std::map<std::string, std::string> env;
-  env["DENSEFEED_MODE"] = "gate";
-  env["DENSEFEED_CASE"] = job.case_json.dump();
-  env["DENSEFEED_SEED"] = std::to_string(seed);
-  env["DENSEFEED_OUT"] = (job.dir / "out").string();
+  std::map<std::string, std::string> env = protocol_environment(ProtocolMode::gate, job.case_json, seed, job.dir / "out");
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
   AllocationRequest request;
   request.name = "gate-" + job.dir.filename().string();
@@ -131,7 +128,7 @@ void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOp
       std::error_code ec;
       std::filesystem::create_directories(out, ec);
       if (ec) throw InfraError(fmt::format("{}: cannot create rank {}'s output folder: {}", out.string(), k, ec.message()));
-      rank["DENSEFEED_OUT"] = out.string();
+      rank[kOutEnv] = out.string();
       if (static_cast<std::size_t>(k) < gpus.size() && !gpus[static_cast<std::size_t>(k)].empty()) {
         rank["CUDA_VISIBLE_DEVICES"] = gpus[static_cast<std::size_t>(k)];
       }
@@ -192,7 +189,8 @@ void ensure_session(const Job& job, SessionSlot& slot, int thread, const GateSpe
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     std::filesystem::create_directories(dir, ec);
-    std::map<std::string, std::string> env = {{"DENSEFEED_MODE", "gate"}};
+    // A session is told its mode; each request carries its case, seed and out (session.h).
+    std::map<std::string, std::string> env = {{kModeEnv, to_string(ProtocolMode::gate)}};
     if (!gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = gpu;
     // A session lives for the run; each request has the case's timeout.
     const auto lifetime = std::chrono::hours(24 * 7);

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "harness_protocol.h"
 #include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
@@ -47,10 +48,9 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
                              (dir / "out").string()},
                             context);
     spec.arm = &context;
-    spec.env["DENSEFEED_MODE"] = "trace";
-    spec.env["DENSEFEED_CASE"] = "{}";
-    spec.env["DENSEFEED_SEED"] = std::to_string(options.seed);
-    spec.env["DENSEFEED_OUT"] = (dir / "out").string();
+    for (const auto& [k, v] : protocol_environment(ProtocolMode::trace, nlohmann::ordered_json::object(), options.seed, dir / "out")) {
+      spec.env[k] = v;
+    }
     spec.cwd = dir;
     spec.writable = {dir / "out"};
     spec.readable = options.readable;

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness_protocol.h"
 #include "command_template.h"
 #include "experiment_runner.h"
 #include "gate_spec.h"
@@ -112,8 +113,7 @@ void add_rerun(NextStep& step, const ResultFacts& f, const CaseFact& c) {
       if (const auto exe = resolve_executable(argv[0], f.candidate_arm->exe_dirs); !exe.empty()) argv[0] = exe.string();
     }
     step.command = argv;
-    step.env = {{"DENSEFEED_MODE", "gate"}, {"DENSEFEED_CASE", c.values.dump()}, {"DENSEFEED_SEED", f.seed},
-                {"DENSEFEED_OUT", (dir / "out").string()}};
+    step.env = protocol_environment(ProtocolMode::gate, c.values, f.seed, dir / "out");
     if (f.candidate_arm) {
       for (const auto& [k, v] : f.candidate_arm->env) step.env[k] = v;
     }

@@ -81,13 +81,6 @@ std::string sandbox_line(const SandboxStatus& s) {
   return "?";
 }
 
-// The guards that held a decision back, as the ledger keeps them (bench_cases.guards).
-nlohmann::ordered_json guards_json(const Decision& d) {
-  nlohmann::ordered_json a = nlohmann::ordered_json::array();
-  for (const auto g : guards_of(d)) a.push_back(to_string(g));
-  return a;
-}
-
 nlohmann::ordered_json timing_flags_json(const std::vector<TimingFlag>& flags) {
   nlohmann::ordered_json out = nlohmann::ordered_json::array();
   for (const auto& f : flags) out.push_back({{"kind", to_string(f.kind)}, {"arm", f.arm}, {"reason", f.reason}, {"figures", f.figures}});

@@ -19,6 +19,15 @@
 
 namespace densefeed {
 
+// Decision `d`'s guards as the ledger stores them (bench_cases.guards) and
+// every printer writes them: a JSON array of their names (to_string of
+// BenchGuard), in guards_of's order; [] when none held.
+inline nlohmann::ordered_json guards_json(const Decision& d) {
+  nlohmann::ordered_json a = nlohmann::ordered_json::array();
+  for (const auto g : guards_of(d)) a.push_back(to_string(g));
+  return a;
+}
+
 struct BenchCaseResult {
   Case bench_case;
   std::string unit = "ms";

@@ -60,10 +60,10 @@ nlohmann::ordered_json to_json(const ExperimentSummary& s) {
 
 int exit_code_of(const ExperimentSummary& s) {
   if (is_running(s.state)) return kExitNotEnded;
-  if (s.state == ExperimentState::rejected) return 2;
-  if (s.verdict == "green") return 0;
-  if (s.verdict == "red") return 1;
-  return 3;
+  if (s.state == ExperimentState::rejected) return kExitUsage;
+  if (s.verdict == to_string(Verdict::green)) return exit_code_of(Verdict::green);
+  if (s.verdict == to_string(Verdict::red)) return exit_code_of(Verdict::red);
+  return kExitError;
 }
 
 }  // namespace densefeed

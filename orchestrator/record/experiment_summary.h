@@ -13,6 +13,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "exit_code.h"
+
 #include "base_origin.h"
 #include "experiment_state.h"
 #include "failure.h"
@@ -66,10 +68,9 @@ struct ExperimentSummary {
 nlohmann::ordered_json to_json(const ExperimentSummary& s);
 nlohmann::ordered_json to_json(const Failure& f);
 
-// The exit code of `densefeed status` and `run` for the record (README):
-// 0 green, 1 red, 3 error or unknown or interrupted/cancelled, 2 rejected,
-// 4 not ended yet (queued, started, requeued, cancel_requested).
+// The exit code of `densefeed status` and `run` for the record
+// (common/exit_code.h): kExitNotEnded while it runs, kExitUsage when
+// rejected, else its verdict's (an unknown or missing one: kExitError).
 int exit_code_of(const ExperimentSummary& s);
-inline constexpr int kExitNotEnded = 4;
 
 }  // namespace densefeed

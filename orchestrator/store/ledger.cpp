@@ -31,13 +31,6 @@ ExperimentState state_of(const nlohmann::ordered_json& column) {
   throw InfraError(fmt::format("the ledger holds an experiment state densefeed does not know: '{}'", text));
 }
 
-// A bench case's guards as the ledger stores them (bench_cases.guards).
-nlohmann::ordered_json guards_to_json(const Decision& d) {
-  nlohmann::ordered_json a = nlohmann::ordered_json::array();
-  for (const auto g : guards_of(d)) a.push_back(to_string(g));
-  return a;
-}
-
 constexpr int kSchemaVersion = 8;
 
 // The tables whose rows are linked into record_chain, in the order in which
@@ -1096,7 +1089,7 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
     nlohmann::ordered_json flags = nlohmann::ordered_json::array();
     for (const auto& f : c.flags) flags.push_back({{"kind", to_string(f.kind)}, {"arm", f.arm}, {"reason", f.reason}, {"figures", f.figures}});
     s.bind(23, c.timing).bind(24, flags.dump()).bind(25, c.checks.dump());
-    s.bind(26, guards_to_json(d).dump());
+    s.bind(26, guards_json(d).dump());
     s.run();
     link("bench_cases", sqlite3_last_insert_rowid(db_));
   }

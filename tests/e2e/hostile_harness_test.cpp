@@ -99,8 +99,8 @@ class Listener {
 class HostileBase : public ::testing::Test {
  protected:
   void SetUp() override {
-    // Under the build tree, not /tmp: the sandbox gives a harness its own
-    // /tmp, and these files must be visible to it to be refused read-only.
+    // Under /var/tmp, not /tmp: the sandbox gives a harness its own /tmp,
+    // and these files must be visible to it to be refused read-only.
     std::random_device rd;
     dir_ = std::filesystem::path(DENSEFEED_TEST_SCRATCH) / ("hostile-" + std::to_string(rd()) + std::to_string(rd()));
     // A project whose gates are trusted as they are (--trust-worktree): the

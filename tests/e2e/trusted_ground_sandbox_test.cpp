@@ -10,7 +10,9 @@
 //     (exit 3, naming it) and nothing connects to it; the candidate's and the
 //     base's WORKTREE arms get compile caches of their own, per experiment,
 //     and the reference never sees what the candidate wrote into its own;
-//   - /bin/sh as a trace command's argv[0] runs in the sandbox.
+//   - /bin/sh as a trace command's argv[0] runs in the sandbox;
+//   - a hidden folder removed as the sandbox starts is densefeed's failure
+//     (exit 3), never the arm's.
 // Each attack is also run where it works (outside the sandbox), so that a
 // check that can never fail is caught.
 #include <gtest/gtest.h>
@@ -275,6 +277,42 @@ TEST_F(TrustedGround, ACandidateCannotReadASecondLedgerInTheTreeNorItsRunsAndExp
     EXPECT_NE(seen.find("HIDDEN " + t.string()), std::string::npos) << t << " in: " << seen;
     EXPECT_EQ(seen.find("LEAK " + t.string()), std::string::npos) << seen;
   }
+}
+
+// Another ledger's folder in the shown tree, removed by its own run after
+// the sandbox's options were made and before bwrap mounted over it (seen in
+// CI: a test's project under the build tree went while the skill test's
+// candidate started; "bwrap: Can't mkdir parents for ...-caches"): the
+// launch never reached the command, so the experiment is densefeed's
+// failure (exit 3, naming the folder), never a red case of the arm. The race
+// is made certain by a bwrap on PATH that removes the folder when its argv
+// names it, then runs the real one.
+TEST_F(TrustedGround, AHiddenFolderRemovedAsTheSandboxStartsIsDensefeedsFailureNotTheArms) {
+  init_project();
+  const auto victim = repo_ / "ci" / "ledger-caches";
+  std::filesystem::create_directories(victim / "triton");
+  const auto real = testing::run_cli("/usr/bin/env", {"sh", "-c", "command -v bwrap"}, dir_.path(), env());
+  ASSERT_EQ(real.exit_code, 0) << "bwrap is not installed";
+  const auto bin = dir_ / "racing-bin";
+  const std::string victim_q = J(victim.string()).dump();
+  testing::write_file(bin / "bwrap", "#!/bin/sh\nfor a in \"$@\"; do [ \"$a\" = " + victim_q + " ] && rm -rf " + victim_q +
+                                         "; done\nexec " + real.out.substr(0, real.out.find('\n')) + " \"$@\"\n");
+  std::filesystem::permissions(bin / "bwrap", std::filesystem::perms::owner_all);
+  auto racing = env();
+  racing["PATH"] = bin.string() + ":" + racing["PATH"];
+  const auto r = testing::run_cli(kExe, {"run", trace_manifest("race", probe_command({})).string(), "--no-bench"}, repo_, racing);
+  EXPECT_EQ(r.exit_code, 3) << r.out << r.err;
+  EXPECT_NE(r.err.find(victim.string() + ": removed while the sandbox of"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("not counted as the command's"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(victim)) << "the racing bwrap never ran: the test proves nothing";
+  const auto list = densefeed({"ledger", "list", "--json"});
+  ASSERT_EQ(list.exit_code, 0) << list.out << list.err;
+  for (const auto& e : J::parse(list.out)) EXPECT_NE(e["verdict"], "red") << list.out;
+  // The premise: with the folder back and nothing racing, the same
+  // experiment runs through the sandbox.
+  std::filesystem::create_directories(victim);
+  const auto again = densefeed({"run", (dir_ / "race.yaml").string(), "--no-bench"});
+  EXPECT_NE(again.exit_code, 3) << again.out << again.err;
 }
 
 // A server listening on a unix socket inside the project tree (the agent

@@ -208,4 +208,20 @@ TEST(TypedAllTheWay, NoPrinterNextStepOrStageSearchesTheWordsOfAReason) {
   EXPECT_GT(files, 20u);
 }
 
+// The harness protocol's variables are spelled in one file
+// (common/harness_protocol.h); every command gets them from its builders.
+TEST(HarnessProtocol, ItsVariablesAreSpelledInOneFileOnly) {
+  const std::regex spelled(R"re("DENSEFEED_(MODE|CASE|SEED|OUT|WARMUP|ITERS)")re");
+  for (const auto& [name, s] : sources()) {
+    if (name == "harness_protocol.h") continue;
+    std::istringstream text(read(s.path));
+    int n = 0;
+    for (std::string line; std::getline(text, line);) {
+      ++n;
+      EXPECT_FALSE(std::regex_search(line, spelled)) << s.path.string() << ":" << n << " spells a protocol variable: " << line;
+    }
+  }
+  EXPECT_TRUE(std::regex_search(read(kOrchestrator / "common" / "harness_protocol.h"), spelled));
+}
+
 }  // namespace
