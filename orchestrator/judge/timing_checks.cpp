@@ -8,6 +8,8 @@
 
 #include <string_view>
 
+#include <boost/math/distributions/normal.hpp>
+#include <boost/math/distributions/students_t.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -128,8 +130,21 @@ WallFit fit_wall(const std::vector<RoundWall>& rounds) {
   const double mid = median(residuals);
   for (double r : residuals) deviations.push_back(std::abs(r - mid));
   w.per_iteration_se_s = 1.4826 * median(deviations) / std::sqrt(sxx);
+  w.dof = static_cast<int>(rounds.size()) - 2;
   w.fitted = true;
   return w;
+}
+
+double significance_bar(double dof) {
+  static const double tail = boost::math::cdf(boost::math::complement(boost::math::normal(), kSignificanceZ));
+  return boost::math::quantile(boost::math::complement(boost::math::students_t(std::max(dof, 1.0)), tail));
+}
+
+double significance_bar(const WallFit& a, const WallFit& b) {
+  const double va = a.per_iteration_se_s * a.per_iteration_se_s, vb = b.per_iteration_se_s * b.per_iteration_se_s;
+  const double denominator = va * va / std::max(a.dof, 1) + vb * vb / std::max(b.dof, 1);
+  if (!(denominator > 0)) return significance_bar(static_cast<double>(std::max(a.dof, 1) + std::max(b.dof, 1)));
+  return significance_bar((va + vb) * (va + vb) / denominator);
 }
 
 int long_round_factor(const RoundWall& first) {
@@ -191,11 +206,12 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   // are intervals inside its run: a base slope below its claims is the
   // machine's noise, and is not credited to the candidate's excess.
   const double excess = c_untimed - std::max(0.0, b_untimed);  // > 0: the candidate's wall grows by more than it claims, beyond the base's overhead
-  const double bar = std::max(kUnseenFraction * base_claimed_ms, kSignificanceZ * se);
+  const double z_both = significance_bar(b, c), z_base = significance_bar(b.dof), z_candidate = significance_bar(c.dof);
+  const double bar = std::max(kUnseenFraction * base_claimed_ms, z_both * se);
   const nlohmann::ordered_json figures = {{"base_wall_per_iteration_ms", b_slope},        {"base_claimed_ms", base_claimed_ms},
                                     {"candidate_wall_per_iteration_ms", c_slope},   {"candidate_claimed_ms", candidate_claimed_ms},
                                     {"slope_se_ms", se},                            {"excess_ms", excess},
-                                    {"bar_ms", bar}};
+                                    {"bar_ms", bar},                                {"bar_standard_errors", z_both}};
   const auto flag = [&](TimingFlagKind kind, const char* arm, std::string reason) {
     TimingFlag f;
     f.kind = kind;
@@ -213,7 +229,7 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   // from them. Not red (nothing shows the candidate cheated) and never
   // faster: the case is inconclusive.
   const double base_gap = -b_untimed;  // what the base claims beyond its wall growth
-  if (base_gap > std::max(kClaimsFraction * base_claimed_ms, kSignificanceZ * b.per_iteration_se_s * 1e3)) {
+  if (base_gap > std::max(kClaimsFraction * base_claimed_ms, z_base * b.per_iteration_se_s * 1e3)) {
     return flag(TimingFlagKind::wall_unreliable, "both",
                 fmt::format("the wall times do not follow the iteration counts: each extra iteration makes the base's process "
                             "run {} longer although its samples say {} (the candidate: {} for {}), so the machine's load, not the "
@@ -236,7 +252,7 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   // honest self-timed 2x red that way).
   const double credit = std::max(0.0, base_gap);
   if (candidate_claimed_ms - c_slope - credit >
-      std::max(kClaimsFraction * candidate_claimed_ms, kSignificanceZ * (credit > 0 ? se : c.per_iteration_se_s * 1e3))) {
+      std::max(kClaimsFraction * candidate_claimed_ms, credit > 0 ? z_both * se : z_candidate * c.per_iteration_se_s * 1e3)) {
     return flag(TimingFlagKind::claims_unrepeated, "candidate",
                 fmt::format("the candidate's samples say {} per iteration but each extra iteration makes its process run only {} "
                             "longer (the base: {} for {}): what was timed is not what each iteration does",
@@ -261,16 +277,17 @@ std::optional<TimingFlag> check_wall_confirms(const std::vector<RoundWall>& base
   const double b_slope = b.per_iteration_s * 1e3, c_slope = c.per_iteration_s * 1e3;
   const double se = std::hypot(b.per_iteration_se_s, c.per_iteration_se_s) * 1e3;
   const double gap = b_slope - c_slope;
-  if (gap > kSignificanceZ * se) return std::nullopt;
+  const double z = significance_bar(b, c);
+  if (gap > z * se) return std::nullopt;
   f.reason = fmt::format("densefeed's own clock does not confirm the candidate's samples: they say {} per iteration against the "
                          "base's {}, but each extra iteration makes the candidate's process run {} longer and the base's {} "
                          "(a difference of {}, needed: more than {}, {} standard errors), so its speedup is not measured; on a "
                          "loaded machine more rounds or an idle one settle it",
                          ms(candidate_claimed_ms), ms(base_claimed_ms), ms(c_slope), ms(b_slope), ms(gap),
-                         ms(kSignificanceZ * se), kSignificanceZ);
+                         ms(z * se), fmt::format("{:.3g}", z));
   f.figures = {{"base_wall_per_iteration_ms", b_slope}, {"base_claimed_ms", base_claimed_ms},
                {"candidate_wall_per_iteration_ms", c_slope}, {"candidate_claimed_ms", candidate_claimed_ms},
-               {"slope_se_ms", se}, {"gap_ms", gap}, {"bar_ms", kSignificanceZ * se}};
+               {"slope_se_ms", se}, {"gap_ms", gap}, {"bar_ms", z * se}, {"bar_standard_errors", z}};
   return f;
 }
 

@@ -56,15 +56,38 @@ struct RoundWall {
 // intercept the median offset, so a round a loaded machine delayed does not
 // move it. fitted is false with fewer than 4 rounds or one distinct count.
 // per_iteration_se_s is 1.4826 x the residuals' median absolute deviation
-// over sqrt(Sxx); seconds throughout.
+// over sqrt(Sxx); seconds throughout. dof = rounds - 2, the degrees of
+// freedom that standard error was estimated with.
 struct WallFit {
   bool fitted = false;
   double fixed_s = 0;
   double per_iteration_s = 0;
   double per_iteration_se_s = 0;
+  int dof = 0;
 };
 
 WallFit fit_wall(const std::vector<RoundWall>& rounds);
+
+// How many standard errors an excess of a fitted slope must pass: the
+// quantile of Student's t (Student 1908, "The probable error of a mean",
+// Biometrika 6) at the normal's one-sided tail beyond kSignificanceZ
+// (3.17e-5), for `dof` degrees of freedom. A slope's standard error is
+// estimated from its own fit's few residuals, so its ratio is a t, not a
+// normal: with 9 rounds (7 dof) the normal's 4 sigma is a tail of 2.6e-3,
+// eighty times the false flags the bar is meant to allow (CI saw an honest
+// kda-decode candidate called unseen_time at 4.8 of them under load); the
+// bar there is 8.47, 5.6 at 14 dof, 4.3 at 60, and tends to kSignificanceZ.
+// dof below 1 counts as 1. The residual scale is a median absolute
+// deviation, less efficient than a standard deviation, so the true tail is
+// somewhat above the nominal one even so. Unitless; never throws.
+double significance_bar(double dof);
+
+// The same for the difference of two fits' slopes, whose standard error is
+// hypot(a.se, b.se): Welch-Satterthwaite's degrees of freedom (Welch 1947,
+// "The generalization of Student's problem when several different
+// population variances are involved", Biometrika 34),
+//   (a^2 + b^2)^2 / (a^4 / dof_a + b^4 / dof_b), a and b the standard errors.
+double significance_bar(const WallFit& a, const WallFit& b);
 
 // How many times iters the long (odd) rounds of a self-timed benchmark run,
 // from the base's first round `first` (its wall time, iteration counts and
@@ -96,9 +119,10 @@ int long_round_factor(const RoundWall& first);
 //   by more than this fraction of themselves (and kSignificanceZ standard
 //   errors of that slope) were not taken in that run. A figure of ours: an
 //   honest arm's slope is its claim plus its untimed work, never half of it.
-// - kSignificanceZ: the excess must also be this many standard errors of the
-//   two fits' slopes (one-sided normal 4 sigma: 3e-5 false flags per case;
-//   a false red costs a person's time, so the bar is high).
+// - kSignificanceZ: the excess must also pass the two fits' slopes' standard
+//   error by the t quantile at this normal's one-sided tail (4 sigma: 3e-5
+//   false flags per case; a false red costs a person's time, so the bar is
+//   high); significance_bar gives it for the rounds there were.
 // - kFlatGrowth / kFlatWork: a timer is "flat" when the work (or the base's
 //   time) grows by at least kFlatWork x across the cases while the arm's
 //   median grows by less than kFlatGrowth x (a figure of ours: time must grow
@@ -185,9 +209,10 @@ std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, c
 // Compares each arm's claimed per-iteration time (the mean of its samples, ms)
 // with its wall-time slope; flags the candidate when its untimed time per
 // iteration exceeds the base's by more than kUnseenFraction of the base's
-// claimed time and kSignificanceZ standard errors (unseen_time), or when its
-// claims exceed its own slope by more than kClaimsFraction of the claims and
-// kSignificanceZ standard errors of that slope (claims_unrepeated: e.g.
+// claimed time and significance_bar(base fit, candidate fit) standard errors
+// (unseen_time), or when its claims exceed its own slope by more than
+// kClaimsFraction of the claims and significance_bar(its dof) standard
+// errors of that slope (claims_unrepeated: e.g.
 // samples forged once and the process ended, at any claimed speed; judged
 // against its own wall growth, never the base's, whose overhead moves with
 // the machine's load). Nothing when either fit is not fitted. figures: both arms'
@@ -200,8 +225,9 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
 // gate's one harness, so their untimed work per iteration is the same and
 // the difference of their wall-time slopes (fit_wall, s per iteration) is the
 // difference of what each iteration really costs: the claim is confirmed
-// when the base's slope exceeds the candidate's by more than kSignificanceZ
-// standard errors of that difference. A wall_unconfirmed flag ("both": it
+// when the base's slope exceeds the candidate's by more than
+// significance_bar(base fit, candidate fit) standard errors of that
+// difference. A wall_unconfirmed flag ("both": it
 // blames neither arm; the case is inconclusive, never faster) when it does
 // not, or when either fit is not fitted; nothing when the candidate claims
 // no less than the base (`*_claimed_ms`: the mean of each arm's samples, ms).

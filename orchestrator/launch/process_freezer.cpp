@@ -1,5 +1,6 @@
 #include "process_freezer.h"
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -95,6 +96,7 @@ fs::path own_cgroup_v2(std::string* why) {
 ProcessFreezer::ProcessFreezer(std::string name) : name_(std::move(name)) {}
 
 ProcessFreezer::~ProcessFreezer() {
+  if (join_fd_ >= 0) ::close(join_fd_);
   if (cgroup_.empty()) return;
   write_text(cgroup_ / "cgroup.freeze", "0");
   write_text(cgroup_ / "cgroup.kill", "1");
@@ -126,6 +128,13 @@ bool ProcessFreezer::make_cgroup() {
   }
   cgroup_ = dir;
   return true;
+}
+
+int ProcessFreezer::join_fd() {
+  if (join_fd_ >= 0) return join_fd_;
+  if (!make_cgroup()) return -1;
+  join_fd_ = ::open((cgroup_ / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  return join_fd_;
 }
 
 void ProcessFreezer::freeze(pid_t leader) {
@@ -161,10 +170,13 @@ void ProcessFreezer::freeze(pid_t leader) {
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
       }
-      if (ok) return;  // set, every process in: the kernel completes it
     }
+    // A process that could not be moved, or one that was still outside
+    // after 5 s: the cgroup does not hold the tree, and saying it does
+    // would let that process run under the other arm's clock.
     write_text(cgroup_ / "cgroup.freeze", "0");
-    fallback_reason_ = fmt::format("cannot move the processes into {}", cgroup_.string());
+    fallback_reason_ = ok ? fmt::format("a process of the tree was still outside {} after 5 s (it forks faster than it can be moved)", cgroup_.string())
+                          : fmt::format("cannot move the processes into {}", cgroup_.string());
   }
   signal_tree(leader, SIGSTOP);
 }

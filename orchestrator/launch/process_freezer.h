@@ -28,12 +28,21 @@ class ProcessFreezer {
   ProcessFreezer(const ProcessFreezer&) = delete;
   ProcessFreezer& operator=(const ProcessFreezer&) = delete;
 
+  // A descriptor of the cgroup's cgroup.procs (opened O_WRONLY | O_CLOEXEC,
+  // owned and closed by the freezer) that a child writes "0" into before
+  // exec (process_runner.h ProcessSpec::try_join_fds), so that it and
+  // everything it ever starts is born in the cgroup: then no process of the
+  // tree is outside it however fast it forks, and freeze() has nothing to
+  // move. Makes the cgroup; -1 where there is none (the signal walk).
+  int join_fd();
   // Freezes `leader` and all its descendants. With the cgroup: every one is
   // moved in (passes until none is left outside), cgroup.freeze set, and
   // cgroup.events awaited for "frozen 1" with none left outside (at most
-  // 5 s). Processes already
-  // gone are skipped. Never throws: a cgroup step that fails falls back to
-  // the signal walk for this and every later call.
+  // 5 s). Processes already gone are skipped. Never throws: a cgroup step
+  // that fails, or a tree that still has a process outside after 5 s (one
+  // that forks faster than the move, when it was not born in the cgroup:
+  // join_fd), falls back to the signal walk for this and every later call,
+  // and mechanism() says why.
   void freeze(pid_t leader);
   // Lets them go on (cgroup.freeze 0, or SIGCONT to the tree). Idempotent.
   void thaw(pid_t leader);
@@ -45,6 +54,7 @@ class ProcessFreezer {
   std::string name_;
   std::filesystem::path cgroup_;  // empty until made
   std::string fallback_reason_;   // non-empty: the signal walk is in use
+  int join_fd_ = -1;              // cgroup.procs, for join_fd()
   bool frozen_ = false;
 };
 

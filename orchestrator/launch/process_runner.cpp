@@ -229,17 +229,21 @@ ProcessResult run_process(const ProcessSpec& spec) {
     const pid_t parent = getpid();
     const std::uint64_t as_bytes = spec.rlimit_as_bytes, fsize_bytes = spec.rlimit_fsize_bytes;
     const std::vector<int>* join_fds = &spec.join_fds;
+    const std::vector<int>* try_join_fds = &spec.try_join_fds;
     const int stdin_fd = spec.stdin_fd;
     const int pass_fd = spec.pass_fd;
     child = bp::child(bp::exe = program.string(), bp::args = args, env, bp::std_in < bp::null,
                       bp::start_dir = spec.cwd.string(), group,
-                      bp::extend::on_exec_setup = [out_fd, err_fd, stdin_fd, pass_fd, parent, as_bytes, fsize_bytes, join_fds](auto&) {
+                      bp::extend::on_exec_setup = [out_fd, err_fd, stdin_fd, pass_fd, parent, as_bytes, fsize_bytes, join_fds, try_join_fds](auto&) {
                         // In the child, before exec: async-signal-safe calls only.
                         if (stdin_fd >= 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) ::_exit(126);
                         ::dup2(out_fd, STDOUT_FILENO);
                         ::dup2(err_fd, STDERR_FILENO);
                         for (int fd : *join_fds) {
                           if (::write(fd, "0", 1) != 1) ::_exit(126);  // never run outside its cgroup
+                        }
+                        for (int fd : *try_join_fds) {
+                          [[maybe_unused]] const auto written = ::write(fd, "0", 1);
                         }
                         // Nothing densefeed holds, or inherited from whoever
                         // started it (a CI job's pipes, a socket, a file

@@ -53,6 +53,10 @@ struct ProcessSpec {
   // "0" into before exec: it joins those cgroups, and so does everything
   // it starts (untrusted_launch.h's CommandCgroup).
   std::vector<int> join_fds;
+  // The same, where joining is best effort: a failed write is ignored (the
+  // session freezer's cgroup, process_freezer.h join_fd: without it the
+  // freezer moves the tree in later, or falls back to signals).
+  std::vector<int> try_join_fds;
   std::filesystem::path cwd;
   std::filesystem::path stdout_path;
   std::filesystem::path stderr_path;

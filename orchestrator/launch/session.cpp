@@ -73,6 +73,9 @@ HarnessSession::HarnessSession(Launch launch, fs::path exchange, std::string who
   launch_.untrusted.env["DENSEFEED_SESSION"] = "1";
   launch_.untrusted.stdin_fd = read_fd;
   launch_.untrusted.leader = &leader_;
+  // Born in the freezer's cgroup: no process of the session is ever outside
+  // it, so a pause has nothing to catch (process_freezer.h join_fd).
+  launch_.untrusted.freeze_join_fd = freezer_.join_fd();
   launch_.untrusted.cancel = &cancel_;
   thread_ = std::thread([this, read_fd] {
     LaunchResult r;

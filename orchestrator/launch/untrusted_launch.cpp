@@ -319,6 +319,7 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
 
   CommandCgroup cgroup(&c.limits);
   spec.join_fds = cgroup.join_fds();
+  if (c.freeze_join_fd >= 0) spec.try_join_fds.push_back(c.freeze_join_fd);
   // Without a memory cgroup, the address space of each process stands in,
   // except on a GPU machine, where the CUDA driver's reservations exceed
   // any useful bound.

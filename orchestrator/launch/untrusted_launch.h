@@ -57,6 +57,9 @@ struct UntrustedCommand {
   // ProcessSpec::stdin_fd, ::leader): local launches only, never serialised.
   int stdin_fd = -1;
   std::atomic<int>* leader = nullptr;
+  // The session freezer's cgroup.procs (process_freezer.h join_fd), joined
+  // best effort before exec: local launches only, never serialised; -1 none.
+  int freeze_join_fd = -1;
   // A trusted driver's outside-clock socket (outside_clock.h): the command
   // inherits it as descriptor 3 (bwrap passes inherited descriptors through).
   // Local launches only, never serialised: the Slurm executor runs the

@@ -6,14 +6,20 @@
 // (a new pid) as fast as it can, so that a SIGSTOP walk that lists the
 // tree and stops it pid by pid is always a pid behind (the issue: 28 runs
 // while "stopped"). Orphans are reaped inside the tree (a subreaper, as the
-// sandbox's PID namespace does), as in a sandboxed session.
+// sandbox's PID namespace does), as in a sandboxed session. The tree is
+// started as a session is (session.cpp): born in the freezer's cgroup
+// (ProcessFreezer::join_fd). A tree started outside it and moved in at the
+// first freeze lost that race on a loaded CI machine (stop 37): the sender
+// stayed outside, ran on after the test and held ctest's output pipe.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "process_freezer.h"
@@ -54,27 +60,48 @@ TEST(ClockOutside, AReForkingSigcontSenderRunsZeroTimesWhileFrozen) {
   testing::TempDir dir;
   testing::write_file(dir / "tree.py", kTree);
   const auto log = dir / "log";
+  std::optional<ProcessFreezer> freezer;
+  freezer.emplace("test");
+  const int join = freezer->join_fd();
+  ASSERT_GE(join, 0) << freezer->mechanism();
   const pid_t leader = ::fork();
   ASSERT_GE(leader, 0);
   if (leader == 0) {
     ::setpgid(0, 0);
+    if (::write(join, "0", 1) != 1) ::_exit(126);
+    // Never ctest's pipes: whatever the tree does, it cannot hold them.
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, STDIN_FILENO);
+    ::dup2(null, STDOUT_FILENO);
+    ::dup2(null, STDERR_FILENO);
     ::execlp("python3", "python3", (dir / "tree.py").c_str(), log.c_str(), nullptr);
     ::_exit(127);
   }
+  // Whatever fails below, nothing of the tree outlives the test: its
+  // group is killed (a group kill races no fork: fork(2) restarts when a
+  // signal to the group is pending).
+  struct KillGroup {
+    pid_t group;
+    ~KillGroup() {
+      ::killpg(group, SIGCONT);
+      ::killpg(group, SIGKILL);
+      ::waitpid(group, nullptr, WNOHANG);
+    }
+  } kill_group{leader};
   for (int i = 0; i < 200 && lines(log) < 100; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   ASSERT_GE(lines(log), 100u) << "the tree did not start";
   {
-    ProcessFreezer freezer("test");
-    freezer.freeze(leader);
-    EXPECT_EQ(freezer.mechanism(), "cgroup v2 freezer");
+    freezer->freeze(leader);
+    EXPECT_EQ(freezer->mechanism(), "cgroup v2 freezer");
     const std::size_t at_freeze = lines(log);
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     const std::size_t after = lines(log);
     EXPECT_EQ(after, at_freeze) << "the tree ran " << after - at_freeze << " times while frozen";
-    freezer.thaw(leader);
+    freezer->thaw(leader);
     std::this_thread::sleep_for(std::chrono::milliseconds(500));
     EXPECT_GT(lines(log), after + 20) << "thawed, the tree goes on";
-    freezer.freeze(leader);  // frozen again when the session ends: the freezer's end kills what is left
+    freezer->freeze(leader);  // frozen again when the session ends: the freezer's end kills what is left
+    freezer.reset();
   }
   // Nothing of the tree outlives the freezer (cgroup.kill): the leader is
   // reaped here, every other process of it is gone.

@@ -15,11 +15,12 @@ namespace {
 
 // Rounds alternating n and 2n timed iterations (after 1 warm-up) of an arm
 // whose process costs fixed_ms plus true_ms per iteration, claiming claimed_ms,
-// with noise uniform in +-jitter_ms on the wall time (a fixed sequence, the
-// same in every run).
-std::vector<RoundWall> rounds(int n_rounds, int iters, double fixed_ms, double true_ms, double claimed_ms, double jitter_ms = 2) {
+// with noise uniform in +-jitter_ms on the wall time (a fixed sequence from
+// `seed`, the same in every run).
+std::vector<RoundWall> rounds(int n_rounds, int iters, double fixed_ms, double true_ms, double claimed_ms, double jitter_ms = 2,
+                              std::uint64_t seed = 12345) {
   std::vector<RoundWall> out;
-  std::uint64_t state = 12345;
+  std::uint64_t state = seed;
   for (int r = 0; r < n_rounds; ++r) {
     const int timed = iters * (r % 2 == 0 ? 1 : 2);
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;  // Knuth's MMIX LCG
@@ -314,6 +315,45 @@ TEST(TimingChecks, AFasterClaimTheWallGrowthDoesNotShowIsUnconfirmed) {
   // No faster claim: nothing to confirm; too few rounds to fit: unconfirmed.
   EXPECT_FALSE(check_wall_confirms(base, rounds(9, 16, 120, 20, 20), 20, 20));
   EXPECT_TRUE(check_wall_confirms(rounds(3, 16, 120, 20, 20), rounds(3, 16, 120, 10, 10), 20, 10));
+}
+
+// The bar in standard errors is Student's t at the normal's 4-sigma tail
+// for the rounds there were (tables: t(7) 8.467, t(14) 5.619 at 3.17e-5),
+// and the normal's 4 with many rounds.
+TEST(TimingChecks, TheSignificanceBarIsStudentsTForTheRoundsThereWere) {
+  EXPECT_NEAR(significance_bar(7), 8.467, 0.005);
+  EXPECT_NEAR(significance_bar(14), 5.619, 0.005);
+  EXPECT_NEAR(significance_bar(1e7), 4.0, 0.001);
+  EXPECT_GT(significance_bar(0), significance_bar(1) - 1e-9);  // below 1 dof counts as 1
+  WallFit a, b;
+  a.per_iteration_se_s = b.per_iteration_se_s = 1e-3;
+  a.dof = b.dof = 7;
+  EXPECT_NEAR(significance_bar(a, b), significance_bar(14), 1e-9);  // equal errors: the dofs add
+  b.per_iteration_se_s = 1e-9;
+  EXPECT_NEAR(significance_bar(a, b), significance_bar(7), 1e-3);  // one error dominates: its dof
+}
+
+// As CI saw it (stop 36, kda-decode's session harness under a loaded 2-core
+// host): both arms spend most of each iteration outside the timer (writing
+// the outputs), the base 94 ms past its 11.4 ms claims, the candidate 157 ms
+// past 12.7 ms, from 9 noisy rounds each; the 63 ms excess was 4.8 standard
+// errors, over the normal's 4 and called unseen_time (red) for an honest
+// candidate. Against Student's t for 9 + 9 rounds it is noise; the same
+// forgery three times the excess is still flagged from the same rounds.
+TEST(TimingChecks, AnExcessOfAFewStandardErrorsFromFewNoisyRoundsIsNotUnseenTime) {
+  const auto base = rounds(9, 5, 400, 105.8, 11.38, 95, 777);
+  const auto honest = rounds(9, 5, 400, 168.7, 12.71, 95, 5);
+  const WallFit b = fit_wall(base), c = fit_wall(honest);
+  const double se = std::hypot(b.per_iteration_se_s, c.per_iteration_se_s) * 1e3;
+  const double excess = (c.per_iteration_s * 1e3 - 12.71) - (b.per_iteration_s * 1e3 - 11.38);
+  // The premise: over the normal's bar, under Student's.
+  ASSERT_GT(excess / se, kSignificanceZ);
+  ASSERT_LT(excess / se, significance_bar(b, c));
+  EXPECT_TRUE(check_wall_growth(base, honest, 11.38, 12.71).empty()) << excess / se << " standard errors";
+  const auto forged = check_wall_growth(base, rounds(9, 5, 400, 105.8 + 3 * 63, 12.71, 95, 5), 11.38, 12.71);
+  ASSERT_EQ(forged.size(), 1u);
+  EXPECT_EQ(forged[0].kind, TimingFlagKind::unseen_time);
+  EXPECT_GT(forged[0].figures["bar_standard_errors"].get<double>(), kSignificanceZ);
 }
 
 }  // namespace
