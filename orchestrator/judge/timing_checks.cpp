@@ -211,7 +211,8 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   const nlohmann::ordered_json figures = {{"base_wall_per_iteration_ms", b_slope},        {"base_claimed_ms", base_claimed_ms},
                                     {"candidate_wall_per_iteration_ms", c_slope},   {"candidate_claimed_ms", candidate_claimed_ms},
                                     {"slope_se_ms", se},                            {"excess_ms", excess},
-                                    {"bar_ms", bar},                                {"bar_standard_errors", z_both}};
+                                    {"bar_ms", bar},                                {"bar_standard_errors", z_both},
+                                    {"load_band_ms", kUntimedLoadFactor * std::max(0.0, b_untimed)}};
   const auto flag = [&](TimingFlagKind kind, const char* arm, std::string reason) {
     TimingFlag f;
     f.kind = kind;
@@ -235,6 +236,15 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
                             "run {} longer although its samples say {} (the candidate: {} for {}), so the machine's load, not the "
                             "code, moved them and the outside checks cannot judge this benchmark; rerun on an idle machine",
                             ms(b_slope), ms(base_claimed_ms), ms(c_slope), ms(candidate_claimed_ms)));
+  }
+  if (excess > bar && excess <= kUntimedLoadFactor * std::max(0.0, b_untimed)) {
+    return flag(TimingFlagKind::wall_unreliable, "both",
+                fmt::format("the wall times cannot tell hidden work from the machine's load: each extra iteration makes the "
+                            "candidate's process run {} longer for {} of samples, {} outside what was timed against the base's {} "
+                            "({} for {}); untimed work (drawing inputs, writing outputs) slows by up to {:.3g}x more from load alone, "
+                            "so neither arm is judged from them; rerun on an idle machine",
+                            ms(c_slope), ms(candidate_claimed_ms), ms(c_untimed), ms(b_untimed), ms(b_slope), ms(base_claimed_ms),
+                            1 + kUntimedLoadFactor));
   }
   if (excess > bar) {
     return flag(TimingFlagKind::unseen_time, "candidate",

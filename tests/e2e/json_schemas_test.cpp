@@ -114,6 +114,15 @@ class JsonSchemas : public ::testing::Test {
     const auto schema = exit_code == 2 ? std::string("error.schema.json") : kSchemaOf.at(verb);
     EXPECT_EQ(SchemaValidator(kRoot / "schemas" / schema).errors(doc), std::vector<std::string>{})
         << verb << " against " << schema << "\n" << doc.dump(1).substr(0, 4000);
+    // What a verb prints at the top is what its schema declares (issue 27:
+    // status --json printed a `verdict` its schema did not name, so a
+    // client reading the schema could not know of it).
+    const auto declared = nlohmann::json::parse(testing::read_file(kRoot / "schemas" / schema));
+    if (doc.is_object() && declared.contains("properties")) {
+      for (const auto& [key, value] : doc.items()) {
+        EXPECT_TRUE(declared["properties"].contains(key)) << verb << " prints '" << key << "', which " << schema << " does not declare";
+      }
+    }
     validated_.insert(verb);
     return doc;
   }
