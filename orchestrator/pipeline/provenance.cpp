@@ -1,5 +1,7 @@
 #include "provenance.h"
 
+#include "arm_replay.h"
+
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -33,6 +35,7 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
   p.trusted_ref = store.ref;
   p.trusted_commit = store.worktree ? "" : store.commit;
   p.trust_worktree = store.worktree;
+  if (candidate) p.candidate_arm = arm_from_replay_json(arm_replay_json(*candidate));
   if (!project.in_git()) {
     p.notes.push_back("not a git repository");
   } else {
@@ -128,7 +131,8 @@ nlohmann::ordered_json provenance_json(const Provenance& p) {
   return {{"project", p.project},          {"repository", p.repository},         {"commit", p.commit},
           {"clean", p.clean()},            {"dirty", p.dirty},                   {"gate_store", p.gate_store},
           {"trusted_ref", p.trusted_ref},  {"trusted_commit", p.trusted_commit}, {"trust_worktree", p.trust_worktree},
-          {"notes", p.notes},              {"harness_sha256", p.harness_sha256}, {"frozen_sha256", p.frozen_sha256}};
+          {"notes", p.notes},              {"harness_sha256", p.harness_sha256}, {"frozen_sha256", p.frozen_sha256},
+          {"candidate_arm", p.candidate_arm ? arm_replay_json(*p.candidate_arm) : nlohmann::ordered_json(nullptr)}};
 }
 
 }  // namespace densefeed

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,9 @@ struct Provenance {
   std::map<std::string, std::string> harness_sha256;
   // sha256 of the gate file, the lock and every frozen file, as the gate store has them.
   std::map<std::string, std::string> frozen_sha256;
+  // Where the candidate's commands ran from (arm_replay.h): the next steps'
+  // rerun commands are built from it, in `run` and from the record alike.
+  std::optional<ArmContext> candidate_arm;
 
   bool clean() const { return !commit.empty() && !dirty && notes.empty(); }
 };

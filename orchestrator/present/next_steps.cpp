@@ -1,5 +1,7 @@
 #include "next_steps.h"
 
+#include "arm_replay.h"
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -726,7 +728,9 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
     f.candidate_command = o.gate->candidate_command;
     f.timeout_s = o.gate->timeout_s;
   }
-  f.candidate_arm = o.candidate_arm;
+  // What the record keeps of the candidate's arm (provenance.h), so that the
+  // rerun commands here are the ones status and ledger show print.
+  f.candidate_arm = o.provenance.candidate_arm;
   f.bench_status = !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict);
   f.bench_reason = o.bench ? o.bench->reason : o.bench_skipped;
   if (o.bench) {
@@ -861,8 +865,12 @@ ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* g
     f.candidate_command = gate->candidate_command;
     f.timeout_s = gate->timeout_s;
   }
-  // A revision's harness is in its build folder, which the record does not
-  // name: the rerun command then names the harness as the gate does.
+  // Where the candidate ran from, as the run recorded it (arm_replay.h); a
+  // record written before that was kept names the harness as the gate does,
+  // and a revision's build folder is then not known here.
+  if (g.is_object() && g.contains("provenance") && g["provenance"].is_object() && g["provenance"].contains("candidate_arm")) {
+    f.candidate_arm = arm_from_replay_json(g["provenance"]["candidate_arm"]);
+  }
   f.candidate_from_revision = e.value("candidate_revision", std::string("WORKTREE")) != "WORKTREE";
   f.work_dir = work_dir;
   return f;

@@ -110,7 +110,7 @@ struct ResultFacts {
   BaseOrigin base_origin;
   // To rerun one case alone (left empty when unknown).
   std::vector<std::string> candidate_command;  // the gate's argv template
-  std::optional<ArmContext> candidate_arm;     // where the candidate ran from, when known (a run, not a ledger record)
+  std::optional<ArmContext> candidate_arm;     // where the candidate ran from (arm_replay.h), as the gate run's provenance recorded it
   bool candidate_from_revision = false;        // a revision whose build folder is not known here
   std::string seed;                            // decimal u64
   std::filesystem::path work_dir;              // LEDGER-runs/ID

@@ -187,6 +187,18 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   // Three elements off in every case: an indexing defect, not rounding.
   EXPECT_EQ(red_status["stages"]["gate"]["failing_cases"].size(), 3u) << red_status.dump(1);
   EXPECT_EQ(red_status["next"][0]["kind"], "inspect-elements") << red_status["next"].dump(1);
+  // Issue 27: the next steps come from the record, in run and status alike:
+  // the same commands, the harness where the candidate ran it from, with
+  // the arm's environment (run gave an absolute path with PYTHONPATH,
+  // status a bare name without it).
+  EXPECT_EQ(red["next"], red_status["next"]) << red["next"].dump(1) << "\n" << red_status["next"].dump(1);
+  bool rerun = false;
+  for (const auto& step : red_status["next"]) {
+    if (!step.contains("command")) continue;
+    rerun = true;
+    EXPECT_TRUE(std::filesystem::path(step["command"][0].get<std::string>()).is_absolute()) << step.dump(1);
+  }
+  EXPECT_TRUE(rerun) << red_status["next"].dump(1);
 
   check("ledger list", {"ledger", "list", "--ledger", L, "--json"}, 0);
   check("ledger list", {"ledger", "list", "--verdict", "red", "--ledger", L, "--json"}, 0);
