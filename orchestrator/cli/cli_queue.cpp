@@ -363,7 +363,9 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   auto sa = std::make_shared<StatusArgs>();
   status->add_option("ID", sa->id, "experiment id")->required();
   status->add_flag("--wait", sa->wait, "wait until it has ended (finished, interrupted, cancelled or rejected)");
-  status->add_option("--timeout", sa->timeout_s, "with --wait: give up after this many seconds (exit 3); 0 = never")->check(CLI::NonNegativeNumber);
+  status->add_option("--timeout", sa->timeout_s,
+                     "with --wait: stop waiting after this many seconds and print the status as it is then (exit 4: not ended yet); 0 = never")
+      ->check(CLI::NonNegativeNumber);
   add_ledger_and_json(status, ctx);
   verbs.push_back({status, [&ctx, sa] {
                      const auto id = parse_experiment_id(sa->id);
@@ -378,7 +380,11 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                        e = ledger.show(id);
                        if (!sa->wait || terminal(e["state"].get<std::string>())) break;
                        if (sa->timeout_s > 0 && std::chrono::steady_clock::now() - start > std::chrono::duration<double>(sa->timeout_s)) {
-                         throw InfraError(fmt::format("experiment {} is still {} after {} s", id, e["state"].get<std::string>(), sa->timeout_s));
+                         // Not an error: the status as it is now is the answer,
+                         // and its exit (4, not ended yet) says so.
+                         std::cerr << fmt::format("densefeed: experiment {} is still {} after {} s\n", id,
+                                                  one_line(e["state"].get<std::string>()), sa->timeout_s);
+                         break;
                        }
                        std::this_thread::sleep_for(std::chrono::milliseconds(200));
                      }

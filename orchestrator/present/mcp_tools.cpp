@@ -1,5 +1,7 @@
 #include "mcp_tools.h"
 
+#include "exit_code.h"
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -215,15 +217,14 @@ struct DensefeedMcpTools::Impl {
     if (wait_s > 0) {
       const auto o = cli(with_ledger({"status", "--wait", fmt::format("--timeout={}", wait_s)}, {id}),
                          std::chrono::milliseconds(static_cast<long long>(wait_s * 1000) + 120'000), &cancel);
-      const bool still = is_error_document(o.doc) && o.doc["error"].get<std::string>().find(" is still ") != std::string::npos;
-      if (!still) return result_of("status", o, "status");
-      // Waited long enough: the current state is the answer, not an error.
-      auto now = result_of("status", cli(with_ledger({"status"}, {id}), std::chrono::minutes(2), &cancel), "status");
-      if (!now.is_error) {
-        now.text = fmt::format("Still {} after {} s; call get_status again (is a worker running? run_queue starts one).\n{}",
-                               now.structured.value("state", std::string("?")), wait_s, now.text);
+      auto r = result_of("status", o, "status");
+      // Waited long enough (exit 4, not ended yet: exit_code.h): the status
+      // as it is now is the answer, not an error.
+      if (!r.is_error && o.process.exit_code == kExitNotEnded) {
+        r.text = fmt::format("Still {} after {} s; call get_status again (is a worker running? run_queue starts one).\n{}",
+                             r.structured.value("state", std::string("?")), wait_s, r.text);
       }
-      return now;
+      return r;
     }
     return result_of("status", cli(with_ledger({"status"}, {id}), std::chrono::minutes(2), &cancel), "status");
   }

@@ -176,6 +176,9 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   const auto two = check("submit", {"submit", manifest("a", "honest").string(), manifest("b", "zeros").string(), "--ledger", L, "--json"}, 0);
   EXPECT_EQ(two["queued"].size(), 2u);
   check("cancel", {"cancel", "4", "--ledger", L, "--json"}, 0);
+  // A wait that runs out (no worker runs 3): the status as it is, exit 4.
+  const auto waited = check("status", {"status", "3", "--wait", "--timeout", "0.3", "--ledger", L, "--json"}, 4);
+  EXPECT_EQ(waited["state"], "queued") << waited.dump(1);
 
   // status's exit is the record's (experiment_summary.h): 3 queued is not
   // ended yet (4), 4 cancelled is neither green nor red (3).

@@ -229,6 +229,12 @@ TEST_F(McpServerProcess, SubmitsRunsAndReadsVerdictsThroughTheCli) {
   const J queued = server_->call(4, "get_status", {{"experiment_id", 2}});
   EXPECT_EQ(queued["result"]["structuredContent"]["state"], "queued");
   EXPECT_EQ(queued["result"]["structuredContent"]["next"][0]["kind"], "wait");
+  // No worker yet: a wait that runs out is the status as it is then, not a
+  // tool error (the CLI's exit 4, not ended yet; never its message parsed).
+  const J waited = server_->call(40, "get_status", {{"experiment_id", 2}, {"wait_s", 0.5}});
+  ASSERT_EQ(waited["result"]["isError"], false) << waited.dump();
+  EXPECT_EQ(waited["result"]["structuredContent"]["state"], "queued") << waited.dump();
+  EXPECT_EQ(text(waited).rfind("Still queued after 0.5 s", 0), 0u) << text(waited);
 
   const J worker = server_->call(5, "run_queue", J::object());
   EXPECT_EQ(worker["result"]["structuredContent"]["started"], true) << worker.dump();
