@@ -190,10 +190,12 @@ TEST(Layers, TheBuildLinksEachLayerToTheOneBelowOnly) {
 // Typed all the way: what a stage decided travels as values (Failure,
 // BenchGuard, TimingFlag, verdict enums); reasons are words for people. No
 // printer, next step or stage searches a reason's text to decide anything
-// (a candidate's own words could be in it).
+// (a candidate's own words could be in it), nor an error document's or an
+// exception's message (MCP's get_status searched the CLI's error for
+// " is still " to tell a wait that ran out: now the exit code says it).
 TEST(TypedAllTheWay, NoPrinterNextStepOrStageSearchesTheWordsOfAReason) {
   const std::regex search(
-      R"re(\b\w*(reason|why)\w*(\(\))?\s*\.\s*(find|rfind|starts_with|ends_with|compare|find_first_of)\s*\(|(contains|regex_search|regex_match)\s*\(\s*[\w.>-]*(reason|why)\b)re");
+      R"re(\b\w*(reason|why)\w*(\(\))?\s*\.\s*(find|rfind|starts_with|ends_with|compare|find_first_of)\s*\(|(contains|regex_search|regex_match)\s*\(\s*[\w.>-]*(reason|why)\b|\["(reason|why|error|detail|message)"\][^;]*\.\s*(find|rfind|starts_with|ends_with|find_first_of)\s*\(|\bwhat\(\)\)?\s*\.\s*(find|rfind|starts_with|ends_with)\s*\()re");
   std::size_t files = 0;
   for (const auto& [name, s] : sources()) {
     if (s.layer != "present" && s.layer != "pipeline") continue;
