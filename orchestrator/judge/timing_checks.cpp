@@ -205,14 +205,16 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
   // Untimed time per iteration is never negative for an arm whose samples
   // are intervals inside its run: a base slope below its claims is the
   // machine's noise, and is not credited to the candidate's excess.
-  const double excess = c_untimed - std::max(0.0, b_untimed);  // > 0: the candidate's wall grows by more than it claims, beyond the base's overhead
+  const double b_overhead = std::max(0.0, b_untimed);
+  const double excess = c_untimed - b_overhead;  // > 0: the candidate's wall grows by more than it claims, beyond the base's overhead
+  const double load_band = kUntimedLoadFactor * b_overhead;  // what load alone can add to the candidate's untimed time
   const double z_both = significance_bar(b, c), z_base = significance_bar(b.dof), z_candidate = significance_bar(c.dof);
   const double bar = std::max(kUnseenFraction * base_claimed_ms, z_both * se);
   const nlohmann::ordered_json figures = {{"base_wall_per_iteration_ms", b_slope},        {"base_claimed_ms", base_claimed_ms},
                                     {"candidate_wall_per_iteration_ms", c_slope},   {"candidate_claimed_ms", candidate_claimed_ms},
                                     {"slope_se_ms", se},                            {"excess_ms", excess},
                                     {"bar_ms", bar},                                {"bar_standard_errors", z_both},
-                                    {"load_band_ms", kUntimedLoadFactor * std::max(0.0, b_untimed)}};
+                                    {"load_band_ms", load_band}};
   const auto flag = [&](TimingFlagKind kind, const char* arm, std::string reason) {
     TimingFlag f;
     f.kind = kind;
@@ -237,7 +239,7 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
                             "code, moved them and the outside checks cannot judge this benchmark; rerun on an idle machine",
                             ms(b_slope), ms(base_claimed_ms), ms(c_slope), ms(candidate_claimed_ms)));
   }
-  if (excess > bar && excess <= kUntimedLoadFactor * std::max(0.0, b_untimed)) {
+  if (excess > bar && excess <= load_band) {
     return flag(TimingFlagKind::wall_unreliable, "both",
                 fmt::format("the wall times cannot tell hidden work from the machine's load: each extra iteration makes the "
                             "candidate's process run {} longer for {} of samples, {} outside what was timed against the base's {} "

@@ -1,6 +1,6 @@
 // What a person needs to run one arm's commands by hand, as densefeed ran
-// them (issue 27: the `next` list is computed once from the record, so
-// `run`, `status` and `ledger show` print the same commands): the arm's
+// them (issue 27: the rerun commands of the `next` list come from the
+// record, so `run` and every reader of the record print the same): the arm's
 // {project} and {gate_dir}, where a bare argv[0] is looked up, what python3
 // became, and the variables added to every command (PYTHONPATH). Recorded in
 // the gate run's provenance as `candidate_arm`; read back for the next

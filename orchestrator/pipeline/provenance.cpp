@@ -35,6 +35,8 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
   p.trusted_ref = store.ref;
   p.trusted_commit = store.worktree ? "" : store.commit;
   p.trust_worktree = store.worktree;
+  // Through its recorded form, so that `run` holds exactly what a reader of
+  // the record gets back (arm_replay.h).
   if (candidate) p.candidate_arm = arm_from_replay_json(arm_replay_json(*candidate));
   if (!project.in_git()) {
     p.notes.push_back("not a git repository");

@@ -18,6 +18,7 @@ kernel, ms). The source of timing_checks.h kUntimedLoadFactor: on the
 import argparse
 import json
 import os
+import shutil
 import socket
 import statistics
 import struct
@@ -32,9 +33,8 @@ EMPTY_BRACKETS = 8   # orchestrator/launch/outside_clock.h kEmptyBrackets
 def run(args, version, iters, out):
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     ours.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
-    os.makedirs(out, exist_ok=True)
-    for name in os.listdir(out):
-        subprocess.run(['rm', '-rf', os.path.join(out, name)], check=True)
+    shutil.rmtree(out, ignore_errors=True)
+    os.makedirs(out)
     warmup = 1
     env = dict(os.environ, DENSEFEED_MODE='bench', DENSEFEED_SEED='1', DENSEFEED_OUT=out, DENSEFEED_ITERS=str(iters),
                DENSEFEED_WARMUP=str(warmup), DENSEFEED_PARAMS=json.dumps({'version': version, 'device': 'cpu'}),
@@ -74,7 +74,7 @@ def main():
     parser.add_argument('--iters', type=int, default=5)
     parser.add_argument('--batch', type=int, default=8)
     parser.add_argument('--heads', type=int, default=64)
-    parser.add_argument('--out', default=None, help='the output folder (default: a temporary one)')
+    parser.add_argument('--out', default=None, help='the driver\'s output folder, emptied before every run (default: a temporary one)')
     args = parser.parse_args()
     args.bin = os.path.abspath(args.bin)
     args.project = os.path.abspath(args.project)
