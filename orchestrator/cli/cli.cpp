@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "experiment_runner.h"
+#include "gate_lock.h"
 #include "ledger.h"
 #include "ledger_key.h"
 
@@ -127,6 +128,19 @@ std::int64_t parse_experiment_id(const std::string& text) {
 void add_ledger_and_json(CLI::App* verb, CliContext& ctx) {
   verb->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's, .densefeed/ledger.db)");
   verb->add_flag("--json", ctx.json, "print one JSON document");
+}
+
+}  // namespace densefeed
+
+namespace densefeed {
+
+std::optional<GateSpec> locked_gate_for_next(CliContext& ctx, const std::string& name) {
+  try {
+    const GateStore& store = ctx.store();
+    if (check_locked_file(store, read_lock(store), store.gate_rel(name)).empty()) return load_gate(store, name);
+  } catch (const std::exception&) {
+  }
+  return std::nullopt;
 }
 
 }  // namespace densefeed

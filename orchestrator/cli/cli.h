@@ -69,6 +69,12 @@ std::int64_t parse_experiment_id(const std::string& text);
 // Adds `--ledger` and `--json` to a verb.
 void add_ledger_and_json(CLI::App* verb, CliContext& ctx);
 
+struct GateSpec;
+// The gate named `name` from the context's gate store, for the trend axes and
+// the rerun command of `next` (experiment_document.h): nullopt when it is
+// gone, unreadable or no longer matches its lock (so not what ran). Never throws.
+std::optional<GateSpec> locked_gate_for_next(CliContext& ctx, const std::string& name);
+
 class Ledger;
 // Throws InputError (exit 2) naming the first broken link when the ledger's
 // hash chain does not verify: readers never print an edited ledger.

@@ -15,6 +15,7 @@
 #include "error.h"
 #include "gate_lock.h"
 #include "gate_spec.h"
+#include "experiment_document.h"
 #include "ledger.h"
 #include "pending_results.h"
 #include "printable.h"
@@ -288,9 +289,21 @@ std::vector<CliVerb> add_ledger_verbs(CLI::App& app, CliContext& ctx) {
   verbs.push_back({show, [&ctx, show_id] {
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                      require_intact_chain(ledger);
-                     const auto doc = ledger.show(parse_experiment_id(*show_id));
-                     if (ctx.json) std::cout << doc.dump(2) << "\n";
-                     else print_ledger_show(doc);
+                     const auto id = parse_experiment_id(*show_id);
+                     auto doc = ledger.show(id);
+                     if (ctx.json) {
+                       // The rows as recorded, and beside them the verdict document
+                       // that status and run print (experiment_document.h): where the
+                       // two share a key they say the same (OneRecord test).
+                       const auto gate = locked_gate_for_next(ctx, doc["gate"].get<std::string>());
+                       const auto document = experiment_document(ledger.record(id), gate ? &*gate : nullptr, ctx.ledger_path());
+                       for (const auto& [key, value] : document.items()) {
+                         if (!doc.contains(key)) doc[key] = value;
+                       }
+                       std::cout << doc.dump(2) << "\n";
+                     } else {
+                       print_ledger_show(doc);
+                     }
                      return 0;
                    }});
 

@@ -30,15 +30,10 @@
 #include "rank_group.h"
 #include "slurm_serve.h"
 #include "report.h"
-#include "verdict_document.h"
+#include "experiment_document.h"
 
 namespace densefeed {
 namespace {
-
-bool terminal(const std::string& state) {
-  const auto s = experiment_state_from(state);
-  return s && has_ended(*s);
-}
 
 // GPU indices for --gpus: "auto" asks nvidia-smi (none without it), "none"
 // is none, else a comma-separated list of indices or UUIDs.
@@ -370,51 +365,36 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   verbs.push_back({status, [&ctx, sa] {
                      const auto id = parse_experiment_id(sa->id);
                      const auto start = std::chrono::steady_clock::now();
-                     nlohmann::ordered_json e;
                      // One connection for the whole wait: opening runs an integrity
                      // check of the file, which a 200 ms poll must not repeat. Each
-                     // show() reads the latest committed state (WAL).
+                     // record() reads the latest committed state (WAL).
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                      require_intact_chain(ledger);
+                     ExperimentRecord e;
                      while (true) {
-                       e = ledger.show(id);
-                       if (!sa->wait || terminal(e["state"].get<std::string>())) break;
+                       e = ledger.record(id);
+                       if (!sa->wait || has_ended(e.summary.state)) break;
                        if (sa->timeout_s > 0 && std::chrono::steady_clock::now() - start > std::chrono::duration<double>(sa->timeout_s)) {
                          // Not an error: the status as it is now is the answer,
                          // and its exit (4, not ended yet) says so.
-                         std::cerr << fmt::format("densefeed: experiment {} is still {} after {} s\n", id,
-                                                  one_line(e["state"].get<std::string>()), sa->timeout_s);
+                         std::cerr << fmt::format("densefeed: experiment {} is still {} after {} s\n", id, to_string(e.summary.state), sa->timeout_s);
                          break;
                        }
                        std::this_thread::sleep_for(std::chrono::milliseconds(200));
                      }
-                     // The gate supplies trend axes and the rerun command for `next`;
-                     // one that is gone, unreadable or no longer matches its lock (so
-                     // not what ran) only leaves those out.
-                     std::optional<GateSpec> gate;
-                     try {
-                       const auto name = e["gate"].get<std::string>();
-                       const GateStore& store = ctx.store();
-                       if (check_locked_file(store, read_lock(store), store.gate_rel(name)).empty()) gate = load_gate(store, name);
-                     } catch (const std::exception&) {
-                     }
-                     const auto s = status_document(e, gate ? &*gate : nullptr, ctx.ledger_path());
+                     const auto gate = locked_gate_for_next(ctx, e.summary.gate);
+                     const auto s = experiment_document(e, gate ? &*gate : nullptr, ctx.ledger_path());
                      if (ctx.json) {
                        std::cout << s.dump(2) << "\n";
                      } else {
-                       const auto& r = s["record"];
-                       std::cout << fmt::format("experiment {} ({}): {}; verdict {}{}{}\n", id, one_line(s["experiment"].get<std::string>()),
-                                                one_line(s["state"].get<std::string>()), one_line(r["verdict"].get<std::string>()),
-                                                r["verdict_stage"].get<std::string>().empty() ? "" : " (" + one_line(r["verdict_stage"].get<std::string>()) + ")",
-                                                r["reason"].get<std::string>().empty() ? "" : " — " + one_line(r["reason"].get<std::string>()));
-                       for (const auto& b : s["bench"]) {
-                         std::cout << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", one_line(b["case"].get<std::string>()),
-                                                  one_line(b["verdict"].get<std::string>()), b["speedup"].get<double>(), b["speedup_lo"].get<double>(),
-                                                  b["speedup_hi"].get<double>());
+                       const ExperimentSummary& r = e.summary;
+                       std::cout << fmt::format("experiment {} ({}): {}; verdict {}{}{}\n", id, one_line(r.name), to_string(r.state), one_line(r.verdict),
+                                                r.verdict_stage.empty() ? "" : " (" + one_line(r.verdict_stage) + ")",
+                                                r.reason.empty() ? "" : " — " + one_line(r.reason));
+                       for (const auto& b : e.bench_cases) {
+                         std::cout << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", one_line(b.label), one_line(b.verdict), b.speedup, b.lo, b.hi);
                        }
-                       if (!e["events"].empty() && !e["events"].back()["detail"].get<std::string>().empty()) {
-                         std::cout << "  " << one_line(e["events"].back()["detail"].get<std::string>()) << "\n";
-                       }
+                       if (!e.events.empty() && !e.events.back().detail.empty()) std::cout << "  " << one_line(e.events.back().detail) << "\n";
                        std::cout << render_next_steps_text(s["next"]);
                      }
                      // README: 0 green, 1 red, 2 rejected, 3 error/unknown/interrupted/cancelled, 4 not ended yet.

@@ -208,7 +208,7 @@ int main(int argc, char** argv) {
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);
-      return outcome.record ? df::exit_code_of(*outcome.record) : df::exit_code_of(outcome.verdict);
+      return outcome.record ? df::exit_code_of(outcome.record->summary) : df::exit_code_of(outcome.verdict);
     }
     if (trace_analyze->parsed()) {
       df::AnalysisOptions analysis_options;

@@ -204,11 +204,11 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   }
   if (cancel_requested()) {
     ledger.record_event(out.experiment_id, ExperimentEvent::cancelled, "run", "cancelled while running");
-    out.record = ledger.summary(out.experiment_id);
+    out.record = ledger.record(out.experiment_id);
     return out;
   }
   ledger.record_finished(out.experiment_id, "run");
-  out.record = ledger.summary(out.experiment_id);
+  out.record = ledger.record(out.experiment_id);
   return out;
 }
 

@@ -14,7 +14,7 @@
 #include "bench_runner.h"
 #include "arm_context.h"
 #include "environment.h"
-#include "experiment_summary.h"
+#include "experiment_record.h"
 #include "gate_runner.h"
 #include "gate_spec.h"
 #include "gate_store.h"
@@ -77,9 +77,10 @@ struct ExperimentOutcome {
   // unavailable with bwrap's reason (the report warns once).
   SandboxStatus sandbox;
   double wall_s = 0;
-  // The ledger's typed record of the experiment, read back once it is
-  // finished (run_experiment): what the report's verdict and exit code say.
-  std::optional<ExperimentSummary> record;
+  // The ledger's typed record of the experiment (experiment_record.h), read
+  // back once it is finished (run_experiment): what the report's verdict,
+  // exit code and JSON document say.
+  std::optional<ExperimentRecord> record;
 };
 
 class Ledger;

@@ -736,16 +736,37 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   if (o.bench) {
     for (const auto& c : o.bench->cases) {
       const Decision& d = c.decision;
-      f.bench.push_back({c.bench_case.label, to_string(d.verdict), d.reason, d.speedup, d.speedup_ci.lo, d.speedup_ci.hi, c.threshold, c.capped,
-                         static_cast<std::int64_t>(c.base.size()), c.predicted_speedup, c.prediction_error});
+      BenchFact b;
+      b.label = c.bench_case.label;
+      b.verdict = to_string(d.verdict);
+      b.reason = d.reason;
+      b.speedup = d.speedup;
+      b.lo = d.speedup_ci.lo;
+      b.hi = d.speedup_ci.hi;
+      b.threshold = c.threshold;
+      b.capped = c.capped;
+      b.rounds = static_cast<std::int64_t>(c.base.size());
+      b.predicted_speedup = c.predicted_speedup;
+      b.prediction_error = c.prediction_error;
+      b.guards = guards_of(d);
+      b.base_spread = d.base_relative_spread;
+      b.candidate_spread = d.candidate_relative_spread;
+      f.bench.push_back(std::move(b));
     }
   }
   if (o.trace) {
     for (const auto& arm : o.trace->arms) {
       for (std::size_t i = 0; i < arm.report.results.size(); ++i) {
         const auto& r = arm.report.results[i];
-        f.trace.push_back({arm.arm, static_cast<std::int64_t>(i), std::string(to_string(r.check.kind)), r.passed, r.value, r.check.bound,
-                           trace_check_json(r)});
+        TraceFact t;
+        t.arm = arm.arm;
+        t.index = static_cast<std::int64_t>(i);
+        t.kind = to_string(r.check.kind);
+        t.passed = r.passed;
+        t.value = r.value;
+        t.bound = r.check.bound;
+        t.details = trace_check_json(r);
+        f.trace.push_back(std::move(t));
       }
     }
   }
@@ -759,119 +780,46 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   return f;
 }
 
-ResultFacts facts_from_record(const nlohmann::ordered_json& e, const GateSpec* gate, const std::filesystem::path& work_dir) {
+ResultFacts facts_from_record(const ExperimentRecord& e, const GateSpec* gate, const std::filesystem::path& work_dir) {
   ResultFacts f;
-  const auto number = [](const J& v) { return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN(); };
-  f.experiment_id = e.value("id", std::int64_t{0});
-  f.state = experiment_state_from(e.value("state", std::string("finished"))).value_or(ExperimentState::finished);
-  if (e.contains("events") && e["events"].is_array() && !e["events"].empty()) {
-    const auto& last = e["events"].back();
-    if (last.contains("detail") && last["detail"].is_string()) f.state_detail = last["detail"].get<std::string>();
+  f.experiment_id = e.id();
+  f.state = e.summary.state;
+  if (!e.events.empty()) f.state_detail = e.events.back().detail;
+  f.gate = e.summary.gate;
+  f.candidate_params = e.candidate.params;
+  if (e.gate_run) {
+    const GateRunRow& g = *e.gate_run;
+    f.gate_verdict = g.verdict;
+    f.gate_reason = g.reason;
+    f.lock_problems = g.lock_problems;
+    const Failure& gf = e.summary.stage("gate").failure;
+    f.gate_unlocked = gf.kind == FailureKind::lock && gf.metric == "unlocked";
+    f.gate_failure.kind = gf.kind;
+    f.gate_failure.who = gf.who;
+    f.gate_failure.metric = gf.metric;
+    f.gate_failure.detail = gf.detail;
+    f.seed = g.seed;
+    f.cases = g.cases;
+    // Where the candidate ran from, as the run recorded it (arm_replay.h); a
+    // record written before that was kept names the harness as the gate does,
+    // and a revision's build folder is then not known here.
+    if (g.provenance.is_object() && g.provenance.contains("candidate_arm")) f.candidate_arm = arm_from_replay_json(g.provenance["candidate_arm"]);
   }
-  f.gate = e.value("gate", std::string());
-  f.candidate_params = e.value("candidate_params", J::object());
-  const J& g = e.contains("gate_run") ? e["gate_run"] : J();
-  if (g.is_object()) {
-    f.gate_verdict = g.value("verdict", std::string("pending"));
-    f.gate_reason = g.value("reason", std::string());
-    if (g.contains("lock_problems") && g["lock_problems"].is_array()) {
-      for (const auto& p : g["lock_problems"]) f.lock_problems.push_back(p.get<std::string>());
-    }
-    if (e.contains("record") && e["record"].is_object()) {
-      const auto& gf = e["record"]["stages"]["gate"]["failure"];
-      f.gate_unlocked = gf.value("kind", std::string()) == "lock" && gf.value("metric", std::string()) == "unlocked";
-      f.gate_failure.kind = failure_kind_from(gf.value("kind", std::string()));
-      f.gate_failure.who = failure_who_from(gf.value("who", std::string()));
-      f.gate_failure.metric = gf.value("metric", std::string());
-      f.gate_failure.detail = gf.value("detail", std::string());
-    }
-    f.seed = g.value("seed", std::string());
-    for (const auto& c : g.value("cases", J::array())) {
-      CaseFact cf;
-      cf.index = c.value("case_index", std::size_t{0});
-      cf.label = c.value("case_label", std::string());
-      cf.values = c.value("case_json", J::object());
-      cf.verdict = c.value("verdict", std::string());
-      cf.reason = c.value("reason", std::string());
-      cf.failure.kind = failure_kind_from(c.value("failure_kind", std::string()));
-      cf.failure.who = failure_who_from(c.value("failure_who", std::string()));
-      if (c.contains("failure_signal") && c["failure_signal"].is_number_integer()) cf.failure.signal = c["failure_signal"].get<int>();
-      if (c.contains("failure_exit_code") && c["failure_exit_code"].is_number_integer()) cf.failure.exit_code = c["failure_exit_code"].get<int>();
-      cf.failure.output = c.value("failure_output", std::string());
-      cf.failure.metric = c.value("failure_metric", std::string());
-      for (const auto& m : c.value("metrics", J::array())) {
-        MetricFact mf;
-        mf.output = m.value("output", std::string());
-        mf.metric = m.value("metric", std::string());
-        mf.value = number(m["value"]);
-        mf.bound = number(m["bound"]);
-        mf.passed = m["passed"].is_boolean() ? m["passed"].get<bool>() : m["passed"].is_number() && m["passed"].get<double>() != 0;
-        mf.violations = m["violations"].is_number() ? m["violations"].get<std::uint64_t>() : 0;
-        if (m.contains("worst_index") && m["worst_index"].is_array()) mf.worst_index = m["worst_index"].get<std::vector<std::size_t>>();
-        if (m.contains("first_failing_slice") && m["first_failing_slice"].is_number()) {
-          mf.first_failing_slice = m["first_failing_slice"].get<std::int64_t>();
-        }
-        cf.metrics.push_back(mf);
-      }
-      f.cases.push_back(std::move(cf));
-    }
-  }
-  for (const auto& b : e.value("bench_cases", J::array())) {
-    BenchFact bf;
-    bf.label = b.value("case_label", std::string());
-    bf.verdict = b.value("verdict", std::string());
-    bf.reason = b.value("reason", std::string());
-    bf.base_spread = number(b["base_relative_spread"]);
-    bf.candidate_spread = number(b["candidate_relative_spread"]);
-    if (b.contains("guards") && b["guards"].is_array()) {
-      bf.guards.emplace();
-      for (const auto& g : b["guards"]) {
-        if (const auto guard = g.is_string() ? bench_guard_from(g.get<std::string>()) : std::nullopt) bf.guards->push_back(*guard);
-      }
-    }
-    bf.speedup = number(b["speedup"]);
-    bf.lo = number(b["speedup_lo"]);
-    bf.hi = number(b["speedup_hi"]);
-    bf.threshold = number(b["threshold"]);
-    bf.capped = b["capped"].is_number() ? b["capped"].get<double>() != 0 : b.value("capped", false);
-    bf.rounds = b["rounds"].is_number() ? b["rounds"].get<std::int64_t>() : 0;
-    if (b["predicted_speedup"].is_number()) bf.predicted_speedup = b["predicted_speedup"].get<double>();
-    if (b["prediction_error"].is_number()) bf.prediction_error = b["prediction_error"].get<double>();
-    f.bench.push_back(bf);
-  }
+  f.bench = e.bench_cases;
   f.bench_status = f.gate_verdict == "pending" ? "none" : f.gate_verdict != "green" ? "skipped" : f.bench.empty() ? "none" : "measured";
-  for (const auto& t : e.value("trace_findings", J::array())) {
-    TraceFact tf;
-    tf.arm = t.value("arm", std::string());
-    tf.index = t.value("check_index", std::int64_t{0});
-    tf.kind = t.value("kind", std::string());
-    tf.passed = t["passed"].is_boolean() ? t["passed"].get<bool>() : t["passed"].is_number() && t["passed"].get<double>() != 0;
-    if (t["value"].is_number()) tf.value = t["value"].get<double>();
-    if (t["bound"].is_number()) tf.bound = t["bound"].get<double>();
-    tf.details = t.value("details", J());
-    f.trace.push_back(tf);
-  }
-  if (e.contains("risk") && e["risk"].is_array()) f.risk = e["risk"].get<std::vector<std::string>>();
-  f.categories = e.contains("categories") && e["categories"].is_object() ? e["categories"] : J::object();
-  f.has_acceptance = e.contains("acceptance") && e["acceptance"].is_object() && e["acceptance"].contains("criteria");
-  f.promoted = e.contains("promotion") && !e["promotion"].is_null();
-  if (e.contains("record") && e["record"].contains("base_origin") && e["record"]["base_origin"].is_object()) {
-    const J& origin = e["record"]["base_origin"];
-    f.base_origin = base_origin_from_json(origin.value("kind", std::string("unrecorded")), origin);
-  }
+  f.trace = e.trace_findings;
+  f.risk = e.risk;
+  f.categories = e.categories;
+  f.has_acceptance = e.has_acceptance;
+  f.promoted = !e.promotion.is_null();
+  f.base_origin = e.summary.base_origin;
   if (gate) {
     f.sessions = gate->sessions;
     for (const auto& p : gate->params) f.params.push_back({p.name, p.enum_values});
     f.candidate_command = gate->candidate_command;
     f.timeout_s = gate->timeout_s;
   }
-  // Where the candidate ran from, as the run recorded it (arm_replay.h); a
-  // record written before that was kept names the harness as the gate does,
-  // and a revision's build folder is then not known here.
-  if (g.is_object() && g.contains("provenance") && g["provenance"].is_object() && g["provenance"].contains("candidate_arm")) {
-    f.candidate_arm = arm_from_replay_json(g["provenance"]["candidate_arm"]);
-  }
-  f.candidate_from_revision = e.value("candidate_revision", std::string("WORKTREE")) != "WORKTREE";
+  f.candidate_from_revision = e.candidate.revision != "WORKTREE";
   f.work_dir = work_dir;
   return f;
 }

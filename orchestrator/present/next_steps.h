@@ -5,7 +5,7 @@
 // agent changes one thing at a time instead of guessing.
 //
 // The derivation reads ResultFacts, a plain summary that both a fresh run
-// (ExperimentOutcome) and a ledger record (Ledger::show) fill, so that
+// (ExperimentOutcome) and a ledger record (Ledger::record) fill, so that
 // `densefeed run --json` and `densefeed status --json` give the same advice.
 #pragma once
 
@@ -13,6 +13,7 @@
 #include "base_origin.h"
 #include "experiment_state.h"
 #include "bench_statistics.h"
+#include "experiment_record.h"
 #include "failure.h"
 
 #include <cstdint>
@@ -28,51 +29,12 @@ namespace densefeed {
 struct ExperimentOutcome;
 struct GateSpec;
 
-struct MetricFact {
-  std::string output;
-  std::string metric;  // rel_l2 | max_abs | elementwise | max_ulp
-  double value = 0;    // NaN when undefined (NaN/Inf in the output)
-  double bound = 0;
-  bool passed = true;
-  std::uint64_t violations = 0;  // elements beyond an elementwise bound
-  std::vector<std::size_t> worst_index;  // multi-index of the largest |candidate - reference|
-  std::optional<std::int64_t> first_failing_slice;  // along the output's partition axis
-};
-
-struct CaseFact {
-  std::size_t index = 0;          // position in the profile: the run folder candidate-NNN
-  std::string label;              // "regime=long-memory T=8192 shards=64"
-  nlohmann::ordered_json values;  // the case as an object
-  std::string verdict;            // green | red | error
-  std::string reason;                // for people only: never parsed
-  Failure failure;                   // how it failed, as a value (the rules read this)
-  std::vector<MetricFact> metrics;  // every output's
-};
-
-struct BenchFact {
-  std::string label;
-  std::string verdict;  // faster | slower | same | inconclusive
-  std::string reason;   // the decision in words (bench_statistics.h Decision::reason): for people only, never parsed
-  double speedup = 1, lo = 1, hi = 1;  // base time / candidate time and its interval
-  double threshold = 0.01;             // noise threshold (fraction)
-  bool capped = false;                 // the wall-time cap ended it
-  std::int64_t rounds = 0;
-  std::optional<double> predicted_speedup;
-  std::optional<double> prediction_error;  // measured / predicted - 1
-  // The guards that held the decision back (bench_statistics.h BenchGuard);
-  // nullopt for a case recorded before the ledger kept them (version 8).
-  std::optional<std::vector<BenchGuard>> guards;
-  double base_spread = 0, candidate_spread = 0;  // each arm's IQR / median (fraction)
-};
-
-struct TraceFact {
-  std::string arm;  // candidate | base
-  std::int64_t index = 0;  // position in the manifest's trace checks
-  std::string kind;        // overlap | exposed | share
-  bool passed = true;
-  std::optional<double> value, bound;
-  nlohmann::ordered_json details;  // the intervals involved (µs from the trace's start)
-};
+// The facts are the record's rows (experiment_record.h): a fresh run fills
+// the same types from its outcome, a ledger record is them.
+using MetricFact = MetricRow;
+using CaseFact = GateCaseRow;
+using BenchFact = BenchCaseRow;
+using TraceFact = TraceFindingRow;
 
 // A gate parameter a manifest may set, with its allowed values (null: any).
 struct ParamFact {
@@ -143,10 +105,9 @@ nlohmann::ordered_json next_steps_json(const std::vector<NextStep>& steps);
 // The facts of a run that has just finished (no trace, review or promotion yet).
 ResultFacts facts_from_outcome(const ExperimentOutcome& outcome);
 
-// The facts of a ledger record (Ledger::show). `gate` (may be null) supplies
-// the declared parameters and the candidate command; `work_dir` is the
-// experiment's run folder (LEDGER-runs/ID).
-ResultFacts facts_from_record(const nlohmann::ordered_json& record, const GateSpec* gate,
-                              const std::filesystem::path& work_dir);
+// The facts of a ledger record (Ledger::record). `gate` (may be null)
+// supplies the declared parameters and the candidate command; `work_dir` is
+// the experiment's run folder (LEDGER-runs/ID).
+ResultFacts facts_from_record(const ExperimentRecord& record, const GateSpec* gate, const std::filesystem::path& work_dir);
 
 }  // namespace densefeed

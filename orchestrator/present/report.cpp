@@ -11,6 +11,7 @@
 #include <fmt/ranges.h>
 
 #include "error_trend.h"
+#include "experiment_document.h"
 #include "experiment_summary.h"
 #include "trace_report.h"
 #include "next_steps.h"
@@ -482,7 +483,7 @@ std::string render_text_report(const ExperimentOutcome& o) {
     if (!o.bench->placement.empty() && o.bench->placement != "local") s += "; every round in " + o.bench->placement;
     s += "\n";
     // Who wrote the base: the record's (judged with the ledger's promotions).
-    const BaseOrigin& origin = o.record ? o.record->base_origin : o.base_origin;
+    const BaseOrigin& origin = o.record ? o.record->summary.base_origin : o.base_origin;
     s += fmt::format("  base: {} — {}{}\n", to_string(origin.kind), printable(origin.reason),
                      is_agent_base(origin.kind) ? "; a base the agent wrote: promotion needs --accept-agent-base" : "");
     for (const auto& c : o.bench->cases) {
@@ -527,7 +528,9 @@ std::string render_text_report(const ExperimentOutcome& o) {
       }
     }
   }
-  s += render_next_steps_text(next_steps_json(next_steps(facts_from_outcome(o))));
+  // From the record, as the JSON document's `next` (experiment_document.h).
+  s += render_next_steps_text(next_steps_json(next_steps(o.record ? facts_from_record(*o.record, o.gate ? &*o.gate : nullptr, o.work_dir)
+                                                                  : facts_from_outcome(o))));
   std::error_code ec;
   const bool have_logs = std::filesystem::exists(o.work_dir, ec);
   std::string bench_summary;
@@ -537,8 +540,8 @@ std::string render_text_report(const ExperimentOutcome& o) {
     for (const auto& [verdict, n] : count) bench_summary += fmt::format("{}{} {} of {}", bench_summary.empty() ? "" : ", ", verdict, n, o.bench->cases.size());
     bench_summary = "; benchmark: " + bench_summary;
   }
-  const std::string verdict = o.record ? o.record->verdict : to_string(o.verdict);
-  const std::string decided_by = o.record ? (o.record->verdict_stage.empty() ? "every stage" : o.record->verdict_stage) : "gate";
+  const std::string verdict = o.record ? o.record->summary.verdict : to_string(o.verdict);
+  const std::string decided_by = o.record ? (o.record->summary.verdict_stage.empty() ? "every stage" : o.record->summary.verdict_stage) : "gate";
   s += fmt::format("\nverdict: {} ({}){}   (experiment {}, {:.1f} s{})\n", verdict, decided_by, bench_summary, o.experiment_id,
                    o.wall_s, have_logs ? ", harness logs in " + o.work_dir.string() : "");
   return s;
@@ -546,6 +549,31 @@ std::string render_text_report(const ExperimentOutcome& o) {
 
 nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string& ledger_path) {
   using J = nlohmann::ordered_json;
+  // The record's document (experiment_document.h), the same that status and
+  // ledger show print; what follows only adds the run's own view to it.
+  J doc = o.record ? experiment_document(*o.record, o.gate ? &*o.gate : nullptr, ledger_path) : J::object();
+  const auto add = [](J& into, const char* key, J value) {
+    if (!into.contains(key)) into[key] = std::move(value);
+  };
+  // Never recorded (the ledger could not be written): the run's inputs alone.
+  add(doc, "experiment_id", o.experiment_id);
+  add(doc, "experiment", o.manifest.name);
+  add(doc, "gate", o.manifest.gate);
+  add(doc, "verdict", to_string(o.verdict));
+  add(doc, "record", J());
+  if (doc["profile"].is_null()) doc["profile"] = o.profile;
+  if (doc["seed"].is_null()) doc["seed"] = std::to_string(o.seed);
+  add(doc, "candidate", {{"revision", o.manifest.candidate.revision}, {"sha", o.candidate_sha}, {"params", o.candidate_params}});
+  add(doc, "base", {{"revision", o.manifest.base.revision}, {"sha", o.base_sha}, {"params", o.base_params}});
+  add(doc, "stages", J::object());
+  J& stages = doc["stages"];
+  add(stages, "gate", {{"verdict", to_string(o.gate_result.verdict)}, {"reason", o.gate_result.reason}, {"gate_sha256", o.gate_sha256},
+                       {"lock_problems", o.lock_problems}, {"trend_tables", J::array()}});
+  add(stages, "bench", {{"status", "skipped"}, {"reason", o.bench_skipped}, {"cases", J::array()}});
+  add(stages, "trace", {{"status", "skipped"}, {"reason", o.trace_skipped}});
+
+  // The run's view: what only the process that ran it holds (each process's
+  // end, sessions, placements, comparisons in full, sandbox, caches).
   J cases = J::array();
   for (const auto& c : o.gate_result.cases) {
     J outputs = J::array();
@@ -574,8 +602,6 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"candidate_session", session_json(c.candidate_session)},
                      {"reference_placement", c.reference_placement}});
   }
-  J tables = J::array();
-  for (const auto& t : trends(o)) tables.push_back(trend_table_json(t));
   J trend_bounds = J::array();
   for (const auto& j : o.gate_result.trends) {
     J labels = J::array();
@@ -585,86 +611,42 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                             {"r2", j.exponent ? J(j.r2) : J(nullptr)}, {"points", j.points}, {"passed", j.passed},
                             {"text", j.text}, {"cases", labels}});
   }
-
-  // "measured", not "green": a measured benchmark may well say "slower".
-  J bench = {{"status", !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict)},
-             {"reason", o.bench ? o.bench->reason : o.bench_skipped},
-             {"placement", o.bench ? J(o.bench->placement) : J(nullptr)},
-             {"cases", J::array()}};
-  if (o.bench) {
-    for (const auto& c : o.bench->cases) {
-      const Decision& d = c.decision;
-      bench["cases"].push_back({{"case", c.bench_case.label},
-                                {"verdict", to_string(d.verdict)},
-                                {"reason", d.reason},
-                                {"unit", c.unit},
-                                {"speedup", number_or_null(d.speedup)},
-                                {"speedup_ci", {number_or_null(d.speedup_ci.lo), number_or_null(d.speedup_ci.hi)}},
-                                {"ci_confidence", 1 - d.alpha_at_look},
-                                {"p_value", number_or_null(d.p_value)},
-                                {"rounds", c.base.size()},
-                                {"threshold", c.threshold},
-                                {"calibrated_floor", c.calibrated_floor ? J(*c.calibrated_floor) : J(nullptr)},
-                                {"capped", c.capped},
-                                {"base_median", number_or_null(d.base_median_ms)},
-                                {"base_relative_spread", number_or_null(d.base_relative_spread)},
-                                {"candidate_median", number_or_null(d.candidate_median_ms)},
-                                {"candidate_relative_spread", number_or_null(d.candidate_relative_spread)},
-                                {"predicted_speedup", c.predicted_speedup ? J(*c.predicted_speedup) : J(nullptr)},
-                                {"prediction_error", c.prediction_error ? J(*c.prediction_error) : J(nullptr)},
-                                {"timing", c.timing},
-                                {"timing_flags", timing_flags_json(c.flags)},
-                                {"timing_checks", c.checks},
-                                {"guards", guards_json(d)}});
+  J& gate = stages["gate"];
+  add(gate, "harness_wall_s", o.gate_result.harness_wall_s);
+  add(gate, "cases", cases);
+  add(gate, "trend_bounds", trend_bounds);
+  J& bench = stages["bench"];
+  add(bench, "placement", o.bench ? J(o.bench->placement) : J(nullptr));
+  if (o.bench && bench["cases"].size() == o.bench->cases.size()) {
+    for (std::size_t i = 0; i < o.bench->cases.size(); ++i) {
+      const auto& floor = o.bench->cases[i].calibrated_floor;
+      add(bench["cases"][i], "calibrated_floor", floor ? J(*floor) : J(nullptr));
     }
   }
-  J trace = {{"status", !o.trace ? "skipped" : to_string(o.trace->verdict)},
-             {"reason", o.trace ? o.trace->reason : o.trace_skipped},
-             {"arms", J::array()}};
+  J arms = J::array();
   if (o.trace) {
     for (const auto& arm : o.trace->arms) {
       J a = {{"arm", arm.arm}, {"ran", arm.ran}, {"failure", arm.failure}, {"trace_file", arm.trace_file.string()},
              {"checks", J::array()}, {"warnings", J::array()}};
       for (const auto& r : arm.report.results) a["checks"].push_back(trace_check_json(r));
       for (const auto& w : arm.report.warnings) a["warnings"].push_back(trace_warning_json(w));
-      trace["arms"].push_back(a);
+      arms.push_back(a);
     }
   }
-  return {{"experiment_id", o.experiment_id},
-          {"experiment", o.manifest.name},
-          {"gate", o.manifest.gate},
-          {"profile", o.profile},
-          {"seed", std::to_string(o.seed)},
-          {"verdict", o.record ? o.record->verdict : std::string(to_string(o.verdict))},
-          {"record", o.record ? to_json(*o.record) : J()},
-          {"sandbox", {{"mode", o.sandbox.on() ? "on" : o.sandbox.mode == SandboxMode::off ? "off" : "unavailable"},
+  add(stages["trace"], "arms", arms);
+  add(doc, "sandbox", {{"mode", o.sandbox.on() ? "on" : o.sandbox.mode == SandboxMode::off ? "off" : "unavailable"},
                        {"reason", o.sandbox.reason},
                        {"text", o.sandbox.text()},
                        {"stages", {{"gate", o.gate_result.cases.empty() ? J(nullptr) : J(o.gate_result.sandbox.text())},
                                    {"bench", o.bench ? J(o.bench->sandbox.text()) : J(nullptr)},
-                                   {"trace", o.trace ? J(o.trace->sandbox.text()) : J(nullptr)}}}}},
-          {"candidate", {{"revision", o.manifest.candidate.revision}, {"sha", o.candidate_sha}, {"params", o.candidate_params}}},
-          {"base", {{"revision", o.manifest.base.revision}, {"sha", o.base_sha}, {"params", o.base_params}}},
-          {"stages",
-           {{"gate",
-             {{"verdict", to_string(o.gate_result.verdict)},
-              {"reason", o.gate_result.reason},
-              {"gate_sha256", o.gate_sha256},
-              {"lock_problems", o.lock_problems},
-              {"provenance", provenance_json(o.provenance)},
-              {"wall_s", o.gate_result.wall_s},
-              {"harness_wall_s", o.gate_result.harness_wall_s},
-              {"cases", cases},
-              {"trend_tables", tables},
-              {"trend_bounds", trend_bounds}}},
-            {"bench", bench},
-            {"trace", trace}}},
-          {"wall_s", o.wall_s},
-          {"executor", executor().name()},
-          {"caches", caches_json(o)},
-          {"ledger", ledger_path},
-          {"work_dir", o.work_dir.string()},
-          {"next", next_steps_json(next_steps(facts_from_outcome(o)))}};
+                                   {"trace", o.trace ? J(o.trace->sandbox.text()) : J(nullptr)}}}});
+  add(doc, "wall_s", o.wall_s);
+  add(doc, "executor", executor().name());
+  add(doc, "caches", caches_json(o));
+  add(doc, "ledger", ledger_path);
+  add(doc, "work_dir", o.work_dir.string());
+  add(doc, "next", next_steps_json(next_steps(facts_from_outcome(o))));
+  return doc;
 }
 
 }  // namespace densefeed

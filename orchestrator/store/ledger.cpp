@@ -654,7 +654,7 @@ void Ledger::link(const std::string& table, std::int64_t row_id) {
   s.run();
 }
 
-std::int64_t Ledger::record_experiment(const ExperimentRecord& record, ExperimentEvent first, const std::string& owner) {
+std::int64_t Ledger::record_experiment(const ExperimentSubmission& record, ExperimentEvent first, const std::string& owner) {
   const Manifest& m = *record.manifest;
   Transaction t(db_);
   Statement s(db_,

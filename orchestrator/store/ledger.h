@@ -47,6 +47,7 @@
 #include "base_origin.h"
 #include "bench_result.h"
 #include "machine_ceilings.h"
+#include "experiment_record.h"
 #include "experiment_summary.h"
 #include "process_identity.h"
 #include "environment.h"
@@ -64,7 +65,8 @@ struct sqlite3;
 
 namespace densefeed {
 
-struct ExperimentRecord {
+// What record_experiment writes: the manifest and its arms as resolved.
+struct ExperimentSubmission {
   const Manifest* manifest = nullptr;
   nlohmann::ordered_json candidate_params;  // completed with gate defaults
   nlohmann::ordered_json base_params;
@@ -233,7 +235,7 @@ class Ledger {
 
   // Records a validated manifest with its first event: `queued` (submit) or
   // `started` by `owner` (a run). Returns the experiment id.
-  std::int64_t record_experiment(const ExperimentRecord& record, ExperimentEvent first = ExperimentEvent::started,
+  std::int64_t record_experiment(const ExperimentSubmission& record, ExperimentEvent first = ExperimentEvent::started,
                                  const std::string& owner = "run");
   // Appends a state change for `experiment_id`, by this process.
   void record_event(std::int64_t experiment_id, ExperimentEvent event, const std::string& owner = "",
@@ -371,8 +373,12 @@ class Ledger {
   ExperimentSummary summary(std::int64_t experiment_id) const;
   // to_json of summaries(filter).
   nlohmann::ordered_json list(const ListFilter& filter = {}) const;
-  // Everything recorded for one experiment. Throws InputError if there is no such id.
+  // Everything recorded for one experiment, as its rows (ledger show --json's
+  // raw part; schemas/ledger-show.schema.json). Throws InputError if there is no such id.
   nlohmann::ordered_json show(std::int64_t experiment_id) const;
+  // The same as the one typed record every printer reads (experiment_record.h;
+  // ledger_record.cpp). Throws InputError if there is no such id.
+  ExperimentRecord record(std::int64_t experiment_id) const;
 
   // How long a write waits for another writer's lock, s (ignored when
   // DENSEFEED_LEDGER_BUSY_S is set: the environment decides).

@@ -1,6 +1,7 @@
 // The `next` field: constructed results in, the cheapest narrowing
 // experiments out, with the figures of the result in their words.
 #include "next_steps.h"
+#include "ledger_record.h"
 
 #include <gtest/gtest.h>
 
@@ -337,7 +338,7 @@ TEST(NextSteps, ALedgerRecordGivesTheSameFactsAsTheRun) {
     "bench_cases": [], "trace_findings": [
       {"arm": "candidate", "check_index": 1, "kind": "overlap", "passed": false, "value": 0.1, "bound": 0.9, "details": {"a": 1}}]
   })");
-  const auto f = facts_from_record(record, nullptr, "/l-runs/4");
+  const auto f = facts_from_record(experiment_record_from_rows(record), nullptr, "/l-runs/4");
   EXPECT_EQ(f.experiment_id, 4);
   EXPECT_EQ(f.gate_verdict, "red");
   EXPECT_EQ(f.seed, "99");
