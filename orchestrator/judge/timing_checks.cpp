@@ -195,7 +195,7 @@ std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, c
 }
 
 std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
-                                          double base_claimed_ms, double candidate_claimed_ms) {
+                                          double base_claimed_ms, double candidate_claimed_ms, bool credit_base_untimed) {
   std::vector<TimingFlag> flags;
   const WallFit b = fit_wall(base), c = fit_wall(candidate);
   if (!b.fitted || !c.fitted || !(base_claimed_ms > 0)) return flags;
@@ -254,6 +254,16 @@ std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, co
                             "but its samples say {} (the base: {} for {}); {} per iteration happen outside what was timed (bar {}), "
                             "as with a missing device synchronisation, a side stream or forged samples",
                             ms(c_slope), ms(candidate_claimed_ms), ms(b_slope), ms(base_claimed_ms), ms(excess), ms(bar)));
+  }
+  // A base the agent wrote vouches for nothing: what only its untimed time
+  // covers of the candidate's is not known to be load or its own code.
+  if (!credit_base_untimed && b_overhead > 0 && c_untimed > bar) {
+    return flag(TimingFlagKind::wall_unreliable, "both",
+                fmt::format("the wall times cannot clear the candidate: each extra iteration makes its process run {} longer for {} "
+                            "of samples, {} outside what was timed, and only the base's own {} outside its timer ({} for {}) covers "
+                            "that; the base is the agent's (a worktree or its own commits), so its untimed time is not credited; "
+                            "rerun against a base the agent did not write (the trusted ref or a promoted candidate)",
+                            ms(c_slope), ms(candidate_claimed_ms), ms(c_untimed), ms(b_untimed), ms(b_slope), ms(base_claimed_ms)));
   }
   // The candidate's claims beyond its own wall growth, less what the base
   // showed of the same in this run (the machine's share: a base can only

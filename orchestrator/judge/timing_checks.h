@@ -234,8 +234,17 @@ std::vector<TimingFlag> check_round_sums(const std::vector<RoundWall>& rounds, c
 // against its own wall growth, never the base's, whose overhead moves with
 // the machine's load). Nothing when either fit is not fitted. figures: both arms'
 // slopes, claims and standard errors (ms).
+//
+// `credit_base_untimed` false: the base's own untimed time per iteration
+// cannot vouch for the candidate's, because the agent wrote the base and a
+// self-timed harness decides what is untimed (base_origin.h is_agent_base): a
+// base padded outside its timer would hide the same amount of the
+// candidate's work. Then an excess that only the base's untimed time brings
+// under the bar is wall_unreliable ("both": inconclusive, never faster, with
+// a trusted base as the way out), never unseen_time (nothing shows which arm
+// hid what).
 std::vector<TimingFlag> check_wall_growth(const std::vector<RoundWall>& base, const std::vector<RoundWall>& candidate,
-                                          double base_claimed_ms, double candidate_claimed_ms);
+                                          double base_claimed_ms, double candidate_claimed_ms, bool credit_base_untimed = true);
 
 // Whether densefeed's own clock confirms a self-timed candidate's claim to be
 // faster (issue 26: the clock lives outside the kernel). Both arms run the

@@ -588,7 +588,7 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
       const auto unconfirmed = [&] {
         const double b = mean_sample(bc.base), k = mean_sample(bc.candidate);
         return !driven && decide(input).verdict == BenchVerdict::faster &&
-               check_wall_growth(bc.base_walls, bc.candidate_walls, b, k).empty() &&
+               check_wall_growth(bc.base_walls, bc.candidate_walls, b, k, !options.agent_base).empty() &&
                check_wall_confirms(bc.base_walls, bc.candidate_walls, b, k).has_value();
       };
       if (!options.fixed_rounds && should_stop(input) && !unconfirmed()) break;
@@ -643,7 +643,12 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
       bc.checks["outside_clock"] = fmt::format("not available under the {} executor: the driver's in-process samples decide",
                                                ex.name());
     }
-    for (auto& f : check_wall_growth(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(f));
+    // Under a trusted driver the untimed work is the driver's own, the same
+    // in both arms; a self-timed base the agent wrote credits nothing.
+    const bool credit_base_untimed = driven || !options.agent_base;
+    for (auto& f : check_wall_growth(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed, credit_base_untimed)) {
+      bc.flags.push_back(std::move(f));
+    }
     if (!driven && bc.decision.verdict == BenchVerdict::faster && bc.flags.empty()) {
       if (auto f = check_wall_confirms(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(*f));
     }

@@ -60,6 +60,10 @@ struct BenchOptions {
   // Both arms' commands under bwrap when it can start (sandbox.h): the base
   // is untrusted code as much as the candidate. false: --no-sandbox.
   bool sandbox = true;
+  // The agent wrote the base (base_origin.h is_agent_base): a self-timed
+  // base's untimed time is then not credited to the candidate (timing_checks.h
+  // check_wall_growth).
+  bool agent_base = false;
   std::filesystem::path private_dir;  // hidden from the arms; empty: work_dir
   std::vector<std::filesystem::path> sandbox_readable;  // revision folders /tmp or private_dir would hide
   std::string gpu;  // CUDA_VISIBLE_DEVICES for both arms: the benchmark holds this GPU alone ('' = unchanged)

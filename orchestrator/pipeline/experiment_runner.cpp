@@ -422,6 +422,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
     bench_options.noise_floor = ledger.noise_floors(m.gate, out.environment.host);
     bench_options.predicted_speedup = m.predicted_speedup;
     bench_options.sandbox = options.sandbox;
+    bench_options.agent_base = is_agent_base(out.base_origin.kind);
     bench_options.private_dir = runs_dir;
     bench_options.gpu = options.gpus.empty() ? std::string() : options.gpus.front();
     for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;

@@ -617,6 +617,35 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
   add(gate, "trend_bounds", trend_bounds);
   J& bench = stages["bench"];
   add(bench, "placement", o.bench ? J(o.bench->placement) : J(nullptr));
+  // The ledger keeps no case rows of a benchmark that failed to run or was
+  // red (its stage row says why, experiment_record.h): the run shows what it
+  // measured all the same, the timing flags that made it red among them.
+  if (o.bench && bench["cases"].empty() && !o.bench->cases.empty()) {
+    for (const auto& c : o.bench->cases) {
+      const Decision& d = c.decision;
+      bench["cases"].push_back({{"case", c.bench_case.label},
+                                {"verdict", to_string(d.verdict)},
+                                {"reason", d.reason},
+                                {"unit", c.unit},
+                                {"speedup", number_or_null(d.speedup)},
+                                {"speedup_ci", {number_or_null(d.speedup_ci.lo), number_or_null(d.speedup_ci.hi)}},
+                                {"ci_confidence", 1 - d.alpha_at_look},
+                                {"p_value", number_or_null(d.p_value)},
+                                {"rounds", c.base.size()},
+                                {"threshold", c.threshold},
+                                {"capped", c.capped},
+                                {"base_median", number_or_null(d.base_median_ms)},
+                                {"base_relative_spread", number_or_null(d.base_relative_spread)},
+                                {"candidate_median", number_or_null(d.candidate_median_ms)},
+                                {"candidate_relative_spread", number_or_null(d.candidate_relative_spread)},
+                                {"predicted_speedup", c.predicted_speedup ? J(*c.predicted_speedup) : J(nullptr)},
+                                {"prediction_error", c.prediction_error ? J(*c.prediction_error) : J(nullptr)},
+                                {"timing", c.timing},
+                                {"timing_flags", timing_flags_json(c.flags)},
+                                {"timing_checks", c.checks},
+                                {"guards", guards_json(d)}});
+    }
+  }
   if (o.bench && bench["cases"].size() == o.bench->cases.size()) {
     for (std::size_t i = 0; i < o.bench->cases.size(); ++i) {
       const auto& floor = o.bench->cases[i].calibrated_floor;

@@ -31,7 +31,7 @@ ExperimentState state_of(const nlohmann::ordered_json& column) {
   throw InfraError(fmt::format("the ledger holds an experiment state densefeed does not know: '{}'", text));
 }
 
-constexpr int kSchemaVersion = 8;
+constexpr int kSchemaVersion = 9;
 
 // The tables whose rows are linked into record_chain, in the order in which
 // rows recorded before the chain existed (version 1) are sealed; the first
@@ -277,7 +277,8 @@ Inventory inventory_of(sqlite3* db) {
 // from version v - 1 to v. Ledger's open applies them in this order, one
 // version at a time.
 constexpr const char* kMigrations[] = {kLedgerMigration2Sql, kLedgerMigration3Sql, kLedgerMigration4Sql, kLedgerMigration5Sql,
-                                       kLedgerMigration6Sql, kLedgerMigration7Sql, kLedgerMigration8Sql};
+                                       kLedgerMigration6Sql, kLedgerMigration7Sql, kLedgerMigration8Sql,
+                                       kLedgerMigration9Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion - 1, "one migration per version after 1");
 
 // The schema objects the SQL compiled into densefeed makes: built once per
@@ -550,6 +551,13 @@ Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path), hear
       exec(db_, kLedgerMigration8Sql);
       Statement(db_, "INSERT INTO schema_info(version) VALUES (8)").run();
       v = 8;
+    }
+    if (v < 9) {
+      // One stage_outcomes column (covered by the links already made: a
+      // link's columns are recorded with it); '' for the rows before.
+      exec(db_, kLedgerMigration9Sql);
+      Statement(db_, "INSERT INTO schema_info(version) VALUES (9)").run();
+      v = 9;
     }
     {
       Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
@@ -1176,15 +1184,15 @@ void Ledger::record_trace_findings(std::int64_t experiment_id, std::int64_t gate
 std::int64_t Ledger::insert_stage(std::int64_t experiment_id, const StageOutcome& o, std::optional<std::int64_t> acceptance_run) {
   Statement s(db_,
               "INSERT INTO stage_outcomes(experiment_id, stage, verdict, failure_kind, failure_who, failure_signal, "
-              "failure_exit_code, failure_output, failure_metric, reason, wall_s, acceptance_run_id, recorded_at) "
-              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+              "failure_exit_code, failure_output, failure_metric, reason, wall_s, acceptance_run_id, recorded_at, failure_detail) "
+              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, experiment_id).bind(2, o.stage).bind(3, to_string(o.verdict)).bind(4, to_string(o.failure.kind));
   s.bind(5, to_string(o.failure.who));
   if (o.failure.signal) s.bind(6, *o.failure.signal);
   if (o.failure.exit_code) s.bind(7, *o.failure.exit_code);
   s.bind(8, o.failure.output).bind(9, o.failure.metric).bind(10, o.reason).bind(11, o.wall_s);
   if (acceptance_run) s.bind(12, *acceptance_run);
-  s.bind(13, utc_now());
+  s.bind(13, utc_now()).bind(14, o.failure.detail);
   s.run();
   const std::int64_t id = sqlite3_last_insert_rowid(db_);
   link("stage_outcomes", id);
@@ -1458,7 +1466,7 @@ std::vector<ExperimentSummary> Ledger::summaries_where(const ListFilter& filter,
   const std::int64_t lo = out.front().id, hi = out.back().id;
   Statement st(db_,
                "SELECT experiment_id, stage, verdict, failure_kind, failure_who, failure_signal, failure_exit_code, failure_output, "
-               "failure_metric, reason, wall_s, recorded_at FROM stage_outcomes WHERE experiment_id BETWEEN ? AND ? ORDER BY id");
+               "failure_metric, reason, wall_s, recorded_at, failure_detail FROM stage_outcomes WHERE experiment_id BETWEEN ? AND ? ORDER BY id");
   st.bind(1, lo).bind(2, hi);
   while (st.step()) {
     const auto it = index.find(st.column(0).get<std::int64_t>());
@@ -1478,6 +1486,7 @@ std::vector<ExperimentSummary> Ledger::summaries_where(const ListFilter& filter,
       o.reason = st.column(9).get<std::string>();
       o.wall_s = st.column(10).is_number() ? std::optional<double>(st.column(10).get<double>()) : std::nullopt;
       o.recorded_at = st.column(11).get<std::string>();
+      o.failure.detail = st.column(12).get<std::string>();
     }
   }
   // Speedups only of a green bench stage on a green gate stage.
