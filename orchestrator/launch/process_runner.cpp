@@ -176,113 +176,108 @@ RunningCommands running_commands() {
   return running;
 }
 
-}  // namespace
+// What run_process execs: the command's executable, or its launcher with
+// the executable as its first argument, and the arguments that follow.
+struct Program {
+  std::filesystem::path path;
+  std::vector<std::string> args;
+};
 
-ProcessResult run_process(const ProcessSpec& spec) {
-  ProcessResult result;
-  result.timeout_s = std::chrono::duration<double>(spec.timeout).count();
-  result.kill_grace_s = std::chrono::duration<double>(spec.kill_grace).count();
+// The program of spec.argv (and spec.launcher), looked up in spec.exe_dirs
+// and PATH; nullopt, with result.start_error saying why, when it is not
+// found or not executable. Sets result.resolved_exe.
+std::optional<Program> resolve_program(const ProcessSpec& spec, ProcessResult& result) {
   if (spec.argv.empty()) {
     result.start_error = "empty command";
-    return result;
+    return std::nullopt;
   }
   const auto exe = resolve_executable(spec.argv[0], spec.exe_dirs);
   if (exe.empty() || access(exe.c_str(), X_OK) != 0) {
     std::string looked;
     for (const auto& d : spec.exe_dirs) looked += d.string() + ", ";
     result.start_error = fmt::format("'{}' not found or not executable (looked in {}and in PATH)", spec.argv[0], looked);
-    return result;
+    return std::nullopt;
   }
   result.resolved_exe = exe.string();
-  std::filesystem::path program = exe;
-  std::vector<std::string> args;
+  Program program{exe, {}};
   if (!spec.launcher.empty()) {
-    program = resolve_executable(spec.launcher[0]);
-    if (program.empty()) {
+    program.path = resolve_executable(spec.launcher[0]);
+    if (program.path.empty()) {
       result.start_error = fmt::format("launcher '{}' not found", spec.launcher[0]);
-      return result;
+      return std::nullopt;
     }
-    args.assign(spec.launcher.begin() + 1, spec.launcher.end());
-    args.push_back(exe.string());
+    program.args.assign(spec.launcher.begin() + 1, spec.launcher.end());
+    program.args.push_back(exe.string());
   }
-  args.insert(args.end(), spec.argv.begin() + 1, spec.argv.end());
-  OutputCapture out(spec.stdout_path, spec.output_cap_bytes);
-  OutputCapture err(spec.stderr_path, spec.output_cap_bytes);
+  program.args.insert(program.args.end(), spec.argv.begin() + 1, spec.argv.end());
+  return program;
+}
 
-  bp::environment env = spec.clear_env ? bp::environment() : bp::environment(boost::this_process::environment());
-  for (const auto& [k, v] : spec.env) env[k] = v;
-  // Marks every process of this command, even one that leaves its group, so
-  // that a sweep after another command leaves it to this one.
-  const std::string token = fmt::format("{}-{}", ::getpid(), g_token_counter++);
-  env[kTokenName] = token;
-  const int out_fd = out.write_fd();
-  const int err_fd = err.write_fd();
-
-  const auto start = std::chrono::steady_clock::now();
-  bp::group group;
-  bp::child child;
-  std::error_code ec;
-  std::optional<GroupRegistration> registration;
-  {
-    // A sweep for strays must never see a leader that is not registered yet.
-    const std::lock_guard lock(g_spawn_mutex);
-    const pid_t parent = getpid();
-    const std::uint64_t as_bytes = spec.rlimit_as_bytes, fsize_bytes = spec.rlimit_fsize_bytes;
-    const std::vector<int>* join_fds = &spec.join_fds;
-    const std::vector<int>* try_join_fds = &spec.try_join_fds;
-    const int stdin_fd = spec.stdin_fd;
-    const int pass_fd = spec.pass_fd;
-    child = bp::child(bp::exe = program.string(), bp::args = args, env, bp::std_in < bp::null,
-                      bp::start_dir = spec.cwd.string(), group,
-                      bp::extend::on_exec_setup = [out_fd, err_fd, stdin_fd, pass_fd, parent, as_bytes, fsize_bytes, join_fds, try_join_fds](auto&) {
-                        // In the child, before exec: async-signal-safe calls only.
-                        if (stdin_fd >= 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) ::_exit(126);
-                        ::dup2(out_fd, STDOUT_FILENO);
-                        ::dup2(err_fd, STDERR_FILENO);
-                        for (int fd : *join_fds) {
-                          if (::write(fd, "0", 1) != 1) ::_exit(126);  // never run outside its cgroup
-                        }
-                        for (int fd : *try_join_fds) {
-                          [[maybe_unused]] const auto written = ::write(fd, "0", 1);
-                        }
-                        // Nothing densefeed holds, or inherited from whoever
-                        // started it (a CI job's pipes, a socket, a file
-                        // opened for appending), reaches the command: only
-                        // its stdin, stdout and stderr.
-                        close_inherited_fds();
-                        // The outside clock's socket, deliberately kept: at
-                        // descriptor 3, without close-on-exec (dup2 clears
-                        // it; when it already is 3, fcntl does).
-                        if (pass_fd >= 0) {
-                          if (pass_fd != 3 && ::dup2(pass_fd, 3) < 0) ::_exit(126);
-                          if (pass_fd == 3 && ::fcntl(3, F_SETFD, 0) < 0) ::_exit(126);
-                        }
-                        for (const auto& [resource, bytes] : {std::pair{RLIMIT_AS, as_bytes}, std::pair{RLIMIT_FSIZE, fsize_bytes}}) {
-                          if (bytes == 0) continue;
-                          const rlimit lim{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
-                          if (::setrlimit(resource, &lim) != 0) ::_exit(126);
-                        }
-                        // It dies with densefeed even when densefeed is SIGKILLed,
-                        // which no handler sees (prctl(2) PR_SET_PDEATHSIG).
-                        ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-                        if (::getppid() != parent) ::_exit(127);
-                      },
-                      ec);
-    if (!ec) {
-      registration.emplace(static_cast<pid_t>(group.native_handle()));
-      g_tokens[static_cast<pid_t>(group.native_handle())] = token;
-    }
+// Starts `program` in a process group of its own with stdout and stderr on
+// `out_fd` and `err_fd`, and registers the group (with `token`, its
+// DENSEFEED_RUN_TOKEN) for the termination handler and the sweep for
+// strays, all under g_spawn_mutex. `ec` is set when it cannot start.
+void spawn_command(const ProcessSpec& spec, const Program& program, bp::environment& env, const std::string& token, int out_fd,
+                   int err_fd, bp::group& group, bp::child& child, std::optional<GroupRegistration>& registration,
+                   std::error_code& ec) {
+  // A sweep for strays must never see a leader that is not registered yet.
+  const std::lock_guard lock(g_spawn_mutex);
+  const pid_t parent = getpid();
+  const std::uint64_t as_bytes = spec.rlimit_as_bytes, fsize_bytes = spec.rlimit_fsize_bytes;
+  const std::vector<int>* join_fds = &spec.join_fds;
+  const std::vector<int>* try_join_fds = &spec.try_join_fds;
+  const int stdin_fd = spec.stdin_fd;
+  const int pass_fd = spec.pass_fd;
+  child = bp::child(bp::exe = program.path.string(), bp::args = program.args, env, bp::std_in < bp::null,
+                    bp::start_dir = spec.cwd.string(), group,
+                    bp::extend::on_exec_setup = [out_fd, err_fd, stdin_fd, pass_fd, parent, as_bytes, fsize_bytes, join_fds, try_join_fds](auto&) {
+                      // In the child, before exec: async-signal-safe calls only.
+                      if (stdin_fd >= 0 && ::dup2(stdin_fd, STDIN_FILENO) < 0) ::_exit(126);
+                      ::dup2(out_fd, STDOUT_FILENO);
+                      ::dup2(err_fd, STDERR_FILENO);
+                      for (int fd : *join_fds) {
+                        if (::write(fd, "0", 1) != 1) ::_exit(126);  // never run outside its cgroup
+                      }
+                      for (int fd : *try_join_fds) {
+                        [[maybe_unused]] const auto written = ::write(fd, "0", 1);
+                      }
+                      // Nothing densefeed holds, or inherited from whoever
+                      // started it (a CI job's pipes, a socket, a file
+                      // opened for appending), reaches the command: only
+                      // its stdin, stdout and stderr.
+                      close_inherited_fds();
+                      // The outside clock's socket, deliberately kept: at
+                      // descriptor 3, without close-on-exec (dup2 clears
+                      // it; when it already is 3, fcntl does).
+                      if (pass_fd >= 0) {
+                        if (pass_fd != 3 && ::dup2(pass_fd, 3) < 0) ::_exit(126);
+                        if (pass_fd == 3 && ::fcntl(3, F_SETFD, 0) < 0) ::_exit(126);
+                      }
+                      for (const auto& [resource, bytes] : {std::pair{RLIMIT_AS, as_bytes}, std::pair{RLIMIT_FSIZE, fsize_bytes}}) {
+                        if (bytes == 0) continue;
+                        const rlimit lim{static_cast<rlim_t>(bytes), static_cast<rlim_t>(bytes)};
+                        if (::setrlimit(resource, &lim) != 0) ::_exit(126);
+                      }
+                      // It dies with densefeed even when densefeed is SIGKILLed,
+                      // which no handler sees (prctl(2) PR_SET_PDEATHSIG).
+                      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+                      if (::getppid() != parent) ::_exit(127);
+                    },
+                    ec);
+  if (!ec) {
+    registration.emplace(static_cast<pid_t>(group.native_handle()));
+    g_tokens[static_cast<pid_t>(group.native_handle())] = token;
   }
-  out.close_write_end();
-  err.close_write_end();
-  if (ec) {
-    result.start_error = ec.message();
-    return result;
-  }
-  result.started = true;
-  const pid_t leader = static_cast<pid_t>(group.native_handle());
-  if (spec.leader) spec.leader->store(leader);
+}
 
+// Drains the logs while the command runs, until it ends, or its timeout or
+// a cancel ends it: SIGTERM to its group and to what left the group, then,
+// when it outlives spec.kill_grace, result.sigkill_needed. Sets
+// result.timed_out or result.cancelled; returns the processes signalled
+// outside the group, to be followed to the end.
+std::vector<pid_t> wait_for_end(const ProcessSpec& spec, bp::child& child, pid_t leader,
+                                std::chrono::steady_clock::time_point start, OutputCapture& out, OutputCapture& err,
+                                ProcessResult& result) {
   // Poll the log pipes (and, between, the child) rather than wait_for:
   // Boost.Process 1.74's wait_for is unreliable with several children at
   // once, and the pipes must be drained while the child runs.
@@ -290,6 +285,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   std::chrono::steady_clock::time_point grace_end;
   std::vector<pid_t> signalled_outside;  // left the group; followed to the end
   auto idle = std::chrono::milliseconds(1);
+  std::error_code ec;
   for (;;) {
     const auto now = std::chrono::steady_clock::now();
     const auto next = result.timed_out ? grace_end : deadline;
@@ -321,6 +317,15 @@ ProcessResult run_process(const ProcessSpec& spec) {
     }
   }
   if (result.cancelled) result.timed_out = false;
+  return signalled_outside;
+}
+
+// Ends whatever is left of the command once its leader ended or was given
+// up on: its group, what left the group, orphans adopted meanwhile; waits
+// for the leader and unregisters the group. Sets result.strays_killed.
+void end_command(const ProcessSpec& spec, bp::group& group, bp::child& child, pid_t leader,
+                 std::optional<GroupRegistration>& registration, std::vector<pid_t> signalled_outside, ProcessResult& result) {
+  std::error_code ec;
   // Whatever the leader did, nothing of its group may outlive the case.
   if (result.sigkill_needed) {
     for (pid_t p : signal_command(leader, SIGKILL)) signalled_outside.push_back(p);
@@ -354,9 +359,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
       if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
   }
-  result.stdout_capture = out.finish();
-  result.stderr_capture = err.finish();
-  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// result.signal or result.exit_code from the leader's wait status; a
+// launcher's 128 + N (bwrap passes on its child's death by signal N so) is
+// signal N.
+void read_exit_status(const ProcessSpec& spec, const bp::child& child, ProcessResult& result) {
   const int status = child.native_exit_code();
   if (WIFSIGNALED(status)) {
     result.signal = WTERMSIG(status);
@@ -367,6 +375,46 @@ ProcessResult run_process(const ProcessSpec& spec) {
       result.exit_code = -1;
     }
   }
+}
+
+}  // namespace
+
+ProcessResult run_process(const ProcessSpec& spec) {
+  ProcessResult result;
+  result.timeout_s = std::chrono::duration<double>(spec.timeout).count();
+  result.kill_grace_s = std::chrono::duration<double>(spec.kill_grace).count();
+  const std::optional<Program> program = resolve_program(spec, result);
+  if (!program) return result;
+  OutputCapture out(spec.stdout_path, spec.output_cap_bytes);
+  OutputCapture err(spec.stderr_path, spec.output_cap_bytes);
+
+  bp::environment env = spec.clear_env ? bp::environment() : bp::environment(boost::this_process::environment());
+  for (const auto& [k, v] : spec.env) env[k] = v;
+  // Marks every process of this command, even one that leaves its group, so
+  // that a sweep after another command leaves it to this one.
+  const std::string token = fmt::format("{}-{}", ::getpid(), g_token_counter++);
+  env[kTokenName] = token;
+
+  const auto start = std::chrono::steady_clock::now();
+  bp::group group;
+  bp::child child;
+  std::error_code ec;
+  std::optional<GroupRegistration> registration;
+  spawn_command(spec, *program, env, token, out.write_fd(), err.write_fd(), group, child, registration, ec);
+  out.close_write_end();
+  err.close_write_end();
+  if (ec) {
+    result.start_error = ec.message();
+    return result;
+  }
+  result.started = true;
+  const pid_t leader = static_cast<pid_t>(group.native_handle());
+  if (spec.leader) spec.leader->store(leader);
+  end_command(spec, group, child, leader, registration, wait_for_end(spec, child, leader, start, out, err, result), result);
+  result.stdout_capture = out.finish();
+  result.stderr_capture = err.finish();
+  result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  read_exit_status(spec, child, result);
   return result;
 }
 

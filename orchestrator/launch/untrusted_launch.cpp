@@ -263,45 +263,47 @@ std::filesystem::path rank_log(const std::filesystem::path& cwd, int rank, const
   return cwd / "ranks" / fmt::format("rank-{}.{}.log", rank, stream);
 }
 
-UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
-  UntrustedResult result;
-  UntrustedCommand c = c_in;
-  // The ranks of a multi-rank command: one command, `densefeed rank-group`,
-  // in the group's sandbox (rank_group.h says why one), each rank in a
-  // sandbox of its own inside it. Their harness's folder is shown as a
-  // single rank's would be.
-  std::filesystem::path rank_exe;
-  const bool ranked = !c.rank_env.empty();
-  RankGroupSpec group;
-  const auto spec_file = c.cwd / "rank-group.json";
-  if (ranked) {
-    const std::size_t n = c.rank_env.size();
-    std::error_code ec;
-    std::filesystem::create_directories(c.cwd / "ranks", ec);
-    if (ec) throw InfraError(fmt::format("{}: cannot create the ranks' log folder: {}", (c.cwd / "ranks").string(), ec.message()));
-    group.timeout = c.timeout;
-    for (std::size_t k = 0; k < n; ++k) {
-      RankCommand r;
-      r.argv = c.argv;
-      if (c.arm) r.exe_dirs = c.arm->exe_dirs;
-      r.env = c.rank_env[k];
-      r.cwd = c.cwd;
-      r.stdout_path = rank_log(c.cwd, static_cast<int>(k), "stdout");
-      r.stderr_path = rank_log(c.cwd, static_cast<int>(k), "stderr");
-      group.ranks.push_back(std::move(r));
-    }
-    rank_exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], c.arm ? c.arm->exe_dirs : std::vector<std::filesystem::path>{});
-    c.argv = {running_executable().string(), "rank-group", spec_file.string()};
-    c.writable.push_back(c.cwd / "ranks");
-    // The group ends its ranks at their own timeout and reports which; this
-    // one is the backstop for the group itself.
-    c.timeout += 2 * kDefaultKillGrace + std::chrono::seconds(5);
-    c.limits.memory_bytes *= n;
-    c.limits.processes = c.limits.processes * n + 4;
-    c.limits.tmp_bytes *= n;
+namespace {
+
+// A multi-rank command made one: `densefeed rank-group` reading `spec_file`,
+// in the group's sandbox (rank_group.h says why one), with the ranks'
+// log folder writable, the group's timeout a backstop over the ranks' own,
+// and the limits scaled by the rank count. Fills `group` (its ranks'
+// launchers come later, sandbox_ranks); returns the ranks' own executable.
+// Throws InfraError when the ranks' log folder cannot be made.
+std::filesystem::path make_rank_group(UntrustedCommand& c, RankGroupSpec& group, const std::filesystem::path& spec_file) {
+  const std::size_t n = c.rank_env.size();
+  std::error_code ec;
+  std::filesystem::create_directories(c.cwd / "ranks", ec);
+  if (ec) throw InfraError(fmt::format("{}: cannot create the ranks' log folder: {}", (c.cwd / "ranks").string(), ec.message()));
+  group.timeout = c.timeout;
+  for (std::size_t k = 0; k < n; ++k) {
+    RankCommand r;
+    r.argv = c.argv;
+    if (c.arm) r.exe_dirs = c.arm->exe_dirs;
+    r.env = c.rank_env[k];
+    r.cwd = c.cwd;
+    r.stdout_path = rank_log(c.cwd, static_cast<int>(k), "stdout");
+    r.stderr_path = rank_log(c.cwd, static_cast<int>(k), "stderr");
+    group.ranks.push_back(std::move(r));
   }
-  const SandboxStatus status = require_sandbox(c.sandbox);
-  result.sandboxed = status.on();
+  const auto rank_exe =
+      resolve_executable(c.argv.empty() ? "" : c.argv[0], c.arm ? c.arm->exe_dirs : std::vector<std::filesystem::path>{});
+  c.argv = {running_executable().string(), "rank-group", spec_file.string()};
+  c.writable.push_back(c.cwd / "ranks");
+  // The group ends its ranks at their own timeout and reports which; this
+  // one is the backstop for the group itself.
+  c.timeout += 2 * kDefaultKillGrace + std::chrono::seconds(5);
+  c.limits.memory_bytes *= n;
+  c.limits.processes = c.limits.processes * n + 4;
+  c.limits.tmp_bytes *= n;
+  return rank_exe;
+}
+
+// The process of command `c` before its containment: a cleared environment
+// (untrusted_environment; HOME and TMPDIR the sandbox's /tmp, else its run
+// folder) and its file-size limit.
+ProcessSpec process_spec(const UntrustedCommand& c, bool sandboxed) {
   ProcessSpec spec;
   spec.argv = c.argv;
   if (c.arm) spec.exe_dirs = c.arm->exe_dirs;
@@ -314,8 +316,140 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
   spec.leader = c.leader;
   spec.pass_fd = c.clock_fd;
   spec.clear_env = true;
-  spec.env = untrusted_environment(c.env, c.arm, result.sandboxed ? std::filesystem::path("/tmp") : c.cwd);
+  spec.env = untrusted_environment(c.env, c.arm, sandboxed ? std::filesystem::path("/tmp") : c.cwd);
   spec.rlimit_fsize_bytes = c.limits.file_size_bytes;
+  return spec;
+}
+
+// What the sandbox shows command `c`: its writable folders and its arm's
+// compile cache read-write; its arm's folders, interpreter prefix, the
+// folders of its executable (and the ranks'), and its run folder read-only.
+SandboxPolicy sandbox_policy(const UntrustedCommand& c, const ProcessSpec& spec, const std::filesystem::path& rank_exe) {
+  SandboxPolicy policy;
+  policy.writable = c.writable;
+  // Its revision's compile cache, the one it may write (arm_context.h).
+  if (c.arm && !c.arm->cache_dir.empty()) policy.writable.push_back(c.arm->cache_dir);
+  policy.readable = c.readable;
+  if (c.arm) {
+    policy.readable.insert(policy.readable.end(), c.arm->readable.begin(), c.arm->readable.end());
+    if (!c.arm->gate_dir.empty()) policy.readable.push_back(c.arm->gate_dir);
+    policy.hidden = c.arm->hidden;
+    // A virtualenv or conda interpreter lives outside /usr: its prefix.
+    if (!c.arm->python.empty() && c.arm->python.string().rfind("/usr/", 0) != 0) {
+      policy.readable.push_back(c.arm->python.parent_path().parent_path());
+      std::error_code ec;
+      const auto real = std::filesystem::canonical(c.arm->python, ec);
+      if (!ec && real.string().rfind("/usr/", 0) != 0) policy.readable.push_back(real.parent_path().parent_path());
+    }
+  }
+  if (const auto exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], spec.exe_dirs); !exe.empty()) {
+    policy.readable.push_back(std::filesystem::absolute(exe).parent_path());
+  }
+  if (!rank_exe.empty()) policy.readable.push_back(std::filesystem::absolute(rank_exe).parent_path());
+  if (!c.cwd.empty()) policy.readable.push_back(c.cwd);
+  policy.cwd = c.cwd;
+  policy.tmp_bytes = c.limits.tmp_bytes;
+  return policy;
+}
+
+// Every other ledger in what `policy` shows, covered; a unix socket in it
+// stops the launch (shown_tree.h): InfraError naming the socket and
+// `program` (argv[0] of the command as asked for).
+void cover_shown_tree(SandboxPolicy& policy, const std::string& program) {
+  std::vector<std::filesystem::path> roots;
+  for (const auto* list : {&policy.readable, &policy.writable}) {
+    for (const auto& p : *list) {
+      if (!shown_by_system(p)) roots.push_back(p);
+    }
+  }
+  const ShownTree shown = scan_shown_tree(roots, policy.hidden);
+  if (!shown.sockets.empty()) {
+    const auto& socket = shown.sockets.front();
+    std::filesystem::path root;
+    for (const auto& r : roots) {
+      const auto rel = socket.lexically_relative(std::filesystem::absolute(r).lexically_normal());
+      if (!rel.empty() && *rel.begin() != ".." && r.string().size() > root.string().size()) root = r;
+    }
+    throw InfraError(fmt::format("{}: a unix socket inside {}, which the sandbox would show to '{}': a sandboxed command could "
+                                 "connect to whatever listens on it, so nothing was run{}. Remove it, or move what made it out "
+                                 "of that folder",
+                                 socket.string(), root.string(), program,
+                                 shown.sockets.size() > 1 ? fmt::format(" ({} sockets; this is the first)", shown.sockets.size()) : ""));
+  }
+  for (const auto& h : shown.hidden) {
+    if (std::find(policy.hidden.begin(), policy.hidden.end(), h) == policy.hidden.end()) policy.hidden.push_back(h);
+  }
+}
+
+// Each rank in a sandbox of its own inside the group's: what the group
+// shows, with only its own output folder (and its revision's compile
+// cache) writable and its own /tmp of the gate's size (`rank_tmp_bytes`,
+// the limit before it was scaled for the group).
+void sandbox_ranks(SandboxPolicy& policy, const UntrustedCommand& c, std::uint64_t rank_tmp_bytes, RankGroupSpec& group) {
+  policy.role = SandboxRole::group;
+  for (std::size_t k = 0; k < group.ranks.size(); ++k) {
+    SandboxPolicy rank = policy;
+    rank.role = SandboxRole::rank;
+    rank.writable.clear();
+    if (const auto out = c.rank_env[k].find(kOutEnv); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
+    if (c.arm && !c.arm->cache_dir.empty()) rank.writable.push_back(c.arm->cache_dir);
+    rank.tmp_bytes = rank_tmp_bytes;
+    group.ranks[k].launcher = sandbox_argv(rank);
+  }
+}
+
+// A folder the sandbox mounts, gone before bwrap reached it, stops the
+// launch before the command starts: densefeed's failure, found by
+// looking, never read from what was printed. Throws InfraError naming it.
+void require_mounts_present(const ProcessSpec& spec, const std::string& program) {
+  for (const auto& p : sandbox_mounted_paths(spec.launcher)) {
+    std::error_code ec;
+    if (std::filesystem::symlink_status(p, ec).type() == std::filesystem::file_type::not_found) {
+      throw InfraError(fmt::format("{}: removed while the sandbox of '{}' started or ran (it was to be mounted there), so its "
+                                   "failure is not counted as the command's; nothing was recorded of it. Run it again; if this "
+                                   "repeats, keep what removes folders in the shown tree (another run's ledger, a clean-up) "
+                                   "from running meanwhile",
+                                   p.string(), program));
+    }
+  }
+}
+
+// A multi-rank command's ranks as its group reported them. Whether it
+// passed is the group's own exit status; the report (which a rank could
+// have written over) only names the rank that failed, whose result then
+// stands for the command's (with the group's wall time and strays).
+void read_ranks(const UntrustedCommand& c, UntrustedResult& result) {
+  result.ranks = read_rank_outcomes(c.stdout_path);
+  if (result.process.ok()) return;
+  for (const auto& r : result.ranks) {
+    if (r.first && !r.process.ok()) {
+      const double wall = result.process.wall_s;
+      const std::size_t strays = result.process.strays_killed;
+      result.process = r.process;
+      result.process.wall_s = wall;
+      result.process.strays_killed += strays;
+    }
+  }
+}
+
+}  // namespace
+
+UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
+  UntrustedResult result;
+  UntrustedCommand c = c_in;
+  const std::string program = c_in.argv.empty() ? "" : c_in.argv[0];
+  // The ranks of a multi-rank command: one command, `densefeed rank-group`,
+  // in the group's sandbox (rank_group.h says why one), each rank in a
+  // sandbox of its own inside it. Their harness's folder is shown as a
+  // single rank's would be.
+  std::filesystem::path rank_exe;
+  const bool ranked = !c.rank_env.empty();
+  RankGroupSpec group;
+  const auto spec_file = c.cwd / "rank-group.json";
+  if (ranked) rank_exe = make_rank_group(c, group, spec_file);
+  const SandboxStatus status = require_sandbox(c.sandbox);
+  result.sandboxed = status.on();
+  ProcessSpec spec = process_spec(c, result.sandboxed);
 
   CommandCgroup cgroup(&c.limits);
   spec.join_fds = cgroup.join_fds();
@@ -333,70 +467,9 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
                                    rlimit_as ? ", RLIMIT_AS" : "");
 
   if (result.sandboxed) {
-    SandboxPolicy policy;
-    policy.writable = c.writable;
-    // Its revision's compile cache, the one it may write (arm_context.h).
-    if (c.arm && !c.arm->cache_dir.empty()) policy.writable.push_back(c.arm->cache_dir);
-    policy.readable = c.readable;
-    if (c.arm) {
-      policy.readable.insert(policy.readable.end(), c.arm->readable.begin(), c.arm->readable.end());
-      if (!c.arm->gate_dir.empty()) policy.readable.push_back(c.arm->gate_dir);
-      policy.hidden = c.arm->hidden;
-      // A virtualenv or conda interpreter lives outside /usr: its prefix.
-      if (!c.arm->python.empty() && c.arm->python.string().rfind("/usr/", 0) != 0) {
-        policy.readable.push_back(c.arm->python.parent_path().parent_path());
-        std::error_code ec;
-        const auto real = std::filesystem::canonical(c.arm->python, ec);
-        if (!ec && real.string().rfind("/usr/", 0) != 0) policy.readable.push_back(real.parent_path().parent_path());
-      }
-    }
-    if (const auto exe = resolve_executable(c.argv.empty() ? "" : c.argv[0], spec.exe_dirs); !exe.empty()) {
-      policy.readable.push_back(std::filesystem::absolute(exe).parent_path());
-    }
-    if (!rank_exe.empty()) policy.readable.push_back(std::filesystem::absolute(rank_exe).parent_path());
-    if (!c.cwd.empty()) policy.readable.push_back(c.cwd);
-    policy.cwd = c.cwd;
-    policy.tmp_bytes = c.limits.tmp_bytes;
-    // Every other ledger in what it is shown, covered; a unix socket in it
-    // stops the launch (shown_tree.h).
-    std::vector<std::filesystem::path> roots;
-    for (const auto* list : {&policy.readable, &policy.writable}) {
-      for (const auto& p : *list) {
-        if (!shown_by_system(p)) roots.push_back(p);
-      }
-    }
-    const ShownTree shown = scan_shown_tree(roots, policy.hidden);
-    if (!shown.sockets.empty()) {
-      const auto& socket = shown.sockets.front();
-      std::filesystem::path root;
-      for (const auto& r : roots) {
-        const auto rel = socket.lexically_relative(std::filesystem::absolute(r).lexically_normal());
-        if (!rel.empty() && *rel.begin() != ".." && r.string().size() > root.string().size()) root = r;
-      }
-      throw InfraError(fmt::format("{}: a unix socket inside {}, which the sandbox would show to '{}': a sandboxed command could "
-                                   "connect to whatever listens on it, so nothing was run{}. Remove it, or move what made it out "
-                                   "of that folder",
-                                   socket.string(), root.string(), c_in.argv.empty() ? "" : c_in.argv[0],
-                                   shown.sockets.size() > 1 ? fmt::format(" ({} sockets; this is the first)", shown.sockets.size()) : ""));
-    }
-    for (const auto& h : shown.hidden) {
-      if (std::find(policy.hidden.begin(), policy.hidden.end(), h) == policy.hidden.end()) policy.hidden.push_back(h);
-    }
-    if (ranked) {
-      // Each rank in a sandbox of its own inside the group's: what the
-      // group shows, with only its own output folder (and its revision's
-      // compile cache) writable and its own /tmp of the gate's size.
-      policy.role = SandboxRole::group;
-      for (std::size_t k = 0; k < group.ranks.size(); ++k) {
-        SandboxPolicy rank = policy;
-        rank.role = SandboxRole::rank;
-        rank.writable.clear();
-        if (const auto out = c.rank_env[k].find(kOutEnv); out != c.rank_env[k].end()) rank.writable.emplace_back(out->second);
-        if (c.arm && !c.arm->cache_dir.empty()) rank.writable.push_back(c.arm->cache_dir);
-        rank.tmp_bytes = c_in.limits.tmp_bytes;
-        group.ranks[k].launcher = sandbox_argv(rank);
-      }
-    }
+    SandboxPolicy policy = sandbox_policy(c, spec, rank_exe);
+    cover_shown_tree(policy, program);
+    if (ranked) sandbox_ranks(policy, c, c_in.limits.tmp_bytes, group);
     spec.launcher = sandbox_argv(policy);
     // RLIMIT_NPROC counts the processes of a user in its user namespace: set
     // inside the sandbox (prlimit(1), util-linux), where bwrap made one. As
@@ -414,39 +487,10 @@ UntrustedResult launch_untrusted(const UntrustedCommand& c_in) {
     if (!out) throw InfraError(fmt::format("{}: cannot write the rank group", spec_file.string()));
   }
   result.process = run_process(spec);
-  if (result.sandboxed && !result.process.ok()) {
-    // A folder the sandbox mounts, gone before bwrap reached it, stops the
-    // launch before the command starts: densefeed's failure, found by
-    // looking, never read from what was printed.
-    for (const auto& p : sandbox_mounted_paths(spec.launcher)) {
-      std::error_code ec;
-      if (std::filesystem::symlink_status(p, ec).type() == std::filesystem::file_type::not_found) {
-        throw InfraError(fmt::format("{}: removed while the sandbox of '{}' started or ran (it was to be mounted there), so its "
-                                     "failure is not counted as the command's; nothing was recorded of it. Run it again; if this "
-                                     "repeats, keep what removes folders in the shown tree (another run's ledger, a clean-up) "
-                                     "from running meanwhile",
-                                     p.string(), c_in.argv.empty() ? "" : c_in.argv[0]));
-      }
-    }
-  }
+  if (result.sandboxed && !result.process.ok()) require_mounts_present(spec, program);
   result.limit = limit_hit(result.process, cgroup, c.limits, rlimit_as, c.stderr_path);
   result.process.strays_killed += cgroup.kill_all();
-  if (ranked) {
-    result.ranks = read_rank_outcomes(c.stdout_path);
-    // Whether it passed is the group's own exit status; the report (which a
-    // rank could have written over) only names the rank that failed.
-    if (!result.process.ok()) {
-      for (const auto& r : result.ranks) {
-        if (r.first && !r.process.ok()) {
-          const double wall = result.process.wall_s;
-          const std::size_t strays = result.process.strays_killed;
-          result.process = r.process;
-          result.process.wall_s = wall;
-          result.process.strays_killed += strays;
-        }
-      }
-    }
-  }
+  if (ranked) read_ranks(c, result);
   return result;
 }
 

@@ -1,6 +1,8 @@
 // The SQLite ledger engineers review (schema: ledger_schema.sql and the
 // ledger_migration_N.sql files, compiled in; schemas/ledger.md documents it).
-// Only this file writes SQL. The schema, not this code, enforces that results
+// Only the ledger writes SQL (store/ledger_*.cpp, one file per concern:
+// open, chain, queue, results, review, audit, export, record; ledger_sql.h
+// is what they share). The schema, not this code, enforces that results
 // are append-only, that benchmark, trace and acceptance rows need a green gate
 // run, and that promotion needs approvals. Every recorded row is linked into
 // a sha256 hash chain (record_chain) that verify() recomputes.
@@ -445,6 +447,17 @@ class Ledger {
   // HMAC-SHA256 under the key of prev_hash "\n" table "\n" row_id "\n" content_sha256.
   std::string link_hash(const std::string& prev, const std::string& table, std::int64_t row_id, const std::string& content) const;
   void load_key(bool create);
+  // The steps of opening (ledger_open.cpp): a reader's (an old file is
+  // migrated first, by a writer), and a writer's, which makes or migrates
+  // the schema and the key's row in one transaction.
+  void open_for_reading(Mode mode, std::int64_t version);
+  void open_for_writing();
+  // Takes the schema from `version` (0: an empty file) to the current one,
+  // one migration at a time; call inside open_for_writing's transaction.
+  void migrate_from(std::int64_t version);
+  // Version 3: every link re-sealed with the key, after the version-2 chain
+  // is checked (unless it was made in this transaction).
+  void migrate_to_3(bool v2_links_made_here);
   std::vector<ExperimentSummary> summaries_where(const ListFilter& filter, std::int64_t only_id) const;
   std::filesystem::path path_;
   LedgerKey key_;
