@@ -150,7 +150,7 @@ void use_executor(const std::string& name) {
 
 RunOptions run_options(CliContext& ctx) {
   RunOptions options;
-  options.store = ctx.store();  // first: it puts the trusted ref's configuration in force
+  options.store = ctx.store();
   options.project = ctx.project();
   options.workspace = ctx.workspace();
   return options;
