@@ -17,65 +17,116 @@
 #include "ledger_key.h"
 
 #include <iostream>
+#include <stdexcept>
 
 namespace densefeed {
 
-const Project& CliContext::project() {
-  if (!project_) project_ = find_project(std::filesystem::current_path(), project_text);
-  return *project_;
+namespace {
+
+// The project's configured chain key goes with its ledger, also when the
+// ledger was named with --ledger (workers pass both).
+void register_ledger_key(const Project& p, const std::filesystem::path& ledger) {
+  if (!p.ledger_key.empty() && std::filesystem::weakly_canonical(p.ledger) == std::filesystem::weakly_canonical(ledger)) {
+    set_ledger_key_file(ledger, p.ledger_key);
+  }
 }
 
-std::filesystem::path CliContext::ledger_path() {
-  const auto path = ledger_text.empty() ? project().ledger : std::filesystem::absolute(ledger_text);
-  // The project's configured chain key goes with its ledger, also when the
-  // ledger was named with --ledger (workers pass both).
-  std::optional<Project> p;
-  if (ledger_text.empty()) {
-    p = project();
-  } else {
-    try {
-      p = project();
-    } catch (const InputError&) {
-    }
+}  // namespace
+
+// The one resolution. Its order is fixed, whatever accessor comes first:
+// worktree project, ledger, its key, then (as store_use says) the store.
+void CliContext::resolve() {
+  if (resolved_) return;
+  try {
+    worktree_project_ = find_project(std::filesystem::current_path(), project_text);
+  } catch (const InputError&) {
+    project_error_ = std::current_exception();
   }
-  if (p && !p->ledger_key.empty() && std::filesystem::weakly_canonical(p->ledger) == std::filesystem::weakly_canonical(path)) {
-    set_ledger_key_file(path, p->ledger_key);
-  }
-  return path;
+  if (!ledger_text.empty()) ledger_ = std::filesystem::absolute(ledger_text);
+  else if (worktree_project_) ledger_ = worktree_project_->ledger;
+  if (worktree_project_ && !ledger_.empty()) register_ledger_key(*worktree_project_, ledger_);
+  resolved_ = true;
+  const bool exported = store_use == StoreUse::if_exported && worktree_project_ && !trust_worktree &&
+                        worktree_project_->in_git() && std::filesystem::is_directory(Workspace{ledger_}.exports());
+  if (store_use == StoreUse::always || exported) open_store();
 }
 
-const GateStore& CliContext::store() {
-  if (!store_) {
-    store_ = open_gate_store(project(), workspace(), trust_worktree);
+void CliContext::open_store() {
+  store_tried_ = true;
+  try {
+    if (!worktree_project_) std::rethrow_exception(project_error_);
+    const Project& worktree = *worktree_project_;
+    GateStore store = open_gate_store(worktree, Workspace{ledger_}, trust_worktree);
     // The export was altered and has been replaced: the ledger keeps what
-    // was found (audit fails until a person acknowledges it).
-    if (!store_->tampered.empty()) {
-      Ledger ledger(ledger_path());
-      for (const auto& e : store_->tampered) {
+    // was found (audit fails until a person acknowledges it). Only here, and
+    // so once per process.
+    if (!store.tampered.empty()) {
+      Ledger ledger(ledger_);
+      for (const auto& e : store.tampered) {
         const std::int64_t id = ledger.record_tamper(e);
         std::cerr << fmt::format("densefeed: tamper event {}: the export of {} was altered ({}: {}: {}); densefeed exported it again "
                                  "and uses the fresh export; `densefeed audit` fails until a person runs `densefeed audit "
                                  "acknowledge {} --by NAME --note TEXT`\n",
-                                 id, store_->describe(), to_string(e.kind), e.path, e.detail, id);
+                                 id, store.describe(), to_string(e.kind), e.path, e.detail, id);
       }
     }
     // From here on the project is configured as its trusted ref says, not as
     // the checked-out densefeed.yaml (an agent's branch) says.
-    if (!store_->worktree) {
-      const std::string ref = project_->trusted_ref;
-      const auto ledger = ledger_path();
-      project_ = trusted_project(*project_, store_->root);
-      if (project_->trusted_ref != ref) {
-        throw InputError(project_->config_file().string(), {}, "trusted_ref",
+    if (!store.worktree) {
+      Project trusted = trusted_project(worktree, store.root);
+      if (trusted.trusted_ref != worktree.trusted_ref) {
+        throw InputError(trusted.config_file().string(), {}, "trusted_ref",
                          fmt::format("the checked-out densefeed.yaml names trusted ref '{}', but that ref's own densefeed.yaml "
                                      "names '{}': refusing to trust a ref that does not trust itself",
-                                     ref, project_->trusted_ref));
+                                     worktree.trusted_ref, trusted.trusted_ref));
       }
-      if (ledger_text.empty()) ledger_text = ledger.string();  // the workspace stays where the gate store was exported
-      store_->gates = project_->gates;
+      store.gates = trusted.gates;
+      register_ledger_key(trusted, ledger_);
+      trusted_project_ = std::move(trusted);
     }
+    store_ = std::move(store);
+  } catch (...) {
+    store_error_ = std::current_exception();
   }
+}
+
+const Project& CliContext::project() {
+  resolve();
+  project_read_ = true;
+  if (trusted_project_) return *trusted_project_;
+  if (!worktree_project_) std::rethrow_exception(project_error_);
+  return *worktree_project_;
+}
+
+std::filesystem::path CliContext::ledger_path() {
+  resolve();
+  if (ledger_.empty()) std::rethrow_exception(project_error_);
+  return ledger_;
+}
+
+const GateStore& CliContext::store() {
+  resolve();
+  if (!store_tried_) {
+    if (store_use != StoreUse::when_asked) {
+      throw std::logic_error("the verb declared that it does not use the gate store, yet asked for it");
+    }
+    // A project already handed out must not change under its reader.
+    if (project_read_) throw std::logic_error("the verb read the project before it opened the gate store (declare StoreUse::always)");
+    open_store();
+  }
+  if (store_error_) std::rethrow_exception(store_error_);
   return *store_;
+}
+
+bool CliContext::store_opened() {
+  resolve();
+  return store_tried_;
+}
+
+GateStore CliContext::worktree() {
+  resolve();
+  if (!worktree_project_) std::rethrow_exception(project_error_);
+  return worktree_store(*worktree_project_);
 }
 
 void add_executor_option(CLI::App* verb, std::string& name) {
@@ -99,7 +150,7 @@ void use_executor(const std::string& name) {
 
 RunOptions run_options(CliContext& ctx) {
   RunOptions options;
-  options.store = ctx.store();  // first: it puts the trusted ref's configuration in force
+  options.store = ctx.store();
   options.project = ctx.project();
   options.workspace = ctx.workspace();
   return options;

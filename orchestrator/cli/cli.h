@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <exception>
 #include <filesystem>
 #include <functional>
 #include <optional>
@@ -20,33 +21,73 @@
 
 namespace densefeed {
 
-// What every verb may need, found once and only when asked: the project (from
+// How much of the gate store a verb needs. The context opens it, or not, in
+// its one resolution, so that what one accessor returns never depends on
+// which other accessor was called first.
+enum class StoreUse {
+  none,         // the project and its ledger only (the store is never opened)
+  if_exported,  // the trusted ref's export, only when one was made before
+                // (not --trust-worktree, the project in git, the workspace's
+                // exports folder there): gate verify checks it without making one
+  always,       // the gate store, and with it the trusted ref's configuration
+  when_asked,   // opened by the first store() call: for verbs that read the
+                // ledger and want the store only sometimes (a gate's report
+                // axes); project() read before that call is refused
+};
+
+// What every verb may need, resolved once, at the first call of any accessor,
+// in one fixed order (resolve() in cli.cpp): the worktree's project (from
 // --project or by walking up from the current directory to densefeed.yaml),
-// its ledger and workspace, and the gate store (the trusted ref's, or the
-// worktree's with --trust-worktree). Throws InputError from the getters when
-// there is no project or its densefeed.yaml is bad.
+// its ledger (--ledger or the project's) and the ledger's chain key, then,
+// as store_use says, the gate store (the trusted ref's, or the worktree's with
+// --trust-worktree) with the tamper events it found recorded once in the
+// ledger and the trusted ref's densefeed.yaml put in force. Errors are kept and
+// thrown by the accessors that need what failed: project() and worktree()
+// throw InputError when there is no project or its densefeed.yaml is bad;
+// ledger_path() and workspace() only when there is also no --ledger;
+// store() throws what opening the store threw (InputError, InfraError).
 struct CliContext {
   std::string project_text;     // --project ('' = walk up from the current directory)
   std::string ledger_text;      // --ledger ('' = the project's ledger)
   bool trust_worktree = false;  // --trust-worktree
   bool json = false;            // --json
+  // main() sets it from the verb it runs (CliVerb::store) before the verb
+  // runs; a context made elsewhere resolves everything.
+  StoreUse store_use = StoreUse::always;
 
+  // The project in force: as the trusted ref's densefeed.yaml configures it
+  // once the gate store is open from that ref, else as the worktree's does.
   const Project& project();
-  // --ledger when given (no project needed), else the project's.
+  // --ledger when given (no project needed), else the worktree project's
+  // ledger (where the gate store is exported, whatever the trusted ref's
+  // densefeed.yaml names).
   std::filesystem::path ledger_path();
   Workspace workspace() { return Workspace{ledger_path()}; }
   const GateStore& store();
-  // The project folder as it is (gate lock, gate verify).
-  GateStore worktree() { return worktree_store(project()); }
+  // Whether this verb's resolution opened (or tried to open) the gate store.
+  bool store_opened();
+  // The project folder as it is, configured by the checked-out densefeed.yaml
+  // (gate lock, gate verify).
+  GateStore worktree();
 
  private:
-  std::optional<Project> project_;
+  void resolve();
+  void open_store();
+
+  bool resolved_ = false;
+  bool store_tried_ = false;
+  bool project_read_ = false;
+  std::optional<Project> worktree_project_;  // the checked-out densefeed.yaml's
+  std::optional<Project> trusted_project_;   // the trusted ref's, once the store is open from it
+  std::exception_ptr project_error_, store_error_;
+  std::filesystem::path ledger_;
   std::optional<GateStore> store_;
 };
 
 struct CliVerb {
   CLI::App* app;
   std::function<int()> run;
+  StoreUse store = StoreUse::when_asked;
 };
 
 // --executor local|slurm on `verb` (executor.h); use_executor puts the
@@ -92,5 +133,17 @@ std::vector<CliVerb> add_report_verbs(CLI::App& app, CliContext& ctx);
 std::vector<CliVerb> add_machine_verbs(CLI::App& app, CliContext& ctx);
 // mcp (the Model Context Protocol server)
 std::vector<CliVerb> add_mcp_verbs(CLI::App& app, CliContext& ctx);
+// run (one experiment, now, in this process)
+std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx);
+// init (a new project)
+std::vector<CliVerb> add_init_verbs(CLI::App& app, CliContext& ctx);
+// gate lock|verify|list|show
+std::vector<CliVerb> add_gate_verbs(CLI::App& app, CliContext& ctx);
+// bench calibrate (a gate's noise floor on this machine)
+std::vector<CliVerb> add_bench_verbs(CLI::App& app, CliContext& ctx);
+// compare (two tensor files)
+std::vector<CliVerb> add_compare_verbs(CLI::App& app, CliContext& ctx);
+// trace analyze
+std::vector<CliVerb> add_trace_verbs(CLI::App& app, CliContext& ctx);
 
 }  // namespace densefeed

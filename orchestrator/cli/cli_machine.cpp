@@ -51,7 +51,8 @@ std::vector<CliVerb> add_machine_verbs(CLI::App& app, CliContext& ctx) {
                        std::cout << "recorded in " << ctx.ledger_path().string() << "\n";
                      }
                      return 0;
-                   }});
+                   },
+                   StoreUse::none});
   return verbs;
 }
 

@@ -44,7 +44,8 @@ std::vector<CliVerb> add_mcp_verbs(CLI::App& app, CliContext& ctx) {
              options.resources = DensefeedMcpTools::resources(data_dir(), ctx.store().gate_dir(),
                                                               ctx.project().dir / ctx.project().experiments);
              return serve_mcp(std::move(options), std::cin, std::cout);
-           }}};
+           },
+           StoreUse::always}};
 }
 
 }  // namespace densefeed

@@ -3,6 +3,7 @@
 // often the decision rule calls identical code faster or slower.
 #pragma once
 
+#include <functional>
 #include <optional>
 
 #include <filesystem>
@@ -13,6 +14,9 @@
 
 #include "bench_runner.h"
 #include "gate_spec.h"
+#include "gate_store.h"
+#include "project.h"
+#include "workspace.h"
 
 namespace densefeed {
 
@@ -38,5 +42,34 @@ struct CalibrationResult {
 CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& params, int comparisons,
                             const std::filesystem::path& work_dir, std::uint64_t seed, const ArmContext& arm,
                             const std::optional<ArmContext>& trusted = std::nullopt);
+
+// What `densefeed bench calibrate` measured and recorded for one gate.
+struct CalibrationRun {
+  std::string gate;
+  std::string host;                   // this machine (environment.h)
+  nlohmann::ordered_json params;      // the gate's parameters, resolved
+  int comparisons = 0;
+  std::vector<CalibrationCase> cases;  // one per bench case, each recorded in the ledger
+};
+
+struct CalibrationRequest {
+  std::string gate;                 // gate name in the store
+  std::vector<std::string> params;  // NAME=VALUE (a YAML scalar) per parameter; the rest the gate's defaults
+  int comparisons = 10;             // A/A comparisons
+  // Told before the run when `comparisons` is under 20: the 95th percentile
+  // of the noise floor wants about 20 or more. May be empty.
+  std::function<void(const std::string&)> warn;
+};
+
+// Checks `request.gate` against its lock in `store`, reads --param values as
+// a one-line manifest arm (checked as an experiment's are), builds the
+// trusted driver arm where the gate has one (trusted_arm.h), runs calibrate()
+// in workspace.calibrations()/<start time in ns> and records each case's
+// noise floor in the ledger at workspace.ledger. Throws InputError (the gate
+// does not match its lock, declares no bench cases, or a --param is not
+// NAME=VALUE or not a valid value) and InfraError (the trusted arm cannot be
+// built, or a comparison's harness failed: the reason names it).
+CalibrationRun calibrate_gate(const CalibrationRequest& request, const Project& project, const GateStore& store,
+                              const Workspace& workspace);
 
 }  // namespace densefeed

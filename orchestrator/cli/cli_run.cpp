@@ -1,0 +1,66 @@
+// run: one experiment, now, in this process (experiment_runner.h), printed
+// as report.h renders it.
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+#include "cli.h"
+#include "exit_code.h"
+#include "experiment_runner.h"
+#include "experiment_summary.h"
+#include "report.h"
+
+namespace densefeed {
+namespace {
+
+void print_run(const ExperimentOutcome& outcome, const RunOptions& options, bool json) {
+  if (json) std::cout << report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
+  else std::cout << render_text_report(outcome);
+}
+
+}  // namespace
+
+std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
+  auto* run = app.add_subcommand("run", "validate a manifest, run its gate, then (green only) its benchmark; record all in the ledger");
+  struct Args {
+    std::string manifest;
+    RunOptions options;
+    std::string seed_text;
+    CLI::Option* seed = nullptr;
+    bool no_bench = false;
+    bool no_sandbox = false;
+    std::string executor_name = "local";
+  };
+  auto a = std::make_shared<Args>();
+  run->add_option("MANIFEST", a->manifest, "experiment manifest (YAML)")->required();
+  run->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's, .densefeed/ledger.db)");
+  run->add_option("--profile", a->options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
+  a->seed = run->add_option("--seed", a->seed_text, "input seed, 0..2^64-1 (default: drawn fresh and recorded)");
+  a->options.jobs = static_cast<int>(std::max(1u, std::min(256u, std::thread::hardware_concurrency())));
+  run->add_option("--jobs", a->options.jobs, "harness processes at once (default: the machine's cores)")
+      ->check(CLI::Range(1, 256))
+      ->capture_default_str();
+  run->add_flag("--no-bench", a->no_bench, "stop after the gate");
+  run->add_flag("--no-sandbox", a->no_sandbox, "run candidate and base commands without bwrap (recorded in the report)");
+  run->add_flag("--json", ctx.json, "print one JSON document");
+  add_executor_option(run, a->executor_name);
+  return {{run,
+           [&ctx, a] {
+             const std::string& executor_name = a->executor_name;
+             RunOptions options = run_options(ctx);
+             options.profile = a->options.profile;
+             options.jobs = a->options.jobs;
+             if (a->seed->count() > 0) options.seed = parse_unsigned("--seed", a->seed_text, UINT64_MAX);
+             options.bench = !a->no_bench;
+             options.sandbox = !a->no_sandbox;
+             use_executor(executor_name);
+             const ExperimentOutcome outcome = run_experiment(a->manifest, options);
+             print_run(outcome, options, ctx.json);
+             return outcome.record ? exit_code_of(outcome.record->summary) : exit_code_of(outcome.verdict);
+           },
+           StoreUse::always}};
+}
+
+}  // namespace densefeed
