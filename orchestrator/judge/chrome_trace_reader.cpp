@@ -269,6 +269,24 @@ class ChromeReader {
   void parse_event_array();
   void skip_value_streaming();
   void handle(const RawEvent& ev, std::uint64_t index, std::uint64_t offset);
+  // handle()'s steps. An event with a timestamp, where it is in the file,
+  // its category and its process.
+  struct TimedEvent {
+    std::uint64_t index = 0, offset = 0;
+    std::uint32_t event32 = 0;
+    std::int64_t ts = 0;
+    bool zero = false;  // ts 0: unknown on a far clock (TimelineBuilder drops it)
+    std::uint32_t cat = 0;
+    std::string_view pid;
+  };
+  // Counts an event that makes no slice (instants, counters, flows, others;
+  // metadata names processes and threads); false for the phases that do
+  // (X, B, E and async b, e, S, F).
+  bool count_unsliced(const RawEvent& ev, char ph);
+  void name_from_metadata(const RawEvent& ev);
+  std::uint32_t category_of(const RawEvent& ev);
+  void add_async_event(const RawEvent& ev, char ph, const TimedEvent& at);
+  void add_thread_event(const RawEvent& ev, char ph, const TimedEvent& at);
   bool time_of(const Str& ts, std::uint64_t index, std::uint64_t offset, std::int64_t& out, bool& zero);
 
   std::string path_;
@@ -576,21 +594,11 @@ bool ChromeReader::time_of(const Str& ts, std::uint64_t index, std::uint64_t off
   return true;
 }
 
-void ChromeReader::handle(const RawEvent& ev, std::uint64_t index, std::uint64_t offset) {
+// null is JSON for "no value": missing, not malformed.
+bool is_null(const Str& v) { return !v.quoted && v.raw == "null"; }
+
+bool ChromeReader::count_unsliced(const RawEvent& ev, char ph) {
   auto& counts = b_.counts();
-  ++counts.events;
-  if (ev.control_chars > 0) b_.repair(file_, Repair::control_characters, index, offset, ev.control_chars);
-  if (ev.extra_commas > 0) b_.repair(file_, Repair::extra_comma, index, offset, ev.extra_commas);
-  if (ev.keys == 0) {
-    b_.repair(file_, Repair::empty_event, index, offset);
-    return;
-  }
-  if (ev.ph.raw.empty()) {
-    b_.repair(file_, Repair::no_phase, index, offset);
-    return;
-  }
-  const char ph = ev.ph.raw[0];
-  const auto event32 = static_cast<std::uint32_t>(std::min<std::uint64_t>(index, UINT32_MAX));
   switch (ph) {
     case 'X':
     case 'B':
@@ -598,43 +606,40 @@ void ChromeReader::handle(const RawEvent& ev, std::uint64_t index, std::uint64_t
     case 'b':
     case 'e':
     case 'S':
-    case 'F': break;
+    case 'F': return false;
     case 'i':
     case 'I':
     case 'R':
     case 'n':
-    case 'T': ++counts.instants; return;
-    case 'C': ++counts.counters; return;
+    case 'T': ++counts.instants; return true;
+    case 'C': ++counts.counters; return true;
     case 's':
     case 't':
-    case 'f': ++counts.flows; return;
+    case 'f': ++counts.flows; return true;
     case 'M': {
       ++counts.metadata;
-      const std::string what(decode(ev.name, scratch_));
-      const std::string_view pid = decode(ev.pid, scratch2_);
-      std::string arg;
-      if (what == "process_name" || what == "thread_name") arg = std::string(decode(ev.arg_name, scratch_));
-      else if (what == "process_labels") arg = std::string(decode(ev.arg_labels, scratch_));
-      else return;
-      const std::string pid_text(pid);
-      if (what == "process_name") b_.set_process_name(file_, pid_text, arg);
-      else if (what == "process_labels") b_.set_process_labels(file_, pid_text, arg);
-      else b_.set_thread_name(file_, pid_text, std::string(decode(ev.tid, scratch2_)), arg);
-      return;
+      name_from_metadata(ev);
+      return true;
     }
-    default: ++counts.ignored; return;
+    default: ++counts.ignored; return true;
   }
-  // null is JSON for "no value": missing, not malformed.
-  const auto is_null = [](const Str& v) { return !v.quoted && v.raw == "null"; };
-  if (!ev.has_ts || is_null(ev.ts)) {
-    b_.repair(file_, Repair::missing_timestamp, index, offset);
-    return;
-  }
-  std::int64_t ts = 0;
-  bool zero = false;
-  time_of(ev.ts, index, offset, ts, zero);
+}
 
-  // Category: interned once per distinct text (events of a file share few).
+void ChromeReader::name_from_metadata(const RawEvent& ev) {
+  const std::string what(decode(ev.name, scratch_));
+  const std::string_view pid = decode(ev.pid, scratch2_);
+  std::string arg;
+  if (what == "process_name" || what == "thread_name") arg = std::string(decode(ev.arg_name, scratch_));
+  else if (what == "process_labels") arg = std::string(decode(ev.arg_labels, scratch_));
+  else return;
+  const std::string pid_text(pid);
+  if (what == "process_name") b_.set_process_name(file_, pid_text, arg);
+  else if (what == "process_labels") b_.set_process_labels(file_, pid_text, arg);
+  else b_.set_thread_name(file_, pid_text, std::string(decode(ev.tid, scratch2_)), arg);
+}
+
+// Category: interned once per distinct text (events of a file share few).
+std::uint32_t ChromeReader::category_of(const RawEvent& ev) {
   std::uint32_t cat = 0;
   if (!ev.cat.raw.empty()) {
     if (have_last_cat_ && !ev.cat.escaped && ev.cat.raw == last_cat_) {
@@ -648,16 +653,23 @@ void ChromeReader::handle(const RawEvent& ev, std::uint64_t index, std::uint64_t
       }
     }
   }
-  const std::string_view pid = ev.pid.escaped ? std::string_view(scratch2_ = std::string(decode(ev.pid, scratch_))) : ev.pid.raw;
+  return cat;
+}
 
-  if (ph == 'b' || ph == 'e' || ph == 'S' || ph == 'F') {
-    const bool begin = ph == 'b' || ph == 'S';
-    std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", b_.text(cat), ev.id.raw, ev.id2.raw, ev.scope.raw);
-    const std::uint32_t lane = b_.lane(file_, LaneKind::async, pid, fmt::format("async {}", b_.text(cat)));
-    b_.add_async(begin, lane, key, ts, b_.intern(decode(ev.name, scratch_)), cat, event32, offset);
-    return;
-  }
+void ChromeReader::add_async_event(const RawEvent& ev, char ph, const TimedEvent& at) {
+  const std::uint32_t cat = at.cat;
+  const bool begin = ph == 'b' || ph == 'S';
+  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}", b_.text(cat), ev.id.raw, ev.id2.raw, ev.scope.raw);
+  const std::uint32_t lane = b_.lane(file_, LaneKind::async, at.pid, fmt::format("async {}", b_.text(cat)));
+  b_.add_async(begin, lane, key, at.ts, b_.intern(decode(ev.name, scratch_)), cat, at.event32, at.offset);
+}
 
+void ChromeReader::add_thread_event(const RawEvent& ev, char ph, const TimedEvent& at) {
+  const std::uint32_t cat = at.cat;
+  const std::string_view pid = at.pid;
+  const std::int64_t ts = at.ts;
+  const std::uint64_t index = at.index, offset = at.offset;
+  const std::uint32_t event32 = at.event32;
   auto& cache = kind_cache_[ev.has_stream ? 1 : 0];
   if (cache.size() <= cat) cache.resize(cat + 1, -1);
   if (cache[cat] < 0) cache[cat] = static_cast<std::int8_t>(lane_kind_for(b_.text(cat), ev.has_stream));
@@ -677,7 +689,7 @@ void ChromeReader::handle(const RawEvent& ev, std::uint64_t index, std::uint64_t
     // An 'E' often has no category, so it closes the innermost 'B' of its
     // thread whatever lane that 'B' went to.
     const std::uint32_t thread = kind == LaneKind::cpu ? lane : b_.lane(file_, LaneKind::cpu, pid, tid);
-    if (ph == 'B') b_.add_begin(lane, thread, ts, name, cat, event32, offset, correlation, zero);
+    if (ph == 'B') b_.add_begin(lane, thread, ts, name, cat, event32, offset, correlation, at.zero);
     else b_.add_end(thread, ts, name, event32, offset);
     return;
   }
@@ -694,7 +706,37 @@ void ChromeReader::handle(const RawEvent& ev, std::uint64_t index, std::uint64_t
   }
   std::int64_t end = 0;
   if (__builtin_add_overflow(ts, dur, &end)) fail(offset, "'ts' + 'dur' does not fit int64 ns", index);
-  b_.add_slice({ts, end, correlation, name, cat, lane, event32}, zero);
+  b_.add_slice({ts, end, correlation, name, cat, lane, event32}, at.zero);
+}
+
+void ChromeReader::handle(const RawEvent& ev, std::uint64_t index, std::uint64_t offset) {
+  auto& counts = b_.counts();
+  ++counts.events;
+  if (ev.control_chars > 0) b_.repair(file_, Repair::control_characters, index, offset, ev.control_chars);
+  if (ev.extra_commas > 0) b_.repair(file_, Repair::extra_comma, index, offset, ev.extra_commas);
+  if (ev.keys == 0) {
+    b_.repair(file_, Repair::empty_event, index, offset);
+    return;
+  }
+  if (ev.ph.raw.empty()) {
+    b_.repair(file_, Repair::no_phase, index, offset);
+    return;
+  }
+  const char ph = ev.ph.raw[0];
+  if (count_unsliced(ev, ph)) return;
+  if (!ev.has_ts || is_null(ev.ts)) {
+    b_.repair(file_, Repair::missing_timestamp, index, offset);
+    return;
+  }
+  TimedEvent at;
+  at.index = index;
+  at.offset = offset;
+  at.event32 = static_cast<std::uint32_t>(std::min<std::uint64_t>(index, UINT32_MAX));
+  time_of(ev.ts, index, offset, at.ts, at.zero);
+  at.cat = category_of(ev);
+  at.pid = ev.pid.escaped ? std::string_view(scratch2_ = std::string(decode(ev.pid, scratch_))) : ev.pid.raw;
+  if (ph == 'b' || ph == 'e' || ph == 'S' || ph == 'F') add_async_event(ev, ph, at);
+  else add_thread_event(ev, ph, at);
 }
 
 void ChromeReader::parse_event_array() {

@@ -692,7 +692,9 @@ std::uint64_t json_offset(const std::filesystem::path& path, const std::string& 
   return v.get<std::uint64_t>();
 }
 
-SafetensorsLayout parse_safetensors(const std::filesystem::path& path, const unsigned char* bytes, std::size_t n) {
+// The size of the JSON header that follows the first 8 bytes (u64,
+// little-endian), checked against the file and the format's limit.
+std::uint64_t safetensors_header_size(const std::filesystem::path& path, const unsigned char* bytes, std::size_t n) {
   if (n < 8)
     throw TensorFileError(path, fmt::format("truncated: {} bytes, shorter than the 8-byte header size of a "
                                             ".safetensors file",
@@ -708,9 +710,12 @@ SafetensorsLayout parse_safetensors(const std::filesystem::path& path, const uns
   if (header_size == 0 || header[0] != '{')
     throw TensorFileError(path, fmt::format("the header does not start with '{{' (a JSON object): '{}'",
                                             escaped(std::string_view(header, header_size), 40)));
+  return header_size;
+}
 
-  // Duplicate keys are refused (nlohmann would keep the last one silently),
-  // and so is deep nesting.
+// The header as JSON. Duplicate keys are refused (nlohmann would keep the
+// last one silently), and so is deep nesting.
+nlohmann::json safetensors_header_json(const std::filesystem::path& path, const char* header, std::uint64_t header_size) {
   std::vector<std::set<std::string>> open_objects;
   int depth = 0;
   const auto callback = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
@@ -736,77 +741,82 @@ SafetensorsLayout parse_safetensors(const std::filesystem::path& path, const uns
     throw TensorFileError(path, fmt::format("the header is not valid JSON: {}", e.what()));
   }
   if (!doc.is_object()) throw TensorFileError(path, "the header is not a JSON object");
+  return doc;
+}
 
-  SafetensorsLayout layout;
-  layout.buffer_offset = 8 + header_size;
-  const std::size_t buffer_size = n - layout.buffer_offset;
-  for (const auto& [name, value] : doc.items()) {
-    if (name == "__metadata__") {
-      if (value.is_null()) continue;
-      if (!value.is_object())
-        throw TensorFileError(path, "'__metadata__' must be an object of string values, got " + escaped(value.dump(), 60));
-      for (const auto& [k, v] : value.items())
-        if (!v.is_string())
-          throw TensorFileError(path, fmt::format("'__metadata__' value of '{}' must be a string, got {}", escaped(k, 80),
-                                                  escaped(v.dump(), 60)));
-      continue;
-    }
-    const std::string what = fmt::format("tensor '{}'", escaped(name, 80));
-    if (!value.is_object())
-      throw TensorFileError(path, fmt::format("{}: expected an object {{dtype, shape, data_offsets}}, got {}", what,
-                                              escaped(value.dump(), 60)));
-    for (const auto& [k, v] : value.items())
-      if (k != "dtype" && k != "shape" && k != "data_offsets")
-        throw TensorFileError(path, fmt::format("{}: unexpected key '{}' (expected dtype, shape, data_offsets)", what,
-                                                escaped(k, 80)));
-    for (const char* k : {"dtype", "shape", "data_offsets"})
-      if (!value.contains(k)) throw TensorFileError(path, fmt::format("{}: missing '{}'", what, k));
-    SafetensorsEntry t;
-    t.name = name;
-    const auto& dtype = value["dtype"];
-    if (!dtype.is_string())
-      throw TensorFileError(path, fmt::format("{}: dtype must be a string such as \"F32\", got {}", what,
-                                              escaped(dtype.dump(), 60)));
-    t.dtype = dtype.get<std::string>();
-    t.kind = kind_by_safetensors_name(t.dtype);
-    const auto& shape = value["shape"];
-    if (!shape.is_array())
+// '__metadata__': null, or an object of strings.
+void check_safetensors_metadata(const std::filesystem::path& path, const nlohmann::json& value) {
+  if (value.is_null()) return;
+  if (!value.is_object())
+    throw TensorFileError(path, "'__metadata__' must be an object of string values, got " + escaped(value.dump(), 60));
+  for (const auto& [k, v] : value.items())
+    if (!v.is_string())
+      throw TensorFileError(path, fmt::format("'__metadata__' value of '{}' must be a string, got {}", escaped(k, 80),
+                                              escaped(v.dump(), 60)));
+}
+
+// One tensor's entry {dtype, shape, data_offsets}, its offsets inside a
+// data buffer of `buffer_size` bytes and, for a dtype densefeed reads, its
+// size matching its shape.
+SafetensorsEntry safetensors_entry(const std::filesystem::path& path, const std::string& name, const nlohmann::json& value,
+                                   std::size_t buffer_size) {
+  const std::string what = fmt::format("tensor '{}'", escaped(name, 80));
+  if (!value.is_object())
+    throw TensorFileError(path, fmt::format("{}: expected an object {{dtype, shape, data_offsets}}, got {}", what,
+                                            escaped(value.dump(), 60)));
+  for (const auto& [k, v] : value.items())
+    if (k != "dtype" && k != "shape" && k != "data_offsets")
+      throw TensorFileError(path, fmt::format("{}: unexpected key '{}' (expected dtype, shape, data_offsets)", what,
+                                              escaped(k, 80)));
+  for (const char* k : {"dtype", "shape", "data_offsets"})
+    if (!value.contains(k)) throw TensorFileError(path, fmt::format("{}: missing '{}'", what, k));
+  SafetensorsEntry t;
+  t.name = name;
+  const auto& dtype = value["dtype"];
+  if (!dtype.is_string())
+    throw TensorFileError(path, fmt::format("{}: dtype must be a string such as \"F32\", got {}", what,
+                                            escaped(dtype.dump(), 60)));
+  t.dtype = dtype.get<std::string>();
+  t.kind = kind_by_safetensors_name(t.dtype);
+  const auto& shape = value["shape"];
+  if (!shape.is_array())
+    throw TensorFileError(path, fmt::format("{}: shape must be an array of non-negative integers, got {}", what,
+                                            escaped(shape.dump(), 60)));
+  if (shape.size() > kMaxDims)
+    throw TensorFileError(path, fmt::format("{}: shape has {} dimensions (at most {})", what, shape.size(), kMaxDims));
+  for (const auto& d : shape) {
+    if (!d.is_number_unsigned())
       throw TensorFileError(path, fmt::format("{}: shape must be an array of non-negative integers, got {}", what,
                                               escaped(shape.dump(), 60)));
-    if (shape.size() > kMaxDims)
-      throw TensorFileError(path, fmt::format("{}: shape has {} dimensions (at most {})", what, shape.size(), kMaxDims));
-    for (const auto& d : shape) {
-      if (!d.is_number_unsigned())
-        throw TensorFileError(path, fmt::format("{}: shape must be an array of non-negative integers, got {}", what,
-                                                escaped(shape.dump(), 60)));
-      t.shape.push_back(d.get<std::uint64_t>());
-    }
-    const auto& offsets = value["data_offsets"];
-    if (!offsets.is_array() || offsets.size() != 2)
-      throw TensorFileError(path, fmt::format("{}: data_offsets must be [begin, end], got {}", what,
-                                              escaped(offsets.dump(), 60)));
-    t.begin = json_offset(path, name, offsets[0], "data_offsets[0]");
-    t.end = json_offset(path, name, offsets[1], "data_offsets[1]");
-    if (t.begin > t.end)
-      throw TensorFileError(path, fmt::format("{}: data_offsets [{}, {}] end before they begin", what, t.begin, t.end));
-    if (t.end > buffer_size)
-      throw TensorFileError(path, fmt::format("{}: data_offsets [{}, {}] run past the end of the {}-byte data buffer",
-                                              what, t.begin, t.end, buffer_size));
-    if (t.kind) {
-      const auto c = counts(t.shape, t.kind->bytes);
-      if (!c)
-        throw TensorFileError(path, fmt::format("{}: shape {} {} does not fit in 64 bits of bytes", what,
-                                                format_shape(t.shape), t.dtype));
-      if (c->second != t.end - t.begin)
-        throw TensorFileError(path, fmt::format("{}: shape {} {} needs {} bytes, data_offsets [{}, {}] hold {}", what,
-                                                format_shape(t.shape), t.dtype, c->second, t.begin, t.end,
-                                                t.end - t.begin));
-    }
-    layout.tensors.push_back(std::move(t));
+    t.shape.push_back(d.get<std::uint64_t>());
   }
+  const auto& offsets = value["data_offsets"];
+  if (!offsets.is_array() || offsets.size() != 2)
+    throw TensorFileError(path, fmt::format("{}: data_offsets must be [begin, end], got {}", what,
+                                            escaped(offsets.dump(), 60)));
+  t.begin = json_offset(path, name, offsets[0], "data_offsets[0]");
+  t.end = json_offset(path, name, offsets[1], "data_offsets[1]");
+  if (t.begin > t.end)
+    throw TensorFileError(path, fmt::format("{}: data_offsets [{}, {}] end before they begin", what, t.begin, t.end));
+  if (t.end > buffer_size)
+    throw TensorFileError(path, fmt::format("{}: data_offsets [{}, {}] run past the end of the {}-byte data buffer",
+                                            what, t.begin, t.end, buffer_size));
+  if (t.kind) {
+    const auto c = counts(t.shape, t.kind->bytes);
+    if (!c)
+      throw TensorFileError(path, fmt::format("{}: shape {} {} does not fit in 64 bits of bytes", what,
+                                              format_shape(t.shape), t.dtype));
+    if (c->second != t.end - t.begin)
+      throw TensorFileError(path, fmt::format("{}: shape {} {} needs {} bytes, data_offsets [{}, {}] hold {}", what,
+                                              format_shape(t.shape), t.dtype, c->second, t.begin, t.end,
+                                              t.end - t.begin));
+  }
+  return t;
+}
 
-  // The tensors tile the buffer: sorted by offset, each begins where the
-  // previous one ended, and the last ends at the end of the file.
+// The tensors tile the buffer: sorted by offset, each begins where the
+// previous one ended, and the last ends at the end of the file.
+void check_safetensors_tiling(const std::filesystem::path& path, const SafetensorsLayout& layout, std::size_t buffer_size) {
   std::vector<const SafetensorsEntry*> sorted;
   for (const auto& t : layout.tensors) sorted.push_back(&t);
   std::sort(sorted.begin(), sorted.end(),
@@ -828,6 +838,22 @@ SafetensorsLayout parse_safetensors(const std::filesystem::path& path, const uns
   if (covered != buffer_size)
     throw TensorFileError(path, fmt::format("trailing bytes: the tensors cover {} bytes, the data buffer has {}",
                                             covered, buffer_size));
+}
+
+SafetensorsLayout parse_safetensors(const std::filesystem::path& path, const unsigned char* bytes, std::size_t n) {
+  const std::uint64_t header_size = safetensors_header_size(path, bytes, n);
+  const nlohmann::json doc = safetensors_header_json(path, reinterpret_cast<const char*>(bytes + 8), header_size);
+  SafetensorsLayout layout;
+  layout.buffer_offset = 8 + header_size;
+  const std::size_t buffer_size = n - layout.buffer_offset;
+  for (const auto& [name, value] : doc.items()) {
+    if (name == "__metadata__") {
+      check_safetensors_metadata(path, value);
+      continue;
+    }
+    layout.tensors.push_back(safetensors_entry(path, name, value, buffer_size));
+  }
+  check_safetensors_tiling(path, layout, buffer_size);
   return layout;
 }
 

@@ -255,9 +255,9 @@ void TimelineBuilder::repair_note(int file, Repair kind, const std::string& wher
   ++r.count;
 }
 
-Timeline TimelineBuilder::finish() {
-  // B/E: pair per lane in time order (a file may write them out of order);
-  // the file's order breaks ties.
+// B/E: pair per lane in time order (a file may write them out of order);
+// the file's order breaks ties.
+void TimelineBuilder::pair_begin_end() {
   std::stable_sort(begin_end_.begin(), begin_end_.end(), [](const Pending& a, const Pending& b) {
     return std::tie(a.key, a.ts) < std::tie(b.key, b.ts);
   });
@@ -286,8 +286,10 @@ Timeline TimelineBuilder::finish() {
   }
   begin_end_.clear();
   begin_end_.shrink_to_fit();
+}
 
-  // Async: pair by key in time order, innermost first.
+// Async: pair by key in time order, innermost first.
+void TimelineBuilder::pair_async() {
   std::stable_sort(async_.begin(), async_.end(), [](const Pending& a, const Pending& b) { return a.ts < b.ts; });
   std::unordered_map<std::uint32_t, std::vector<const Pending*>> open;
   for (const Pending& p : async_) {
@@ -309,42 +311,47 @@ Timeline TimelineBuilder::finish() {
   }
   async_.clear();
   async_.shrink_to_fit();
+}
 
+void TimelineBuilder::note_out_of_order() {
   for (std::uint32_t l = 0; l < lanes_.size(); ++l) {
     if (lane_out_of_order_[l] > 0) {
       repair(lanes_[l].file, Repair::out_of_order, lane_first_out_of_order_event_[l], std::nullopt, lane_out_of_order_[l]);
     }
   }
+}
 
-  // ts 0 on a far clock means "unknown": drop those slices.
-  if (!zero_ts_slices_.empty()) {
-    const std::int64_t base_ns = base_micros_.value_or(0) * 1000;
-    std::vector<std::int64_t> file_min(files_.size(), INT64_MAX);
-    std::vector<bool> is_zero(slices_.size(), false);
-    for (auto i : zero_ts_slices_) is_zero[i] = true;
-    for (std::size_t i = 0; i < slices_.size(); ++i) {
-      if (is_zero[i]) continue;
-      auto& m = file_min[static_cast<std::size_t>(lanes_[slices_[i].lane].file)];
-      m = std::min(m, slices_[i].start);
-    }
-    std::vector<bool> drop(slices_.size(), false);
-    for (auto i : zero_ts_slices_) {
-      const int file = lanes_[slices_[i].lane].file;
-      const std::int64_t other = file_min[static_cast<std::size_t>(file)];
-      if (other != INT64_MAX && other + base_ns >= far_clock_ns) {
-        drop[i] = true;
-        repair(file, Repair::zero_timestamp, slices_[i].event, std::nullopt);
-      }
-    }
-    std::size_t w = 0;
-    for (std::size_t i = 0; i < slices_.size(); ++i) {
-      if (!drop[i]) slices_[w++] = slices_[i];
-    }
-    slices_.resize(w);
+// ts 0 on a far clock means "unknown": drop those slices.
+void TimelineBuilder::drop_unknown_zero_timestamps() {
+  if (zero_ts_slices_.empty()) return;
+  const std::int64_t base_ns = base_micros_.value_or(0) * 1000;
+  std::vector<std::int64_t> file_min(files_.size(), INT64_MAX);
+  std::vector<bool> is_zero(slices_.size(), false);
+  for (auto i : zero_ts_slices_) is_zero[i] = true;
+  for (std::size_t i = 0; i < slices_.size(); ++i) {
+    if (is_zero[i]) continue;
+    auto& m = file_min[static_cast<std::size_t>(lanes_[slices_[i].lane].file)];
+    m = std::min(m, slices_[i].start);
   }
+  std::vector<bool> drop(slices_.size(), false);
+  for (auto i : zero_ts_slices_) {
+    const int file = lanes_[slices_[i].lane].file;
+    const std::int64_t other = file_min[static_cast<std::size_t>(file)];
+    if (other != INT64_MAX && other + base_ns >= far_clock_ns) {
+      drop[i] = true;
+      repair(file, Repair::zero_timestamp, slices_[i].event, std::nullopt);
+    }
+  }
+  std::size_t w = 0;
+  for (std::size_t i = 0; i < slices_.size(); ++i) {
+    if (!drop[i]) slices_[w++] = slices_[i];
+  }
+  slices_.resize(w);
+}
 
-  // Ranks: distributedInfo (or the file's position), unless a process says
-  // which rank it is ("rank 3" in its name or labels).
+// Ranks: distributedInfo (or the file's position), unless a process says
+// which rank it is ("rank 3" in its name or labels).
+void TimelineBuilder::name_lanes() {
   for (auto& l : lanes_) {
     l.rank = files_[static_cast<std::size_t>(l.file)].rank;
     if (const auto p = processes_.find({l.file, l.pid}); p != processes_.end()) {
@@ -354,7 +361,11 @@ Timeline TimelineBuilder::finish() {
     }
     if (const auto t = threads_.find({l.file, l.pid, l.tid}); t != threads_.end()) l.thread_name = t->second;
   }
+}
 
+// Lanes in a stable, readable order, those without slices left out;
+// slices follow their lanes.
+void TimelineBuilder::order_lanes(Timeline& t) {
   // Lanes in a stable, readable order, those without slices left out;
   // slices follow their lanes.
   std::vector<std::size_t> lane_size(lanes_.size(), 0);
@@ -370,7 +381,6 @@ Timeline TimelineBuilder::finish() {
   };
   std::stable_sort(order.begin(), order.end(), [&](std::uint32_t a, std::uint32_t b) { return key(a) < key(b); });
   std::vector<std::uint32_t> new_id(lanes_.size(), UINT32_MAX);
-  Timeline t;
   t.lanes.reserve(lanes_.size());
   for (std::uint32_t k = 0; k < order.size(); ++k) {
     new_id[order[k]] = k;
@@ -386,8 +396,10 @@ Timeline TimelineBuilder::finish() {
   t.lane_offsets.assign(t.lanes.size() + 1, 0);
   for (const auto& s : slices_) ++t.lane_offsets[s.lane + 1];
   for (std::size_t l = 0; l < t.lanes.size(); ++l) t.lane_offsets[l + 1] += t.lane_offsets[l];
+}
 
-  // A GPU stream runs one thing at a time; a host thread's slices nest.
+// A GPU stream runs one thing at a time; a host thread's slices nest.
+void TimelineBuilder::clip_overlaps(Timeline& t) {
   std::vector<std::size_t> open_slices;
   for (std::uint32_t l = 0; l < t.lanes.size(); ++l) {
     const int file = t.lanes[l].file;
@@ -412,7 +424,9 @@ Timeline TimelineBuilder::finish() {
       }
     }
   }
+}
 
+void TimelineBuilder::rebase(Timeline& t) {
   t.begin = INT64_MAX;
   t.end = INT64_MIN;
   for (const auto& s : slices_) {
@@ -432,12 +446,9 @@ Timeline TimelineBuilder::finish() {
     t.end -= shift_us * 1000;
     base_micros_ = base_micros_.value_or(0) + shift_us;
   }
+}
 
-  counts_.slices = slices_.size();
-  t.slices = std::move(slices_);
-  t.strings = std::move(strings_);
-  t.counts = counts_;
-  t.base_micros = base_micros_.value_or(0);
+void TimelineBuilder::collect_warnings(Timeline& t) {
   for (std::size_t f = 0; f < files_.size(); ++f) {
     for (std::size_t k = 0; k < repair_kinds; ++k) {
       const auto& r = repairs_[f][k];
@@ -447,6 +458,24 @@ Timeline TimelineBuilder::finish() {
           {std::string(repair_id(kind)), files_[f].path, r.count, r.first, repair_message(kind, r.count, r.amount_ns)});
     }
   }
+}
+
+Timeline TimelineBuilder::finish() {
+  pair_begin_end();
+  pair_async();
+  note_out_of_order();
+  drop_unknown_zero_timestamps();
+  name_lanes();
+  Timeline t;
+  order_lanes(t);
+  clip_overlaps(t);
+  rebase(t);
+  counts_.slices = slices_.size();
+  t.slices = std::move(slices_);
+  t.strings = std::move(strings_);
+  t.counts = counts_;
+  t.base_micros = base_micros_.value_or(0);
+  collect_warnings(t);
   t.files = std::move(files_);
   return t;
 }

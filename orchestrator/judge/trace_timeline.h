@@ -152,6 +152,17 @@ class TimelineBuilder {
   Timeline finish();
 
  private:
+  // finish()'s steps, in order.
+  void pair_begin_end();
+  void pair_async();
+  void note_out_of_order();
+  void drop_unknown_zero_timestamps();
+  void name_lanes();
+  void order_lanes(Timeline& t);
+  void clip_overlaps(Timeline& t);
+  void rebase(Timeline& t);
+  void collect_warnings(Timeline& t);
+
   struct Pending {
     std::int64_t ts;
     std::int64_t correlation;

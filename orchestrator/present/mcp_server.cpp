@@ -7,6 +7,7 @@
 #include <iostream>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -127,6 +128,17 @@ std::size_t characters(const std::string& text) {
   for (const unsigned char c : text) n += (c & 0xC0) != 0x80;
   return n;
 }
+
+// The arguments a tools/call refuses, each with what it expects: the
+// structured list (invalid_arguments) and its lines for people.
+struct Refusals {
+  J invalid = J::array();
+  std::vector<std::string> lines;
+  void refuse(const std::string& argument, const std::string& problem, const J& expected) {
+    invalid.push_back({{"argument", argument}, {"problem", problem}, {"expected", expected}});
+    lines.push_back(fmt::format("argument '{}' {}; expected {}", argument, problem, expected.dump()));
+  }
+};
 
 // `text` cut for a message, as printable() shows it.
 std::string shown(const std::string& text) { return printable(text.size() > 200 ? text.substr(0, 200) + "..." : text, false); }
@@ -273,10 +285,11 @@ struct McpServer::Impl {
                           J{{"uri", uri}});
   }
 
-  void tools_call(const J& id, const J& params) {
+  // The index of the tool that params.name names; none: the error is sent.
+  std::optional<std::size_t> called_tool(const J& id, const J& params) {
     if (!params.is_object() || !params.contains("name") || !params["name"].is_string()) {
       send(error_response(id, kInvalidParams, "tools/call: params.name must be a string naming a tool from tools/list"));
-      return;
+      return std::nullopt;
     }
     const std::string name = params["name"].get<std::string>();
     std::size_t index = options.tools.size();
@@ -287,46 +300,27 @@ struct McpServer::Impl {
       std::vector<std::string> names;
       for (const auto& t : options.tools) names.push_back(t.name);
       send(error_response(id, kInvalidParams, fmt::format("Unknown tool: {} (tools: {})", name, fmt::join(names, ", "))));
-      return;
+      return std::nullopt;
     }
-    J arguments = params.contains("arguments") ? params["arguments"] : J::object();
-    if (arguments.is_null()) arguments = J::object();
-    if (!arguments.is_object()) {
-      send(error_response(id, kInvalidParams, fmt::format("tools/call {}: params.arguments must be an object", name)));
-      return;
-    }
-    const J& tool_schema = options.tools[index].input_schema;
-    const auto& declared = this->arguments[index];
-    const auto declared_as = [&](const std::string& key) {
-      return std::find_if(declared.begin(), declared.end(), [&](const ArgumentSchema& a) { return a.argument == key; });
-    };
-    // Each refusal names the argument and what it expects (its property schema).
-    J invalid = J::array();
-    std::vector<std::string> lines;
-    const auto refuse = [&](const std::string& argument, const std::string& problem, const J& expected) {
-      invalid.push_back({{"argument", argument}, {"problem", problem}, {"expected", expected}});
-      lines.push_back(fmt::format("argument '{}' {}; expected {}", argument, problem, expected.dump()));
-    };
-    const auto refused = [&] {
-      send(result_response(id, {{"content", J::array({{{"type", "text"},
-                                                       {"text", fmt::format("{}: the arguments do not match its inputSchema: {}. "
-                                                                            "Nothing was run.",
-                                                                            name, fmt::join(lines, "; "))}}})},
-                                {"structuredContent", {{"invalid_arguments", invalid}}},
-                                {"isError", true}}));
-    };
-    // A string longer than its maxLength never reaches a regular expression
-    // (neither ours below nor valijson's): refused first, as a tool error.
+    return index;
+  }
+
+  // A string longer than its maxLength never reaches a regular expression
+  // (neither ours nor valijson's): refused first, as a tool error.
+  static void refuse_overlong(const std::vector<ArgumentSchema>& declared, const J& arguments, Refusals& refusals) {
     for (const auto& a : declared) {
       if (a.pattern.empty() || !arguments.contains(a.argument) || !arguments[a.argument].is_string()) continue;
       const std::size_t n = characters(arguments[a.argument].get<std::string>());
-      if (n > a.max_length) refuse(a.argument, fmt::format("is a string of {} characters", n), a.schema);
+      if (n > a.max_length) refusals.refuse(a.argument, fmt::format("is a string of {} characters", n), a.schema);
     }
-    if (!lines.empty()) return refused();
-    // A string argument that misses its declared pattern (a gate name that
-    // is "--help") is refused as invalid params before anything runs: the
-    // words that reach the CLI's argv are never options (issue 25). The
-    // tools pass operands after "--" as well; this is the first of the two.
+  }
+
+  // A string argument that misses its declared pattern (a gate name that
+  // is "--help") is refused as invalid params before anything runs: the
+  // words that reach the CLI's argv are never options (issue 25). The
+  // tools pass operands after "--" as well; this is the first of the two.
+  // False: the error is sent.
+  bool patterns_match(const J& id, const std::string& name, const std::vector<ArgumentSchema>& declared, const J& arguments) {
     for (const auto& a : declared) {
       if (a.pattern.empty() || !arguments.contains(a.argument) || !arguments[a.argument].is_string()) continue;  // absent or mistyped: the schema's turn
       const std::string value = arguments[a.argument].get<std::string>();
@@ -337,32 +331,60 @@ struct McpServer::Impl {
                       a.argument, shown(value), a.pattern,
                       a.schema.contains("description") ? " (" + a.schema["description"].get<std::string>() + ")" : ""),
           J{{"tool", name}, {"argument", a.argument}, {"pattern", a.pattern}}));
-      return;
+      return false;
     }
-    // Argument values of the wrong type are the model's to correct: a tool
-    // execution error (server/tools: error handling), not a protocol error.
+    return true;
+  }
+
+  // Argument values of the wrong type are the model's to correct: a tool
+  // execution error (server/tools: error handling), not a protocol error.
+  static void refuse_mistyped(const J& tool_schema, const std::vector<ArgumentSchema>& declared, const J& arguments, Refusals& refusals) {
+    const auto declared_as = [&](const std::string& key) {
+      return std::find_if(declared.begin(), declared.end(), [&](const ArgumentSchema& a) { return a.argument == key; });
+    };
     for (const auto& [key, value] : arguments.items()) {
       const auto it = declared_as(key);
       if (it == declared.end()) {
         if (tool_schema.value("additionalProperties", true) == false) {
           std::vector<std::string> names;
           for (const auto& a : declared) names.push_back(a.argument);
-          refuse(printable(key, false), "is not an argument of this tool", J(names));
+          refusals.refuse(printable(key, false), "is not an argument of this tool", J(names));
         }
         continue;
       }
       if (!it->validator->errors(nlohmann::json(value)).empty()) {
-        refuse(key, fmt::format("is {} ({})", json_type(value), shown(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))),
-               it->schema);
+        refusals.refuse(key, fmt::format("is {} ({})", json_type(value), shown(value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace))),
+                        it->schema);
       }
     }
     if (tool_schema.contains("required") && tool_schema["required"].is_array()) {
       for (const auto& r : tool_schema["required"]) {
         if (!r.is_string() || arguments.contains(r.get<std::string>())) continue;
         const auto it = declared_as(r.get<std::string>());
-        refuse(r.get<std::string>(), "is missing (it is required)", it == declared.end() ? J::object() : it->schema);
+        refusals.refuse(r.get<std::string>(), "is missing (it is required)", it == declared.end() ? J::object() : it->schema);
       }
     }
+  }
+
+  // The arguments against the tool's inputSchema; false: the refusal (a
+  // tool error or invalid params) is sent and nothing runs.
+  bool arguments_accepted(const J& id, const std::string& name, std::size_t index, const J& arguments) {
+    const J& tool_schema = options.tools[index].input_schema;
+    const auto& declared = this->arguments[index];
+    // Each refusal names the argument and what it expects (its property schema).
+    Refusals refusals;
+    refuse_overlong(declared, arguments, refusals);
+    if (!refusals.lines.empty()) {
+      send(result_response(id, {{"content", J::array({{{"type", "text"},
+                                                       {"text", fmt::format("{}: the arguments do not match its inputSchema: {}. "
+                                                                            "Nothing was run.",
+                                                                            name, fmt::join(refusals.lines, "; "))}}})},
+                                {"structuredContent", {{"invalid_arguments", refusals.invalid}}},
+                                {"isError", true}}));
+      return false;
+    }
+    if (!patterns_match(id, name, declared, arguments)) return false;
+    refuse_mistyped(tool_schema, declared, arguments, refusals);
     // The whole schema too: what the per-argument checks cannot see, and
     // valijson's own words (JSON pointers) beside them.
     const auto all = validators[index]->errors(nlohmann::json(arguments));
@@ -372,17 +394,22 @@ struct McpServer::Impl {
       if (p.find("Failed to validate against schema") == std::string::npos) problems.push_back(printable(p, false));
     }
     if (problems.empty()) problems = all;
-    if (!lines.empty() || !problems.empty()) {
-      const std::string text =
-          lines.empty() ? fmt::format("{}: the arguments do not match its inputSchema: {}. Expected: {}. Nothing was run.", name,
-                                      fmt::join(problems, "; "), tool_schema.dump())
-                        : fmt::format("{}: the arguments do not match its inputSchema: {}. Nothing was run. (JSON Schema: {})", name,
-                                      fmt::join(lines, "; "), fmt::join(problems, "; "));
-      send(result_response(id, {{"content", J::array({{{"type", "text"}, {"text", text}}})},
-                                {"structuredContent", {{"invalid_arguments", invalid}}},
-                                {"isError", true}}));
-      return;
-    }
+    const auto& lines = refusals.lines;
+    if (lines.empty() && problems.empty()) return true;
+    const std::string text =
+        lines.empty() ? fmt::format("{}: the arguments do not match its inputSchema: {}. Expected: {}. Nothing was run.", name,
+                                    fmt::join(problems, "; "), tool_schema.dump())
+                      : fmt::format("{}: the arguments do not match its inputSchema: {}. Nothing was run. (JSON Schema: {})", name,
+                                    fmt::join(lines, "; "), fmt::join(problems, "; "));
+    send(result_response(id, {{"content", J::array({{{"type", "text"}, {"text", text}}})},
+                              {"structuredContent", {{"invalid_arguments", refusals.invalid}}},
+                              {"isError", true}}));
+    return false;
+  }
+
+  // Runs the call on a runner thread, queues it behind the running ones,
+  // or refuses it (an id in use, too many calls).
+  void start_call(const J& id, std::size_t index, const J& arguments) {
     const std::string key = id.dump();
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     auto done = std::make_shared<std::atomic<bool>>(false);
@@ -408,6 +435,20 @@ struct McpServer::Impl {
     }
     Runner& r = runners.emplace_back();
     r.thread = std::thread([this, call, exited = r.exited] { run_calls(call, exited); });
+  }
+
+  void tools_call(const J& id, const J& params) {
+    const auto index = called_tool(id, params);
+    if (!index) return;
+    const std::string name = params["name"].get<std::string>();
+    J arguments = params.contains("arguments") ? params["arguments"] : J::object();
+    if (arguments.is_null()) arguments = J::object();
+    if (!arguments.is_object()) {
+      send(error_response(id, kInvalidParams, fmt::format("tools/call {}: params.arguments must be an object", name)));
+      return;
+    }
+    if (!arguments_accepted(id, name, *index, arguments)) return;
+    start_call(id, *index, arguments);
   }
 
   void cancel_call(const J& params) {

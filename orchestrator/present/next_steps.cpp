@@ -208,20 +208,10 @@ bool red_only_above_minimum(const std::vector<CaseFact>& cases, const std::vecto
   return true;
 }
 
-// `red`: the red cases whose outputs were compared (over a bound, or NaN/Inf);
-// `tolerance`: those of them over a bound with finite values.
-void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red,
-                          const std::vector<const CaseFact*>& tolerance) {
-  const std::size_t before = steps.size();
-  // Worst first: the case furthest over its bound.
-  std::vector<const CaseFact*> by_overshoot = red;
-  std::stable_sort(by_overshoot.begin(), by_overshoot.end(),
-                   [](const CaseFact* a, const CaseFact* b) { return overshoot(*a) > overshoot(*b); });
-  const CaseFact& worst = *by_overshoot.front();
-  std::string partition_key;
-
-  // 1. Red only above the smallest value of a key with three or more values
-  // (e.g. shards > 1); with two values it is "red at one value" (2. below).
+// 1. Red only above the smallest value of a key with three or more values
+// (e.g. shards > 1); with two values it is "red at one value" (2. below).
+// Returns the key it found ('' for none).
+std::string add_partition_step(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red) {
   for (const auto& k : numeric_varying_keys(f.cases)) {
     double minimum = 0;
     std::set<double> values;
@@ -229,7 +219,6 @@ void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, co
       if (c.values.contains(k)) values.insert(c.values[k].get<double>());
     }
     if (values.size() < 3 || !red_only_above_minimum(f.cases, red, k, minimum)) continue;
-    partition_key = k;
     // The red case at the largest value of k (ties: the furthest over).
     const CaseFact* at_max = red.front();
     for (const auto* c : red) {
@@ -263,10 +252,15 @@ void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, co
       s.why += fmt::format("; {} first fails at slice {}", m->output, *m->first_failing_slice);
     }
     steps.push_back(s);
-    break;
+    return k;
   }
+  return "";
+}
 
-  // 2. Red at one value of a key only (e.g. T = 8000 only).
+// 2. Red at one value of a key only (e.g. T = 8000 only); `partition_key`
+// (1. above) is not looked at again.
+void add_one_value_step(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red,
+                        const CaseFact& worst, const std::string& partition_key) {
   for (const auto& k : varying_keys(f.cases)) {
     if (k == partition_key) continue;
     const J& v = red.front()->values.contains(k) ? red.front()->values[k] : J();
@@ -300,15 +294,14 @@ void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, co
     }
     add_rerun(s, f, worst);
     steps.push_back(s);
-    break;
+    return;
   }
+}
 
-  // 3. A few elements over the bound: indexing, not rounding.
-  std::vector<const CaseFact*> tolerance_by_overshoot = tolerance;
-  std::stable_sort(tolerance_by_overshoot.begin(), tolerance_by_overshoot.end(),
-                   [](const CaseFact* a, const CaseFact* b) { return overshoot(*a) > overshoot(*b); });
+// 3. A few elements over the bound: indexing, not rounding.
+// `tolerance_by_overshoot`: the tolerance cases, furthest over first.
+void add_few_elements_step(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& tolerance_by_overshoot) {
   for (const auto* c : tolerance_by_overshoot) {
-    bool done = false;
     for (const auto& m : c->metrics) {
       if (m.passed || m.metric != "elementwise" || m.violations == 0 || m.violations > 16) continue;
       NextStep s;
@@ -320,14 +313,14 @@ void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, co
               "every element)";
       add_rerun(s, f, *c);
       steps.push_back(s);
-      done = true;
-      break;
+      return;
     }
-    if (done) break;
   }
+}
 
-  // 4. An output unrelated to the reference.
-  if (const auto* m = tolerance.empty() ? nullptr : worst_metric(*tolerance_by_overshoot.front());
+// 4. An output unrelated to the reference.
+void add_unrelated_output_step(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& tolerance_by_overshoot) {
+  if (const auto* m = tolerance_by_overshoot.empty() ? nullptr : worst_metric(*tolerance_by_overshoot.front());
       m && m->metric == "rel_l2" && std::isfinite(m->value) && m->value >= 0.5) {
     const CaseFact& worst_finite = *tolerance_by_overshoot.front();
     NextStep s;
@@ -342,23 +335,44 @@ void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, co
     add_rerun(s, f, worst_finite);
     steps.push_back(s);
   }
+}
 
-  if (steps.size() == before && !tolerance.empty()) {
-    NextStep s;
-    s.kind = "inspect-case";
-    s.case_label = worst.label;
-    const auto* m = worst_metric(worst);
-    s.suggestion = fmt::format("rerun case {} alone (the furthest over its bound{}) and compare its output with the reference",
-                               worst.label, m ? ": " + metric_text(*m) : "");
-    s.why = fmt::format("{} of {} case(s) are red with no single case key separating them from the green ones", red.size(),
-                        f.cases.size());
-    if (const auto exact = exact_precision(f)) {
-      s.set_params = {{exact->first, exact->second}};
-      s.why += fmt::format("; rerunning with {}={} separates precision from algorithm", exact->first, value_text(exact->second));
-    }
-    add_rerun(s, f, worst);
-    steps.push_back(s);
+// None of 1.-4. applied: the case furthest over its bound, alone.
+void add_worst_case_step(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red,
+                         const CaseFact& worst) {
+  NextStep s;
+  s.kind = "inspect-case";
+  s.case_label = worst.label;
+  const auto* m = worst_metric(worst);
+  s.suggestion = fmt::format("rerun case {} alone (the furthest over its bound{}) and compare its output with the reference",
+                             worst.label, m ? ": " + metric_text(*m) : "");
+  s.why = fmt::format("{} of {} case(s) are red with no single case key separating them from the green ones", red.size(),
+                      f.cases.size());
+  if (const auto exact = exact_precision(f)) {
+    s.set_params = {{exact->first, exact->second}};
+    s.why += fmt::format("; rerunning with {}={} separates precision from algorithm", exact->first, value_text(exact->second));
   }
+  add_rerun(s, f, worst);
+  steps.push_back(s);
+}
+
+// `red`: the red cases whose outputs were compared (over a bound, or NaN/Inf);
+// `tolerance`: those of them over a bound with finite values.
+void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red,
+                          const std::vector<const CaseFact*>& tolerance) {
+  const std::size_t before = steps.size();
+  const auto furthest_first = [](std::vector<const CaseFact*> cases) {
+    std::stable_sort(cases.begin(), cases.end(), [](const CaseFact* a, const CaseFact* b) { return overshoot(*a) > overshoot(*b); });
+    return cases;
+  };
+  // Worst first: the case furthest over its bound.
+  const CaseFact& worst = *furthest_first(red).front();
+  const std::string partition_key = add_partition_step(steps, f, red);
+  add_one_value_step(steps, f, red, worst, partition_key);
+  const std::vector<const CaseFact*> tolerance_by_overshoot = furthest_first(tolerance);
+  add_few_elements_step(steps, f, tolerance_by_overshoot);
+  add_unrelated_output_step(steps, f, tolerance_by_overshoot);
+  if (steps.size() == before && !tolerance.empty()) add_worst_case_step(steps, f, red, worst);
 }
 
 void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red) {

@@ -215,7 +215,8 @@ std::vector<std::string> sorted_numeric(std::set<std::string> values) {
   return v;
 }
 
-void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
+// The gate run's verdict, its facts, why it was not green, the lock's problems.
+void gate_heading(Page& page, const J& run) {
   page.add(fmt::format("<h2 id=\"gate\">Gate <code>{}</code>: <span class=\"verdict-{}\" data-gate-verdict>{}</span></h2>\n",
                        html_escape(str(run, "gate")), html_escape(str(run, "verdict")), html_escape(str(run, "verdict"))));
   page.add(fmt::format("<p>profile {}, seed {}, {} cases, {:.1f} s; gate file sha256 <code>{}</code>; sandbox: {}.</p>\n",
@@ -223,95 +224,119 @@ void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
                        html_escape(str(run, "gate_sha256")), html_escape(str(run, "sandbox").empty() ? "not recorded" : str(run, "sandbox"))));
   if (!str(run, "reason").empty()) page.add("<p><b>Why:</b> " + html_escape(str(run, "reason")) + "</p>\n");
   for (const auto& p : run["lock_problems"]) page.notice("Lock: " + p.get<std::string>(), "bad");
-  const J& cases = run["cases"];
-  const CaseAxes axes = case_axes(cases, wanted);
+}
 
-  // Every (output, metric) in the order recorded.
-  std::vector<std::pair<std::string, std::string>> metrics;
+using OutputMetric = std::pair<std::string, std::string>;  // (output, metric)
+
+// Every (output, metric) in the order recorded.
+std::vector<OutputMetric> recorded_metrics(const J& cases) {
+  std::vector<OutputMetric> metrics;
   for (const auto& c : cases) {
     for (const auto& m : c["metrics"]) {
       const std::pair<std::string, std::string> key{str(m, "output"), str(m, "metric")};
       if (std::find(metrics.begin(), metrics.end(), key) == metrics.end()) metrics.push_back(key);
     }
   }
-  if (!axes.columns.empty()) {
-    for (const auto& [output, metric] : metrics) {
-      // Group -> cells.
-      std::vector<std::string> groups;
-      std::map<std::string, std::set<std::string>> rows, columns;
-      std::map<std::string, std::vector<std::pair<const J*, const J*>>> in_group;  // (case, metric row)
-      std::optional<double> bound;
-      for (const auto& c : cases) {
-        const J& cj = c["case_json"];
-        if (!cj.contains(axes.columns) || (!axes.rows.empty() && !cj.contains(axes.rows))) continue;
-        for (const auto& m : c["metrics"]) {
-          if (str(m, "output") != output || str(m, "metric") != metric) continue;
-          const std::string g = group_of(cj, axes);
-          if (!in_group.count(g)) groups.push_back(g);
-          in_group[g].push_back({&c, &m});
-          rows[g].insert(axes.rows.empty() ? "all" : case_value(cj[axes.rows]));
-          columns[g].insert(case_value(cj[axes.columns]));
-          bound = num(m, "bound");
-        }
-      }
-      page.add(fmt::format("<h3>{}.{} over {} × {} (bound {})</h3>\n", html_escape(output), html_escape(metric),
-                           html_escape(axes.rows.empty() ? "-" : axes.rows), html_escape(axes.columns), sci(bound)));
-      for (const auto& g : groups) {
-        HeatmapChart h;
-        h.title = fmt::format("{}.{}{}", output, metric, g.empty() ? "" : " — " + g);
-        h.subtitle = fmt::format("outlined cells exceed the bound {}", sci(bound));
-        h.row_key = axes.rows;
-        h.column_key = axes.columns;
-        h.value_title = metric;
-        h.rows = axes.rows.empty() ? std::vector<std::string>{"all"} : sorted_numeric(rows[g]);
-        h.columns = sorted_numeric(columns[g]);
-        h.bound = bound;
-        TrendChart t;
-        t.title = fmt::format("{}.{} against {}{}", output, metric, axes.columns, g.empty() ? "" : " — " + g);
-        t.x_title = axes.columns;
-        t.y_title = metric + " (log)";
-        t.series_title = axes.rows;
-        t.bound = bound;
-        Table table;
-        table.id = fmt::format("metric {}.{} {}", output, metric, g);
-        table.head = {axes.rows.empty() ? "" : axes.rows + " \\ " + axes.columns};
-        for (const auto& col : h.columns) table.head.push_back(col);
-        std::map<std::pair<std::string, std::string>, const J*> at;
-        for (const auto& [c, m] : in_group[g]) {
-          const J& cj = (*c)["case_json"];
-          at[{axes.rows.empty() ? "all" : case_value(cj[axes.rows]), case_value(cj[axes.columns])}] = m;
-        }
-        for (const auto& r : h.rows) {
-          std::vector<std::string> row = {"<th>" + html_escape(r) + "</th>"};
-          std::vector<TrendPoint> line;
-          for (const auto& col : h.columns) {
-            const auto it = at.find({r, col});
-            if (it == at.end()) {
-              row.push_back("<td></td>");
-              continue;
-            }
-            const J& m = *it->second;
-            const auto value = num(m, "value");
-            const bool failed = m.value("passed", 1) == 0;
-            const std::string where = fmt::format("{}{}={}{}", axes.rows.empty() ? "" : axes.rows + "=" + r + " ", axes.columns, col,
-                                                  g.empty() ? "" : " " + g);
-            const std::string description =
-                fmt::format("{}: {}.{} {} {} the bound {}", where, output, metric, sci(value), failed ? "over" : "within", sci(bound));
-            h.cells.push_back({r, col, value, failed, value ? fmt::format("{:.2e}", *value) : "NaN", description});
-            row.push_back(fmt::format("<td class=\"num{}\" data-cell=\"{}\">{}</td>", failed ? " red" : "", html_escape(where), sci(value)));
-            if (value && *value > 0) line.push_back({axes.rows.empty() ? "all" : axes.rows + "=" + r, std::stod(col), *value, failed, description});
-          }
-          t.points.insert(t.points.end(), line.begin(), line.end());
-          table.rows.push_back(row);
-        }
-        page.add("<div class=\"charts\">\n" + page.chart("heatmap", heatmap_spec(h)));
-        if (!t.points.empty()) page.add(page.chart("trend", trend_spec(t)));
-        page.add("</div>\n" + table.html());
-      }
+  return metrics;
+}
+
+// The cases that carry one (output, metric), grouped by the case keys other
+// than the table's rows and columns.
+struct MetricGroups {
+  std::vector<std::string> groups;  // in the order first seen
+  std::map<std::string, std::set<std::string>> rows, columns;
+  std::map<std::string, std::vector<std::pair<const J*, const J*>>> in_group;  // (case, metric row)
+  std::optional<double> bound;
+};
+
+MetricGroups metric_groups(const J& cases, const CaseAxes& axes, const std::string& output, const std::string& metric) {
+  MetricGroups mg;
+  for (const auto& c : cases) {
+    const J& cj = c["case_json"];
+    if (!cj.contains(axes.columns) || (!axes.rows.empty() && !cj.contains(axes.rows))) continue;
+    for (const auto& m : c["metrics"]) {
+      if (str(m, "output") != output || str(m, "metric") != metric) continue;
+      const std::string g = group_of(cj, axes);
+      if (!mg.in_group.count(g)) mg.groups.push_back(g);
+      mg.in_group[g].push_back({&c, &m});
+      mg.rows[g].insert(axes.rows.empty() ? "all" : case_value(cj[axes.rows]));
+      mg.columns[g].insert(case_value(cj[axes.columns]));
+      mg.bound = num(m, "bound");
     }
   }
+  return mg;
+}
 
-  // Per-slice: the ledger keeps the first slice over the bound, per failing case and metric.
+// One group of one (output, metric): a heatmap, a trend chart (when any
+// value is positive) and the table of the same numbers.
+void metric_group_charts(Page& page, const CaseAxes& axes, const std::string& output, const std::string& metric, const MetricGroups& mg,
+                         const std::string& g) {
+  const std::optional<double> bound = mg.bound;
+  HeatmapChart h;
+  h.title = fmt::format("{}.{}{}", output, metric, g.empty() ? "" : " — " + g);
+  h.subtitle = fmt::format("outlined cells exceed the bound {}", sci(bound));
+  h.row_key = axes.rows;
+  h.column_key = axes.columns;
+  h.value_title = metric;
+  h.rows = axes.rows.empty() ? std::vector<std::string>{"all"} : sorted_numeric(mg.rows.at(g));
+  h.columns = sorted_numeric(mg.columns.at(g));
+  h.bound = bound;
+  TrendChart t;
+  t.title = fmt::format("{}.{} against {}{}", output, metric, axes.columns, g.empty() ? "" : " — " + g);
+  t.x_title = axes.columns;
+  t.y_title = metric + " (log)";
+  t.series_title = axes.rows;
+  t.bound = bound;
+  Table table;
+  table.id = fmt::format("metric {}.{} {}", output, metric, g);
+  table.head = {axes.rows.empty() ? "" : axes.rows + " \\ " + axes.columns};
+  for (const auto& col : h.columns) table.head.push_back(col);
+  std::map<std::pair<std::string, std::string>, const J*> at;
+  for (const auto& [c, m] : mg.in_group.at(g)) {
+    const J& cj = (*c)["case_json"];
+    at[{axes.rows.empty() ? "all" : case_value(cj[axes.rows]), case_value(cj[axes.columns])}] = m;
+  }
+  for (const auto& r : h.rows) {
+    std::vector<std::string> row = {"<th>" + html_escape(r) + "</th>"};
+    std::vector<TrendPoint> line;
+    for (const auto& col : h.columns) {
+      const auto it = at.find({r, col});
+      if (it == at.end()) {
+        row.push_back("<td></td>");
+        continue;
+      }
+      const J& m = *it->second;
+      const auto value = num(m, "value");
+      const bool failed = m.value("passed", 1) == 0;
+      const std::string where = fmt::format("{}{}={}{}", axes.rows.empty() ? "" : axes.rows + "=" + r + " ", axes.columns, col,
+                                            g.empty() ? "" : " " + g);
+      const std::string description =
+          fmt::format("{}: {}.{} {} {} the bound {}", where, output, metric, sci(value), failed ? "over" : "within", sci(bound));
+      h.cells.push_back({r, col, value, failed, value ? fmt::format("{:.2e}", *value) : "NaN", description});
+      row.push_back(fmt::format("<td class=\"num{}\" data-cell=\"{}\">{}</td>", failed ? " red" : "", html_escape(where), sci(value)));
+      if (value && *value > 0) line.push_back({axes.rows.empty() ? "all" : axes.rows + "=" + r, std::stod(col), *value, failed, description});
+    }
+    t.points.insert(t.points.end(), line.begin(), line.end());
+    table.rows.push_back(row);
+  }
+  page.add("<div class=\"charts\">\n" + page.chart("heatmap", heatmap_spec(h)));
+  if (!t.points.empty()) page.add(page.chart("trend", trend_spec(t)));
+  page.add("</div>\n" + table.html());
+}
+
+// Per (output, metric): a heading, then each group's charts and table.
+void metric_charts(Page& page, const J& cases, const CaseAxes& axes, const std::vector<OutputMetric>& metrics) {
+  if (axes.columns.empty()) return;
+  for (const auto& [output, metric] : metrics) {
+    const MetricGroups mg = metric_groups(cases, axes, output, metric);
+    page.add(fmt::format("<h3>{}.{} over {} × {} (bound {})</h3>\n", html_escape(output), html_escape(metric),
+                         html_escape(axes.rows.empty() ? "-" : axes.rows), html_escape(axes.columns), sci(mg.bound)));
+    for (const auto& g : mg.groups) metric_group_charts(page, axes, output, metric, mg, g);
+  }
+}
+
+// Per-slice: the ledger keeps the first slice over the bound, per failing case and metric.
+void slice_section(Page& page, const J& cases, const CaseAxes& axes, const std::vector<OutputMetric>& metrics) {
   Table slices;
   slices.id = "slices";
   slices.head = {"case", "output", "metric", "value", "first failing slice"};
@@ -340,26 +365,29 @@ void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
   if (slices.rows.empty()) {
     page.add("<p>No slice of a partitioned output went over its bound (the ledger records, for each failing case and metric of an "
              "output with a partition axis, the first slice over the bound).</p>\n");
-  } else {
-    page.add("<p>The ledger records, for each failing case and metric of an output with a partition axis, the first slice (index "
-             "along that axis, in order) that goes over the bound.</p>\n");
-    if (!sh.cells.empty()) {
-      sh.title = fmt::format("first failing slice ({}.{})", metrics[0].first, metrics[0].second);
-      sh.row_key = axes.rows;
-      sh.column_key = axes.columns;
-      sh.value_title = "slice";
-      sh.log_scale = false;
-      sh.rows.assign(srows.begin(), srows.end());
-      std::sort(sh.rows.begin(), sh.rows.end(), [](const std::string& a, const std::string& b) {
-        const double x = std::stod(a), y = std::stod(b);
-        return x != y ? x < y : a < b;
-      });
-      sh.columns = sorted_numeric(scols);
-      page.add("<div class=\"charts\">\n" + page.chart("slices", heatmap_spec(sh)) + "</div>\n");
-    }
-    page.add(slices.html());
+    return;
   }
+  page.add("<p>The ledger records, for each failing case and metric of an output with a partition axis, the first slice (index "
+           "along that axis, in order) that goes over the bound.</p>\n");
+  if (!sh.cells.empty()) {
+    sh.title = fmt::format("first failing slice ({}.{})", metrics[0].first, metrics[0].second);
+    sh.row_key = axes.rows;
+    sh.column_key = axes.columns;
+    sh.value_title = "slice";
+    sh.log_scale = false;
+    sh.rows.assign(srows.begin(), srows.end());
+    std::sort(sh.rows.begin(), sh.rows.end(), [](const std::string& a, const std::string& b) {
+      const double x = std::stod(a), y = std::stod(b);
+      return x != y ? x < y : a < b;
+    });
+    sh.columns = sorted_numeric(scols);
+    page.add("<div class=\"charts\">\n" + page.chart("slices", heatmap_spec(sh)) + "</div>\n");
+  }
+  page.add(slices.html());
+}
 
+// Every case: its verdict, each metric's value and bound, its reason; red rows for cases not green.
+void every_case_table(Page& page, const J& cases) {
   Table all;
   all.id = "cases";
   all.head = {"#", "case", "verdict", "metrics (value / bound)", "reason"};
@@ -372,6 +400,16 @@ void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
     all.red.push_back(str(c, "verdict") != "green");
   }
   page.add("<h3>Every case</h3>\n" + all.html());
+}
+
+void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
+  gate_heading(page, run);
+  const J& cases = run["cases"];
+  const CaseAxes axes = case_axes(cases, wanted);
+  const std::vector<OutputMetric> metrics = recorded_metrics(cases);
+  metric_charts(page, cases, axes, metrics);
+  slice_section(page, cases, axes, metrics);
+  every_case_table(page, cases);
 }
 
 void bench_section(Page& page, const J& record) {
