@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <sstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -76,6 +77,20 @@ TEST_F(Worker, AChildThatEndsWithoutRecordingItsExperimentLeavesItInterrupted) {
   EXPECT_NE(log_.str().find(fmt::format("slot 0: experiment {} (", id)), std::string::npos) << log_.str();
   EXPECT_NE(log_.str().find("): interrupted: exited with code 3\n"), std::string::npos) << log_.str();
   EXPECT_TRUE(std::filesystem::exists(Workspace{options_.ledger}.runs() / std::to_string(id) / "worker-run.stderr.log"));
+}
+
+TEST_F(Worker, AWaitingWorkerThatIsToldToStopEndsSayingSo) {
+  options_.once = false;
+  std::atomic<bool> stop{false};
+  options_.stop = &stop;
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    stop = true;
+  });
+  const WorkerReport report = run_worker(options_);
+  stopper.join();
+  EXPECT_EQ(report.end, WorkerEnd::stopped);
+  EXPECT_TRUE(report.runs.empty());
 }
 
 }  // namespace
