@@ -142,9 +142,10 @@ void add_status_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
   add_ledger_and_json(status, ctx);
   verbs.push_back({status, [&ctx, sa] {
                      const auto id = parse_experiment_id(sa->id);
+                     const auto start = std::chrono::steady_clock::now();
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                      require_intact_chain(ledger);
-                     const auto s = read_status(ledger, id, sa->wait, sa->timeout_s);
+                     const auto s = read_status(ledger, id, sa->wait, sa->timeout_s, start);
                      if (s.timed_out) {
                        // Not an error: the status as it is now is the answer, and
                        // its exit (4, not ended yet) says so.

@@ -7,8 +7,7 @@
 
 namespace densefeed {
 
-StatusRead read_status(const Ledger& ledger, std::int64_t id, bool wait, double timeout_s) {
-  const auto start = std::chrono::steady_clock::now();
+StatusRead read_status(const Ledger& ledger, std::int64_t id, bool wait, double timeout_s, std::chrono::steady_clock::time_point start) {
   StatusRead s;
   while (true) {
     s.record = ledger.record(id);

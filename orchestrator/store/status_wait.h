@@ -1,6 +1,7 @@
 // status --wait: an experiment's record, read again until it has ended.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 #include "experiment_record.h"
@@ -18,8 +19,9 @@ struct StatusRead {
 // wait: opening runs an integrity check of the file, which a 200 ms poll must
 // not repeat; each read sees the latest committed state, WAL). With `wait`,
 // reads every 200 ms until it has ended (finished, interrupted, cancelled or
-// rejected), or until `timeout_s` seconds have passed (0: never). Throws
-// InputError for an unknown id.
-StatusRead read_status(const Ledger& ledger, std::int64_t id, bool wait, double timeout_s);
+// rejected), or until `timeout_s` seconds have passed since `start` (0:
+// never; the verb's start, before the ledger was opened). Throws InputError
+// for an unknown id.
+StatusRead read_status(const Ledger& ledger, std::int64_t id, bool wait, double timeout_s, std::chrono::steady_clock::time_point start);
 
 }  // namespace densefeed
