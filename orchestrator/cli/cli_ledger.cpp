@@ -190,14 +190,14 @@ void add_audit_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs
                      options.allow_untrusted_gates = *allow_untrusted_gates;
                      options.allow_unsandboxed = *allow_unsandboxed;
                      options.expected = expected_heads(*expect_head, *head_file);
-                     const GateStore& store = ctx.store();  // first: the trusted ref's densefeed.yaml names the ref
+                     const GateStore& store = ctx.store();
                      const AuditReport report = audit_ledger(ctx.ledger_path(), store, options);
                      if (!ctx.json) print_audit_checks(std::cout, report);
                      if (report.ok() && !head_file->empty()) write_head_file(*head_file, report.head);
                      print_audit_end(std::cout, ctx.ledger_path(), report, ctx.json);
                      if (!junit->empty()) write_audit_junit(*junit, report);
                      return report.ok() ? 0 : 1;
-                   }});
+                   }, StoreUse::always});
 }
 
 }  // namespace

@@ -45,7 +45,7 @@ void add_submit_verb(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs
                      });
                      if (json) print_submission_json(std::cout, s);
                      return 0;
-                   }});
+                   }, StoreUse::always});
 
 }
 
@@ -87,7 +87,7 @@ void add_worker_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
                      if (o.executor == "slurm") use_executor("slurm");  // fails now when Slurm's commands are missing
                      run_worker(o);
                      return 0;
-                   }});
+                   }, StoreUse::always});
 
   // What a worker runs for one experiment (hidden: workers call it).
   auto* worker_run = app.add_subcommand("worker-run", "");
@@ -122,7 +122,7 @@ void add_worker_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
                      const auto out = run_queued_experiment(id, options);
                      std::cout << render_text_report(out);
                      return out.verdict == Verdict::green ? 0 : out.verdict == Verdict::red ? 1 : 3;
-                   }});
+                   }, StoreUse::always});
 
 }
 

@@ -78,12 +78,12 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      }
                      PromotionSetting setting;
                      setting.workspace = ctx.workspace();
-                     setting.store = ctx.store();  // first: it puts the trusted ref's configuration in force
+                     setting.store = ctx.store();
                      setting.project = ctx.project();
                      const AcceptanceRecord record = run_promotion(ledger, check, pa->by, accepts, setting);
                      print_promotion(std::cout, id, pa->by, record, ctx.json);
                      return record.verdict == "pass" ? 0 : 1;
-                   }});
+                   }, StoreUse::always});
   return verbs;
 }
 
