@@ -140,7 +140,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      const auto child_args = context_args(ctx);
                      const auto ledger_path = ctx.ledger_path();
                      const bool slurm = wa->executor == "slurm";
-                     if (slurm) use_executor("slurm");  // fails now when Slurm's commands are missing
+                     if (slurm) make_executor("slurm");  // fails now when Slurm's commands are missing
                      // The Slurm jobs of an experiment no live process owns any more are
                      // cancelled (found by name: slurm_executor.h).
                      const auto cancel_jobs = [&](std::int64_t id, const char* why) {
@@ -326,7 +326,7 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
                      options.profile = wr->profile;
                      options.jobs = wr->jobs;
                      options.sandbox = !wr->no_sandbox;
-                     use_executor(wr->executor);
+                     options.executor = make_executor(wr->executor);
                      if (!wr->gpus.empty()) {
                        std::istringstream in(wr->gpus);
                        for (std::string g; std::getline(in, g, ',');) options.gpus.push_back(g);

@@ -204,7 +204,7 @@ int main(int argc, char** argv) {
       if (seed_opt->count() > 0) options.seed = parse_unsigned("--seed", seed_text, UINT64_MAX);
       options.bench = !no_bench;
       options.sandbox = !no_sandbox;
-      df::use_executor(executor_name);
+      options.executor = df::make_executor(executor_name);
       const df::ExperimentOutcome outcome = df::run_experiment(manifest, options);
       if (json) std::cout << df::report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
       else std::cout << df::render_text_report(outcome);

@@ -383,18 +383,17 @@ std::string render_text_report(const ExperimentOutcome& o) {
     }
     if (!used.empty()) s += fmt::format("  compile caches: {}\n", fmt::join(used, "; "));
   }
-  if (executor().name() != "local") {
+  if (o.executor != "local") {
     // Where the cases ran: the nodes and GPUs of their jobs.
     std::map<std::string, int> nodes;
     std::set<std::string> gpus;
     for (const auto& c : g.cases) {
-      const auto on = c.candidate_placement.find(" on ");
-      if (on != std::string::npos) ++nodes[c.candidate_placement.substr(on + 4)];
+      if (!c.candidate_placement.node.empty()) ++nodes[c.candidate_placement.node];
       if (!c.candidate_gpu.empty()) gpus.insert(c.candidate_gpu);
     }
     std::vector<std::string> where;
     for (const auto& [node, n] : nodes) where.push_back(fmt::format("{} ({} case(s))", node, n));
-    s += fmt::format("  executor: {}: every process a job of its own; candidates ran on {}{}\n", executor().name(),
+    s += fmt::format("  executor: {}: every process a job of its own; candidates ran on {}{}\n", o.executor,
                      where.empty() ? std::string("-") : fmt::format("{}", fmt::join(where, ", ")),
                      gpus.empty() ? "" : fmt::format(", GPU(s) {}", fmt::join(gpus, ",")));
   }
@@ -597,10 +596,10 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                      {"reference_process", process_json(c.reference_process)},
                      {"candidate_process", process_json(c.candidate_process)},
                      {"candidate_gpu", c.candidate_gpu},
-                     {"candidate_placement", c.candidate_placement},
+                     {"candidate_placement", to_string(c.candidate_placement)},
                      {"reference_session", session_json(c.reference_session)},
                      {"candidate_session", session_json(c.candidate_session)},
-                     {"reference_placement", c.reference_placement}});
+                     {"reference_placement", to_string(c.reference_placement)}});
   }
   J trend_bounds = J::array();
   for (const auto& j : o.gate_result.trends) {
@@ -670,7 +669,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
                                    {"bench", o.bench ? J(o.bench->sandbox.text()) : J(nullptr)},
                                    {"trace", o.trace ? J(o.trace->sandbox.text()) : J(nullptr)}}}});
   add(doc, "wall_s", o.wall_s);
-  add(doc, "executor", executor().name());
+  add(doc, "executor", o.executor);
   add(doc, "caches", caches_json(o));
   add(doc, "ledger", ledger_path);
   add(doc, "work_dir", o.work_dir.string());
