@@ -137,17 +137,6 @@ void add_executor_option(CLI::App* verb, std::string& name) {
       ->capture_default_str();
 }
 
-void use_executor(const std::string& name) {
-  if (name == "slurm") {
-    SlurmOptions o;
-    o.densefeed = self_dir() / "densefeed";
-    if (const char* poll = std::getenv("DENSEFEED_SLURM_POLL_S")) o.poll_s = std::max(0.02, std::atof(poll));
-    set_executor(make_slurm_executor(o));
-  } else {
-    set_executor(make_local_executor());
-  }
-}
-
 RunOptions run_options(CliContext& ctx) {
   RunOptions options;
   options.store = ctx.store();

@@ -90,11 +90,10 @@ struct CliVerb {
   StoreUse store = StoreUse::when_asked;
 };
 
-// --executor local|slurm on `verb` (executor.h); use_executor puts the
-// chosen one in force for this process (slurm: InfraError when sbatch,
-// squeue or scancel are missing).
+// --executor local|slurm on `verb` (executor.h); executor_factory.h
+// make_executor makes the chosen one for RunOptions::executor (slurm:
+// InfraError when sbatch, squeue or scancel are missing).
 void add_executor_option(CLI::App* verb, std::string& name);
-void use_executor(const std::string& name);
 
 struct RunOptions;
 // RunOptions with the context's project, gate store and workspace filled in.

@@ -84,7 +84,7 @@ void add_worker_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
                      o.profile = wa->profile;
                      o.jobs = wa->jobs;
                      o.executor = wa->executor;
-                     if (o.executor == "slurm") use_executor("slurm");  // fails now when Slurm's commands are missing
+                     if (o.executor == "slurm") make_executor("slurm");  // fails now when Slurm's commands are missing
                      run_worker(o);
                      return 0;
                    }, StoreUse::always});
@@ -114,7 +114,7 @@ void add_worker_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
                      options.profile = wr->profile;
                      options.jobs = wr->jobs;
                      options.sandbox = !wr->no_sandbox;
-                     use_executor(wr->executor);
+                     options.executor = make_executor(wr->executor);
                      if (!wr->gpus.empty()) {
                        std::istringstream in(wr->gpus);
                        for (std::string g; std::getline(in, g, ',');) options.gpus.push_back(g);

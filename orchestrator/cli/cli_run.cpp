@@ -48,14 +48,13 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
   add_executor_option(run, a->executor_name);
   return {{run,
            [&ctx, a] {
-             const std::string& executor_name = a->executor_name;
              RunOptions options = run_options(ctx);
              options.profile = a->options.profile;
              options.jobs = a->options.jobs;
              if (a->seed->count() > 0) options.seed = parse_unsigned("--seed", a->seed_text, UINT64_MAX);
              options.bench = !a->no_bench;
              options.sandbox = !a->no_sandbox;
-             use_executor(executor_name);
+             options.executor = make_executor(a->executor_name);
              const ExperimentOutcome outcome = run_experiment(a->manifest, options);
              print_run(outcome, options, ctx.json);
              return outcome.record ? exit_code_of(outcome.record->summary) : exit_code_of(outcome.verdict);

@@ -2,7 +2,8 @@
 // between the stages (gate, bench, trace, acceptance, revision builds) and
 // the machines. A stage describes each command as a Launch (a command for
 // untrusted_launch.h: the reference's as well as the candidate's) and
-// hands it to the process's executor in an Allocation (what the command holds
+// hands it to the executor it was given (RunOptions::executor, passed down
+// to each stage's options) in an Allocation (what the command holds
 // while it runs: GPUs, a time limit). Two executors:
 //   - local (local_executor.cpp): today's behaviour. run() is
 //     launch_untrusted on this machine; the stages' threads and GPU slots
@@ -24,6 +25,7 @@
 #include <memory>
 #include <string>
 
+#include "placement.h"
 #include "process_runner.h"
 #include "untrusted_launch.h"
 
@@ -43,7 +45,7 @@ struct LaunchResult {
   // and process.ended_by names the job and state (the verdict's reason says it).
   UntrustedResult result;
   std::string gpu;        // CUDA_VISIBLE_DEVICES it ran with ('' = none set)
-  std::string placement;  // "local" | "slurm job 42 on node1" (recorded with the case)
+  Placement placement;    // where it ran (placement.h): recorded with the case
   // The scheduler's final state of the job that ran it ("COMPLETED",
   // "FAILED", "TIMEOUT"; '' locally, or when the job had not ended within
   // a few seconds of its result).
@@ -118,19 +120,16 @@ class Executor {
 void request_cancel();
 const std::atomic<bool>& cancel_requested();
 
-// The process's executor: local unless set_executor chose another (the CLI's
-// --executor). Not thread-safe to set while stages run.
-Executor& executor();
-void set_executor(std::unique_ptr<Executor> e);
-
-// One launch in an allocation of its own (a gate case, a trace, an
-// acceptance run, a build command).
-// request.launches is set to 1.
-LaunchResult run_launch(const Launch& launch, AllocationRequest request);
-// The same on `executor` (a stage given its own: a test's scripted one).
+// One launch in an allocation of its own on `executor` (a gate case, a
+// trace, an acceptance run, a build command). request.launches is set to 1.
 LaunchResult run_launch(Executor& executor, const Launch& launch, AllocationRequest request);
 
 // The local executor (local_executor.cpp).
 std::unique_ptr<Executor> make_local_executor();
+
+// The executor a stage was given, or, when it was given none (nullptr),
+// this machine's: promote's acceptance, calibration and `gate verify`'s
+// trusted build run locally, as they always did. Stateless: nothing sets it.
+Executor& given_or_local(Executor* given);
 
 }  // namespace densefeed

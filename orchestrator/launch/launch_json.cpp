@@ -100,7 +100,7 @@ nlohmann::json launch_result_to_json(const LaunchResult& r) {
           {"containment", r.result.containment},
           {"ranks", ranks},
           {"gpu", r.gpu},
-          {"placement", r.placement},
+          {"placement", placement_to_json(r.placement)},
           {"infrastructure", r.infrastructure},
           {"started_at", r.started_at}};
 }
@@ -113,7 +113,7 @@ LaunchResult launch_result_from_json(const nlohmann::json& j) {
   r.result.containment = j.at("containment").get<std::string>();
   for (const auto& k : j.value("ranks", J::array())) r.result.ranks.push_back(rank_outcome_from_json(k));
   r.gpu = j.at("gpu").get<std::string>();
-  r.placement = j.at("placement").get<std::string>();
+  r.placement = placement_from_json(j.at("placement"));
   r.infrastructure = j.at("infrastructure").get<std::string>();
   r.started_at = j.at("started_at").get<double>();
   return r;

@@ -14,7 +14,7 @@ class LocalAllocation : public Allocation {
     // A cancel of the whole run reaches every process the stages start.
     if (!launch.untrusted.cancel) launch.untrusted.cancel = &cancel_requested();
     LaunchResult r;
-    r.placement = "local";
+    r.placement = local_placement();
     r.result = launch_untrusted(launch.untrusted);
     auto it = launch.untrusted.env.find("CUDA_VISIBLE_DEVICES");
     if (it != launch.untrusted.env.end()) r.gpu = it->second;
@@ -32,24 +32,18 @@ class LocalExecutor : public Executor {
 
 std::atomic<bool> g_cancel{false};
 
-std::unique_ptr<Executor>& current() {
-  static std::unique_ptr<Executor> e = make_local_executor();
-  return e;
-}
-
 }  // namespace
 
 std::unique_ptr<Executor> make_local_executor() { return std::make_unique<LocalExecutor>(); }
 
-Executor& executor() { return *current(); }
+Executor& given_or_local(Executor* given) {
+  static LocalExecutor local;
+  return given ? *given : local;
+}
 
 void request_cancel() { g_cancel = true; }
 
 const std::atomic<bool>& cancel_requested() { return g_cancel; }
-
-void set_executor(std::unique_ptr<Executor> e) { current() = std::move(e); }
-
-LaunchResult run_launch(const Launch& launch, AllocationRequest request) { return run_launch(executor(), launch, request); }
 
 LaunchResult run_launch(Executor& executor, const Launch& launch, AllocationRequest request) {
   request.launches = 1;

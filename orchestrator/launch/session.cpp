@@ -56,8 +56,8 @@ std::uint64_t tree_rss_bytes(int root) {
   return total;
 }
 
-HarnessSession::HarnessSession(Launch launch, fs::path exchange, std::string who)
-    : launch_(std::move(launch)), exchange_(std::move(exchange)), who_(std::move(who)) {
+HarnessSession::HarnessSession(Launch launch, fs::path exchange, std::string who, Executor& executor)
+    : launch_(std::move(launch)), executor_(executor), exchange_(std::move(exchange)), who_(std::move(who)) {
   // A socket pair, not a pipe: a write after the session died fails with
   // EPIPE instead of raising SIGPIPE in densefeed (send MSG_NOSIGNAL).
   int fds[2];
@@ -82,7 +82,7 @@ HarnessSession::HarnessSession(Launch launch, fs::path exchange, std::string who
     try {
       AllocationRequest request;
       request.name = "session";
-      r = executor().allocate(request)->run(launch_);
+      r = executor_.allocate(request)->run(launch_);
     } catch (const std::exception& e) {
       r.infrastructure = e.what();
     }

@@ -87,11 +87,11 @@ std::string changed_after_answer(const std::filesystem::path& answered, const st
 class HarnessSession {
  public:
   // Starts `launch` (its stdin_fd / leader are set here) in an allocation of
-  // `executor()`; `exchange` is the folder the launch may write (its
+  // `executor` (the stage's, which must outlive the session); `exchange` is the folder the launch may write (its
   // request folders are made there) and `who` names it in failures ("the
   // candidate's session"). Throws InfraError when the pipe or folders cannot
   // be made; a command that cannot start shows at the first request.
-  HarnessSession(Launch launch, std::filesystem::path exchange, std::string who);
+  HarnessSession(Launch launch, std::filesystem::path exchange, std::string who, Executor& executor);
   // Closes the session's stdin (close_input), waits up to 1 s for it to
   // exit, then kills it: after its last answer nothing it does is read, and
   // an interpreter's teardown (torch, a CUDA context: seconds) is no part of
@@ -131,6 +131,7 @@ class HarnessSession {
   std::string read_line(std::chrono::steady_clock::time_point deadline, bool& timed_out);
 
   Launch launch_;
+  Executor& executor_;
   std::filesystem::path exchange_;
   std::string who_;
   int write_fd_ = -1;

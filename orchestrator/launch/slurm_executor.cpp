@@ -482,7 +482,7 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
     const std::string tail = slurp_tail(err);
     r = LaunchResult{};
     const std::string node = ex_.node(job_);
-    r.placement = node.empty() ? fmt::format("slurm job {}", job_) : fmt::format("slurm job {} on {}", job_, node);
+    r.placement = Placement{"slurm", job_, node};
     if (state != "VANISHED") r.scheduler_state = state;
     ProcessResult& p = r.result.process;
     p.started = true;

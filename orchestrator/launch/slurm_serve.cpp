@@ -22,7 +22,7 @@ int slurm_serve(const std::filesystem::path& dir, double idle_s) {
   ::gethostname(host, sizeof host - 1);
   const char* job = std::getenv("SLURM_JOB_ID");
   const char* gpus = std::getenv("CUDA_VISIBLE_DEVICES");
-  const std::string placement = fmt::format("slurm job {} on {}", job ? job : "?", host);
+  const Placement placement{"slurm", job ? job : "?", host};
   // The key densefeed signs its launch files with; no launch sees it.
   const char* key_env = std::getenv("DENSEFEED_SLURM_KEY");
   if (!key_env || std::string(key_env).size() < 32) {

@@ -51,7 +51,7 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
   request.name = "acceptance";
   request.gpus = options.gpus;
   request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
-  const LaunchResult ran = run_launch(launch, request);
+  const LaunchResult ran = run_launch(given_or_local(options.executor), launch, request);
   const UntrustedResult& launched = ran.result;
   const auto finish = [&](std::string verdict, std::string reason) {
     r.verdict = std::move(verdict);

@@ -14,6 +14,8 @@
 
 namespace densefeed {
 
+class Executor;
+
 struct AcceptanceOptions {
   std::filesystem::path work_dir;  // emptied; the command runs in work_dir with its outputs in work_dir/out
   ArmContext candidate;             // where the candidate runs from (arm_context.h)
@@ -21,6 +23,7 @@ struct AcceptanceOptions {
   bool sandbox = true;    // false: --no-sandbox (promote never passes it: acceptance always runs sandboxed)
   CommandLimits limits;   // the gate's (process_limits.h)
   int gpus = 0;           // the gate's: GPUs the acceptance command holds (executor.h)
+  Executor* executor = nullptr;  // what runs the command (executor.h); nullptr: this machine
 };
 
 // `acceptance` is the manifest's section as recorded ({command, statistic,

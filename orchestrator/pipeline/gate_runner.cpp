@@ -41,7 +41,7 @@ struct Job {
   std::map<std::string, std::string> out_hashes;  // a reference's outputs as it exited
   std::filesystem::path answered;  // a session's files as it wrote them, moved aside (session.h)
   std::string gpu;         // the CUDA_VISIBLE_DEVICES it ran with ('' = unchanged)
-  std::string placement;   // where the executor ran it ("local", "slurm job 42 on node1")
+  Placement placement;     // where the executor ran it (placement.h)
   std::string scheduler_state;  // the Slurm job's final state ('' locally)
   double queue_s = 0;           // its wait in the scheduler's queue, seconds
   std::string infrastructure;  // the executor's failure after its retry (executor.h); '' when none
@@ -58,7 +58,7 @@ struct Job {
   ProcessResult result;
 };
 
-Executor& stage_executor(const GateRunOptions& options) { return options.executor ? *options.executor : executor(); }
+Executor& stage_executor(const GateRunOptions& options) { return given_or_local(options.executor); }
 
 void fresh_dir(const std::filesystem::path& dir) {
   std::error_code ec;
@@ -195,7 +195,8 @@ void ensure_session(const Job& job, SessionSlot& slot, int thread, const GateSpe
     // A session lives for the run; each request has the case's timeout.
     const auto lifetime = std::chrono::hours(24 * 7);
     Launch launch = job_launch(job, dir, env, lifetime, {dir / "exchange"}, gate, options);
-    session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange", fmt::format("the {}'s session", arm));
+    session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange", fmt::format("the {}'s session", arm),
+                                               stage_executor(options));
     ++started;
   }
 }
@@ -214,7 +215,7 @@ void run_job_in_session(Job& job, SessionSlot& slot, int thread, const GateSpec&
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
   const SessionAnswer a = session->request(request, job.dir / "out", timeout);
   job.gpu = gpu;
-  job.placement = "local";
+  job.placement = local_placement();
   ProcessResult& p = job.result;
   p = ProcessResult{};
   p.started = true;
@@ -365,7 +366,7 @@ std::string process_failure(const std::string& ended, const Job& job, const LogT
   std::string reason = ended;
   if (!job.limit.empty()) reason += "; it exceeded " + job.limit;
   // Under a scheduler, the job and how the scheduler saw it end.
-  if (!job.scheduler_state.empty() && job.result.ended_by.empty()) reason += fmt::format(" ({} ended {})", job.placement, job.scheduler_state);
+  if (!job.scheduler_state.empty() && job.result.ended_by.empty()) reason += fmt::format(" ({} ended {})", to_string(job.placement), job.scheduler_state);
   if (!tail.text.empty()) {
     std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
     if (last.size() > 200) last = last.substr(0, 200) + "...";
@@ -467,17 +468,24 @@ std::vector<ReferenceRun> run_references(const GateSpec& gate, const Case& c, co
   return out;
 }
 
-GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
-                    const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
-  const auto start = std::chrono::steady_clock::now();
-  GateResult gate_result;
-  // Fail closed: no reference is started when no candidate may be.
-  gate_result.sandbox = require_sandbox(options.sandbox);
+namespace {
 
-  std::map<std::vector<std::string>, std::size_t> reference_index;  // argv (with {out} unrendered) -> job
+// The jobs of a gate run: one reference per distinct reference command (as
+// it runs, {out} unrendered, with the case keys it names), shared by the
+// cases that differ only in what it ignores; one candidate per case.
+struct GateJobs {
   std::vector<Job> references;
-  std::vector<Job> candidates(cases.size());
-  std::vector<std::size_t> case_reference(cases.size());
+  std::vector<Job> candidates;
+  std::vector<std::size_t> case_reference;  // per case: its reference's index
+};
+
+GateJobs plan_gate_jobs(const GateSpec& gate, const std::vector<Case>& cases, const nlohmann::ordered_json& candidate_params,
+                        const GateRunOptions& options) {
+  GateJobs planned;
+  std::map<std::vector<std::string>, std::size_t> reference_index;  // argv (with {out} unrendered) -> job
+  std::vector<Job>& references = planned.references;
+  planned.candidates.resize(cases.size());
+  planned.case_reference.resize(cases.size());
   references.reserve(cases.size());
 
   for (std::size_t i = 0; i < cases.size(); ++i) {
@@ -503,9 +511,9 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       ref.case_json = ref_case;
       references.push_back(std::move(ref));
     }
-    case_reference[i] = it->second;
+    planned.case_reference[i] = it->second;
 
-    Job& cand = candidates[i];
+    Job& cand = planned.candidates[i];
     cand.dir = options.work_dir / fmt::format("candidate-{:03}", i);
     cand.argv = arm_command(gate.candidate_command, {c.values, candidate_params, options.seed, (cand.dir / "out").string()},
                             options.candidate);
@@ -514,10 +522,113 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cand.untrusted = true;
     cand.ranks = case_ranks(gate, c.values);
   }
+  return planned;
+}
+
+// `job` (`who`: "the reference", "the candidate") ended badly: the case is
+// `v`, its failure typed from how the process (or the failed rank, or the
+// session's request) ended, with the last lines of its log.
+void fail_case(CaseResult& cr, Verdict v, const char* who, const Job& job) {
+  const auto logs = job.log_dir.empty() ? job.dir : job.log_dir;
+  // A multi-rank case: the failed rank's own logs and words.
+  const auto rank = failed_rank(job.rank_outcomes);
+  // A session's stdout carries its answers: its stderr is the tail.
+  const LogTail tail = rank ? log_tail(rank_log(job.dir, rank->rank, "stdout"), rank_log(job.dir, rank->rank, "stderr"))
+                       : job.log_dir.empty() ? log_tail(logs / "stdout.log", logs / "stderr.log")
+                                             : LogTail{"stderr", file_tail(logs / "stderr.log")};
+  cr.verdict = v;
+  const FailureWho who_failed = v == Verdict::error ? FailureWho::reference : FailureWho::candidate;
+  cr.failure = process_failure_value(who_failed, job.result);
+  if (job.result.ok() && !job.limit.empty()) cr.failure = Failure{FailureKind::limit, who_failed, {}, {}, "", "", job.limit};
+  if (job.untrusted && !job.result.started) cr.failure.kind = FailureKind::sandbox;
+  if (rank) cr.failure.rank = rank->rank;
+  cr.reason = process_failure(rank ? fmt::format("{}'s {}", who, describe_ranks(job.rank_outcomes))
+                                   : fmt::format("{} {}", who, job.result.describe()),
+                              job, tail);
+  if (!job.session_failure.empty()) {
+    cr.failure.kind = job.session_kind;
+    cr.failure.detail = job.session_failure;
+    std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
+    cr.reason = fmt::format("{}'s session {} (during case {}; its request {} of session {}){}", who, job.session_failure,
+                            cr.gate_case.label, job.session->request, job.session->session,
+                            last.empty() ? "" : "; last stderr line: " + printable(last.substr(0, 200), false));
+  }
+  cr.log_tail = tail.text;
+  cr.log_tail_stream = tail.stream;
+}
+
+// The executor's machinery, not `job`, failed it: error, neither red nor green.
+void infrastructure_case(CaseResult& cr, const char* who, const Job& job) {
+  cr.verdict = Verdict::error;
+  cr.failure = Failure{FailureKind::infrastructure, FailureWho::densefeed, {}, {}, "", "", job.infrastructure};
+  cr.reason = fmt::format("{} did not run to an end of its own: {} (an infrastructure failure: error, neither red nor green)", who,
+                          job.infrastructure);
+}
+
+// The case's verdict, in order: either process's machinery or its own
+// failure, outputs changed after they were taken (a session's after its
+// answer, the reference's after it exited), else each output compared
+// (gathered from the ranks when the gate has per-rank outputs).
+void judge_case(const GateSpec& gate, const Job& ref, const Job& cand, CaseResult& cr) {
+  if (!ref.infrastructure.empty()) {
+    infrastructure_case(cr, "the reference", ref);
+  } else if (!ref.result.ok()) {
+    fail_case(cr, Verdict::error, "the reference", ref);
+  } else if (!cand.infrastructure.empty()) {
+    infrastructure_case(cr, "the candidate", cand);
+  } else if (!cand.result.ok() || !cand.limit.empty()) {
+    fail_case(cr, Verdict::red, "the candidate", cand);
+  } else if (cand.session && (hash_outputs(cand.dir / "out") != cand.out_hashes ||
+                              !changed_after_answer(cand.answered, cand.out_hashes).empty())) {
+    cr.verdict = Verdict::red;
+    cr.failure = Failure{FailureKind::malformed_output, FailureWho::candidate, {}, {}, "", "", "outputs changed after the answer"};
+    cr.reason = fmt::format("the candidate's session changed its outputs of case {} after it answered (their sha256 was taken "
+                            "then, as they left its reach): what it answered with is not what it left; no output of this case "
+                            "is compared", cr.gate_case.label);
+  } else if (const auto changed = hash_outputs(ref.dir / "out"); changed != ref.out_hashes) {
+    std::string which;
+    for (const auto& [name, sha] : ref.out_hashes) {
+      if (auto it = changed.find(name); it == changed.end() || it->second != sha) which = name;
+    }
+    for (const auto& [name, sha] : changed) {
+      if (!ref.out_hashes.count(name)) which = name;
+    }
+    cr.verdict = Verdict::red;
+    cr.reason = fmt::format("the reference's output {} changed after the reference exited (its sha256 was taken then): "
+                            "something else wrote into {}; no output of this case is compared",
+                            which, (ref.dir / "out").string());
+  } else {
+    if (cand.ranks > 1 && gate.per_rank_outputs) {
+      cr.outputs = compare_rank_outputs(gate.outputs, cr.gate_case.values, ref.dir / "out", cand.dir / "out", cand.ranks,
+                                        cand.dir / "gathered");
+    } else {
+      for (const auto& out : gate.outputs) {
+        cr.outputs.push_back(compare_output(out, cr.gate_case.values, ref.dir / "out", cand.dir / "out"));
+      }
+    }
+    for (const auto& o : cr.outputs) {
+      if (o.comparison.verdict == Verdict::green) continue;
+      if (!cr.failure.failed() || (o.comparison.verdict == Verdict::error && cr.verdict != Verdict::error)) cr.failure = o.failure;
+      cr.verdict = worst(cr.verdict, o.comparison.verdict);
+      cr.reason += fmt::format("{}{}: {}", cr.reason.empty() ? "" : "; ", o.output, o.comparison.reason);
+    }
+  }
+}
+
+}  // namespace
+
+GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
+                    const nlohmann::ordered_json& candidate_params, const GateRunOptions& options) {
+  const auto start = std::chrono::steady_clock::now();
+  GateResult gate_result;
+  // Fail closed: no reference is started when no candidate may be.
+  gate_result.sandbox = require_sandbox(options.sandbox);
+  GateJobs planned = plan_gate_jobs(gate, cases, candidate_params, options);
+  std::vector<Job>& references = planned.references;
 
   std::vector<Job*> jobs;
   for (auto& r : references) jobs.push_back(&r);
-  for (auto& c : candidates) jobs.push_back(&c);
+  for (auto& c : planned.candidates) jobs.push_back(&c);
   // Empty every output folder first: a stale file from an earlier run can
   // never be compared.
   for (auto* j : jobs) fresh_dir(j->dir);
@@ -527,11 +638,12 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
   for (std::size_t i = 0; i < cases.size(); ++i) {
     CaseResult cr;
     cr.gate_case = cases[i];
-    const Job& ref = references[case_reference[i]];
-    const Job& cand = candidates[i];
-    if (!reference_counted[case_reference[i]]) {
+    const std::size_t r = planned.case_reference[i];
+    const Job& ref = references[r];
+    const Job& cand = planned.candidates[i];
+    if (!reference_counted[r]) {
       cr.reference_wall_s = ref.result.wall_s;
-      reference_counted[case_reference[i]] = true;
+      reference_counted[r] = true;
       gate_result.harness_wall_s += ref.result.wall_s;
     }
     cr.candidate_wall_s = cand.result.wall_s;
@@ -547,84 +659,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.reference_session = ref.session;
     cr.candidate_session = cand.session;
     gate_result.harness_wall_s += cand.result.wall_s;
-
-    const auto fail = [&](Verdict v, const char* who, const Job& job) {
-      const auto logs = job.log_dir.empty() ? job.dir : job.log_dir;
-      // A multi-rank case: the failed rank's own logs and words.
-      const auto rank = failed_rank(job.rank_outcomes);
-      // A session's stdout carries its answers: its stderr is the tail.
-      const LogTail tail = rank ? log_tail(rank_log(job.dir, rank->rank, "stdout"), rank_log(job.dir, rank->rank, "stderr"))
-                           : job.log_dir.empty() ? log_tail(logs / "stdout.log", logs / "stderr.log")
-                                                 : LogTail{"stderr", file_tail(logs / "stderr.log")};
-      cr.verdict = v;
-      const FailureWho who_failed = v == Verdict::error ? FailureWho::reference : FailureWho::candidate;
-      cr.failure = process_failure_value(who_failed, job.result);
-      if (job.result.ok() && !job.limit.empty()) cr.failure = Failure{FailureKind::limit, who_failed, {}, {}, "", "", job.limit};
-      if (job.untrusted && !job.result.started) cr.failure.kind = FailureKind::sandbox;
-      if (rank) cr.failure.rank = rank->rank;
-      cr.reason = process_failure(rank ? fmt::format("{}'s {}", who, describe_ranks(job.rank_outcomes))
-                                       : fmt::format("{} {}", who, job.result.describe()),
-                                  job, tail);
-      if (!job.session_failure.empty()) {
-        cr.failure.kind = job.session_kind;
-        cr.failure.detail = job.session_failure;
-        std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
-        cr.reason = fmt::format("{}'s session {} (during case {}; its request {} of session {}){}", who, job.session_failure,
-                                cr.gate_case.label, job.session->request, job.session->session,
-                                last.empty() ? "" : "; last stderr line: " + printable(last.substr(0, 200), false));
-      }
-      cr.log_tail = tail.text;
-      cr.log_tail_stream = tail.stream;
-    };
-    const auto infrastructure = [&](const char* who, const Job& job) {
-      cr.verdict = Verdict::error;
-      cr.failure = Failure{FailureKind::infrastructure, FailureWho::densefeed, {}, {}, "", "", job.infrastructure};
-      cr.reason = fmt::format("{} did not run to an end of its own: {} (an infrastructure failure: error, neither red nor green)", who,
-                              job.infrastructure);
-    };
-    if (!ref.infrastructure.empty()) {
-      infrastructure("the reference", ref);
-    } else if (!ref.result.ok()) {
-      fail(Verdict::error, "the reference", ref);
-    } else if (!cand.infrastructure.empty()) {
-      infrastructure("the candidate", cand);
-    } else if (!cand.result.ok() || !cand.limit.empty()) {
-      fail(Verdict::red, "the candidate", cand);
-    } else if (cand.session && (hash_outputs(cand.dir / "out") != cand.out_hashes ||
-                                !changed_after_answer(cand.answered, cand.out_hashes).empty())) {
-      cr.verdict = Verdict::red;
-      cr.failure = Failure{FailureKind::malformed_output, FailureWho::candidate, {}, {}, "", "", "outputs changed after the answer"};
-      cr.reason = fmt::format("the candidate's session changed its outputs of case {} after it answered (their sha256 was taken "
-                              "then, as they left its reach): what it answered with is not what it left; no output of this case "
-                              "is compared", cr.gate_case.label);
-    } else if (const auto changed = hash_outputs(ref.dir / "out"); changed != ref.out_hashes) {
-      std::string which;
-      for (const auto& [name, sha] : ref.out_hashes) {
-        if (auto it = changed.find(name); it == changed.end() || it->second != sha) which = name;
-      }
-      for (const auto& [name, sha] : changed) {
-        if (!ref.out_hashes.count(name)) which = name;
-      }
-      cr.verdict = Verdict::red;
-      cr.reason = fmt::format("the reference's output {} changed after the reference exited (its sha256 was taken then): "
-                              "something else wrote into {}; no output of this case is compared",
-                              which, (ref.dir / "out").string());
-    } else {
-      if (cand.ranks > 1 && gate.per_rank_outputs) {
-        cr.outputs = compare_rank_outputs(gate.outputs, cr.gate_case.values, ref.dir / "out", cand.dir / "out", cand.ranks,
-                                          cand.dir / "gathered");
-      } else {
-        for (const auto& out : gate.outputs) {
-          cr.outputs.push_back(compare_output(out, cr.gate_case.values, ref.dir / "out", cand.dir / "out"));
-        }
-      }
-      for (const auto& o : cr.outputs) {
-        if (o.comparison.verdict == Verdict::green) continue;
-        if (!cr.failure.failed() || (o.comparison.verdict == Verdict::error && cr.verdict != Verdict::error)) cr.failure = o.failure;
-        cr.verdict = worst(cr.verdict, o.comparison.verdict);
-        cr.reason += fmt::format("{}{}: {}", cr.reason.empty() ? "" : "; ", o.output, o.comparison.reason);
-      }
-    }
+    judge_case(gate, ref, cand, cr);
     if (cr.verdict != Verdict::green && (!gate_result.failure.failed() ||
                                          (cr.verdict == Verdict::error && gate_result.verdict != Verdict::error))) {
       gate_result.failure = cr.failure;

@@ -46,8 +46,8 @@ struct GateRunOptions {
   // GPUs (CUDA_VISIBLE_DEVICES values): one job thread per GPU, each job
   // seeing only its thread's GPU; empty: CPU jobs (`jobs` threads).
   std::vector<std::string> gpus;
-  // What runs the stage's launches (executor.h); nullptr: the process's
-  // (executor(), the CLI's --executor). A test passes a scripted one.
+  // What runs the stage's launches and sessions (executor.h; the run's,
+  // RunOptions::executor); nullptr: this machine's. A test passes a scripted one.
   Executor* executor = nullptr;
 };
 

@@ -22,7 +22,7 @@
 namespace densefeed {
 
 RevisionBuild build_revision(const GateSpec& gate, const Project& project, const std::string& sha, const Workspace& workspace,
-                             bool sandbox) {
+                             bool sandbox, Executor* executor) {
   const auto builds_dir = workspace.builds();
   // The ledger's key seals builds; a workspace whose ledger has no key yet
   // seals nothing, and so reuses nothing.
@@ -89,7 +89,7 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
     AllocationRequest request;
     request.name = fmt::format("build-{}", i + 1);
     request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(p.timeout + std::chrono::milliseconds(999));
-    const LaunchResult ran = run_launch(launch, request);
+    const LaunchResult ran = run_launch(given_or_local(executor), launch, request);
     const UntrustedResult& r = ran.result;
     if (!ran.infrastructure.empty()) {
       b.failure = fmt::format("build command {} ({}) did not run to an end of its own: {}", i + 1, fmt::join(p.argv, " "),

@@ -18,6 +18,8 @@
 
 namespace densefeed {
 
+class Executor;
+
 struct RevisionBuild {
   bool ok = false;
   std::string sha;
@@ -44,7 +46,8 @@ struct RevisionBuild {
 // (without a key to seal with, nothing is reused). Never throws for a
 // failing build (ok = false, failure says which command and why); throws
 // InfraError if densefeed cannot create its folders or write the seal.
+// Its commands run on `executor` (executor.h; nullptr: this machine).
 RevisionBuild build_revision(const GateSpec& gate, const Project& project, const std::string& sha, const Workspace& workspace,
-                             bool sandbox = true);
+                             bool sandbox = true, Executor* executor = nullptr);
 
 }  // namespace densefeed

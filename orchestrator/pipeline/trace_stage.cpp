@@ -65,7 +65,7 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     request.name = "trace-" + arm;
     request.gpus = options.gpus;
     request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
-    const LaunchResult ran = run_launch(launch, request);
+    const LaunchResult ran = run_launch(given_or_local(options.executor), launch, request);
     const UntrustedResult& launched = ran.result;
     const ProcessResult& p = launched.process;
     const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;

@@ -23,6 +23,8 @@
 
 namespace densefeed {
 
+class Executor;
+
 struct TraceArmResult {
   std::string arm;                   // candidate | base
   bool ran = false;                  // the command exited 0 and left a readable trace
@@ -49,6 +51,7 @@ struct TraceStageOptions {
   CommandLimits limits;   // the gate's (process_limits.h)
   int gpus = 0;           // the gate's: GPUs each trace command holds (executor.h)
   std::vector<std::filesystem::path> readable;  // revision folders the arms run from
+  Executor* executor = nullptr;  // what runs each arm's trace command (executor.h); nullptr: this machine
 };
 
 // `trace` is the manifest's section ({command, timeout_s (default 600 s),

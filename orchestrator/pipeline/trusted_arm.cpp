@@ -76,10 +76,10 @@ ArmContext trusted_arm(const GateSpec& gate, const Project& project, const GateS
 
 std::string build_trusted_arm(ArmContext& arm, const GateSpec& gate, const Project& project, const GateStore& store,
                               const Workspace& workspace, bool sandbox, bool* built,
-                              std::vector<TamperEvent>* tampered) {
+                              std::vector<TamperEvent>* tampered, Executor* executor) {
   if (built) *built = false;
   if (!needs_trusted_build(gate, project, store)) return "";
-  const RevisionBuild b = build_revision(gate, project, store.commit, workspace, sandbox);
+  const RevisionBuild b = build_revision(gate, project, store.commit, workspace, sandbox, executor);
   if (tampered) tampered->insert(tampered->end(), b.tampered.begin(), b.tampered.end());
   if (!b.ok) {
     return fmt::format("the trusted ref's build at {} (of the gate's reference and driver) failed: {}", store.commit.substr(0, 12),

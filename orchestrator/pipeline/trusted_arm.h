@@ -19,6 +19,8 @@
 
 namespace densefeed {
 
+class Executor;
+
 // The reference's context before any build: trusted_python and
 // trusted_python_path when a trusted command runs Python (`python`, the
 // run's interpreter, otherwise), and, when no trusted build is needed, every
@@ -37,8 +39,9 @@ bool needs_trusted_build(const GateSpec& gate, const Project& project, const Gat
 // trusted program there. Returns '' when done (or nothing was needed; *built
 // says which), else what failed, in words (the build's failure, or a program
 // it did not build): the caller records the gate as error, no case run.
+// The build runs on `executor` (executor.h; nullptr: this machine).
 std::string build_trusted_arm(ArmContext& arm, const GateSpec& gate, const Project& project, const GateStore& store,
                               const Workspace& workspace, bool sandbox, bool* built = nullptr,
-                              std::vector<TamperEvent>* tampered = nullptr);
+                              std::vector<TamperEvent>* tampered = nullptr, Executor* executor = nullptr);
 
 }  // namespace densefeed

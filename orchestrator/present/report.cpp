@@ -1,6 +1,5 @@
 #include "report.h"
 
-#include "executor.h"
 
 #include <cmath>
 #include <map>
@@ -159,18 +158,17 @@ std::string cache_lines(const ExperimentOutcome& o) {
 std::string executor_lines(const ExperimentOutcome& o) {
   const GateResult& g = o.gate_result;
   std::string s;
-  if (executor().name() != "local") {
+  if (o.executor != "local") {
     // Where the cases ran: the nodes and GPUs of their jobs.
     std::map<std::string, int> nodes;
     std::set<std::string> gpus;
     for (const auto& c : g.cases) {
-      const auto on = c.candidate_placement.find(" on ");
-      if (on != std::string::npos) ++nodes[c.candidate_placement.substr(on + 4)];
+      if (!c.candidate_placement.node.empty()) ++nodes[c.candidate_placement.node];
       if (!c.candidate_gpu.empty()) gpus.insert(c.candidate_gpu);
     }
     std::vector<std::string> where;
     for (const auto& [node, n] : nodes) where.push_back(fmt::format("{} ({} case(s))", node, n));
-    s += fmt::format("  executor: {}: every process a job of its own; candidates ran on {}{}\n", executor().name(),
+    s += fmt::format("  executor: {}: every process a job of its own; candidates ran on {}{}\n", o.executor,
                      where.empty() ? std::string("-") : fmt::format("{}", fmt::join(where, ", ")),
                      gpus.empty() ? "" : fmt::format(", GPU(s) {}", fmt::join(gpus, ",")));
   }

@@ -1,6 +1,5 @@
 #include "report_json.h"
 
-#include "executor.h"
 
 #include <fmt/format.h>
 
@@ -93,10 +92,10 @@ J gate_cases_json(const GateResult& g) {
                      {"reference_process", process_json(c.reference_process)},
                      {"candidate_process", process_json(c.candidate_process)},
                      {"candidate_gpu", c.candidate_gpu},
-                     {"candidate_placement", c.candidate_placement},
+                     {"candidate_placement", to_string(c.candidate_placement)},
                      {"reference_session", session_json(c.reference_session)},
                      {"candidate_session", session_json(c.candidate_session)},
-                     {"reference_placement", c.reference_placement}});
+                     {"reference_placement", to_string(c.reference_placement)}});
   }
   return cases;
 }
@@ -197,7 +196,7 @@ nlohmann::ordered_json report_json(const ExperimentOutcome& o, const std::string
   add(doc["stages"]["trace"], "arms", trace_arms_json(o));
   add(doc, "sandbox", sandbox_json(o));
   add(doc, "wall_s", o.wall_s);
-  add(doc, "executor", executor().name());
+  add(doc, "executor", o.executor);
   add(doc, "caches", report_parts::caches_json(o));
   add(doc, "ledger", ledger_path);
   add(doc, "work_dir", o.work_dir.string());

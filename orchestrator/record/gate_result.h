@@ -12,6 +12,7 @@
 
 #include "case_grid.h"
 #include "failure.h"
+#include "placement.h"
 #include "process_runner.h"
 #include "sandbox.h"
 #include "tensor_compare.h"
@@ -71,10 +72,10 @@ struct CaseResult {
   ProcessResult candidate_process;
   std::string candidate_gpu;  // CUDA_VISIBLE_DEVICES the candidate ran with ('' = unchanged: no GPU assignment; ranks: "0;1", rank 0's first)
   int candidate_ranks = 1;    // processes the candidate ran as (gate ranks)
-  // Where the executor ran each (executor.h LaunchResult::placement):
-  // "local", "slurm job 42 on node1".
-  std::string candidate_placement;
-  std::string reference_placement;
+  // Where the executor ran each (executor.h LaunchResult::placement; in
+  // words, placement.h to_string: "local", "slurm job 42 on node1").
+  Placement candidate_placement;
+  Placement reference_placement;
   // How the launcher contained the candidate where it ran (untrusted_launch.h
   // UntrustedResult::containment): on a Slurm node, that node's launcher's word.
   std::string candidate_containment;

@@ -90,7 +90,7 @@ TEST(SlurmLaunchJson, AResultCrossesWithEveryField) {
   r.result.limit = "the memory limit";
   r.result.sandboxed = true;
   r.gpu = "1";
-  r.placement = "slurm job 4 on n1";
+  r.placement = Placement{"slurm", "4", "n1"};
   r.infrastructure = "";
   const auto rt = launch_result_to_json(r).dump();
   EXPECT_EQ(launch_result_to_json(launch_result_from_json(nlohmann::json::parse(rt))).dump(), rt);

@@ -12,10 +12,13 @@
 #include <mutex>
 #include <set>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "bench_runner.h"
 #include "executor.h"
+#include "experiment_runner.h"
+#include "gate_lock.h"
 #include "gate_runner.h"
 #include "gate_spec.h"
 #include "gate_store.h"
@@ -73,7 +76,7 @@ LaunchResult exited(int code, double wall_s = 0.01) {
   r.result.process.wall_s = wall_s;
   r.result.sandboxed = true;
   r.result.containment = "scripted";
-  r.placement = "scripted node7";
+  r.placement = Placement{"scripted", "7", "node7"};
   return r;
 }
 
@@ -150,7 +153,7 @@ TEST_F(StageExecutor, TheGateAsksEachCaseOfBothArmsInTheProtocolsWords) {
   EXPECT_EQ(asked.size(), 6u);
   for (const auto& c : r.cases) {
     EXPECT_EQ(c.verdict, Verdict::green) << c.reason;
-    EXPECT_EQ(c.candidate_placement, "scripted node7");
+    EXPECT_EQ(to_string(c.candidate_placement), "scripted job 7 on node7");
     EXPECT_EQ(c.candidate_containment, "scripted");
     ASSERT_EQ(c.outputs.size(), 1u);
     EXPECT_EQ(c.outputs[0].comparison.verdict, Verdict::green);
@@ -205,6 +208,18 @@ TEST_F(StageExecutor, AReferenceThatFailsIsTheGatesErrorNeverTheCandidatesRed) {
   }
 }
 
+// y = [1, 2, ..., n] for the launch's case (DENSEFEED_CASE) in its
+// DENSEFEED_OUT, as the fixture's write_y writes it: for the scripts below.
+void write_case_y(const Launch& l) {
+  const std::filesystem::path out = l.untrusted.env.at("DENSEFEED_OUT");
+  std::filesystem::create_directories(out);
+  const int n = nlohmann::json::parse(l.untrusted.env.at("DENSEFEED_CASE")).at("n").get<int>();
+  std::vector<float> y;
+  for (int i = 1; i <= n; ++i) y.push_back(static_cast<float>(i));
+  const std::vector<std::size_t> shape = {y.size()};
+  write_npy(out / "y.npy", y, shape);
+}
+
 // Bench: each arm writes samples.json with DENSEFEED_ITERS samples of
 // `ms` each (a small round-dependent wobble), and its process's wall time is
 // what those iterations (warm-up included) and a fixed start-up would take.
@@ -212,7 +227,10 @@ struct BenchScript {
   double base_ms = 10, candidate_ms = 5;
   double candidate_wall_ms = 0;  // > 0: the candidate's wall per iteration, whatever its samples claim
   bool base_infrastructure = false;
+  int candidate_fails_at = 0;  // > 0: the candidate's launch of this number (1, 2, ...) exits 7, writing nothing
+  bool write_outputs = false;  // each arm also writes y.npy, as a gated bench case's candidate must
   int round = 0;
+  int candidate_launches = 0;
 
   LaunchResult operator()(const Launch& l) {
     const bool base = l.untrusted.env.at("DENSEFEED_OUT").find("base") != std::string::npos;
@@ -223,6 +241,8 @@ struct BenchScript {
       r.infrastructure = "scripted job 9 ended PREEMPTED; its retry, job 10, ended PREEMPTED";
       return r;
     }
+    if (!base && ++candidate_launches == candidate_fails_at) return exited(7);
+    if (write_outputs) write_case_y(l);
     const double ms = base ? base_ms : candidate_ms;
     nlohmann::json samples = nlohmann::json::array();
     ++round;
@@ -273,7 +293,7 @@ TEST_F(StageExecutor, TheBenchHoldsOneAllocationForBothArmsInterleavedAndDecides
   EXPECT_NEAR(c.decision.speedup, 2.0, 0.05);
   EXPECT_TRUE(c.flags.empty()) << c.flags.front().reason;
   EXPECT_TRUE(guards_of(c.decision).empty());
-  EXPECT_EQ(r.placement, "scripted node7");
+  EXPECT_EQ(r.placement, "scripted job 7 on node7");
 }
 
 // The candidate's samples say 5 ms an iteration; the wall time densefeed
@@ -299,6 +319,129 @@ TEST_F(StageExecutor, AnInfrastructureFailureOfTheBaseIsAnErrorWithNoCase) {
   EXPECT_EQ(r.failure.kind, FailureKind::infrastructure);
   EXPECT_NE(r.reason.find("PREEMPTED"), std::string::npos) << r.reason;
   EXPECT_TRUE(r.cases.empty());
+}
+
+// A candidate that fails in its third launch (round 2, the candidate
+// first): the stage is red at once, its failure typed as the process
+// ended, the case not kept, and nothing after that launch runs.
+TEST_F(StageExecutor, ACandidateRoundThatFailsMidwayEndsTheBenchWithItsFailureTyped) {
+  BenchScript script;
+  script.candidate_fails_at = 3;
+  ScriptedExecutor ex(std::ref(script));
+  const auto r = bench(gate_, dir_.path(), ex);
+  EXPECT_EQ(r.verdict, Verdict::red) << r.reason;
+  EXPECT_EQ(r.failure.kind, FailureKind::exit_code) << r.reason;
+  EXPECT_EQ(r.failure.who, FailureWho::candidate);
+  EXPECT_EQ(r.failure.exit_code, 7);
+  EXPECT_EQ(r.reason.rfind("case n=4: the candidate arm in bench mode: it ", 0), 0u) << r.reason;
+  EXPECT_TRUE(r.cases.empty());
+  // Rounds 0 (base, candidate) and 1 (candidate, base), then round 2's candidate.
+  ASSERT_EQ(ex.launches.size(), 5u);
+  EXPECT_NE(ex.launches.back().untrusted.env.at("DENSEFEED_OUT").find("bench-00-round-02-candidate"), std::string::npos);
+  EXPECT_EQ(r.placement, "scripted job 7 on node7");
+}
+
+// Where a scheduler ran each process reaches the case as a value: the
+// node and the job, never words to be parsed back; the words are
+// placement.h's, in a failing case's reason too.
+TEST_F(StageExecutor, TheSchedulersPlacementReachesEachCaseTyped) {
+  ScriptedExecutor ex([](const Launch& l) {
+    LaunchResult r = exited(0);
+    const int n = case_n(l);
+    if (is_reference(l)) {
+      write_y(l);
+      r.placement = Placement{"slurm", std::to_string(100 + n), "ref-node"};
+      return r;
+    }
+    r.placement = Placement{"slurm", std::to_string(200 + n), fmt::format("node{}", n)};
+    if (n == 2) {
+      r = exited(7);
+      r.placement = Placement{"slurm", "202", "node2"};
+      r.scheduler_state = "FAILED";
+      return r;
+    }
+    write_y(l);
+    return r;
+  });
+  const auto r = gate(ex);
+  ASSERT_EQ(r.cases.size(), 3u);
+  for (const auto& c : r.cases) {
+    const int n = c.gate_case.values.at("n").get<int>();
+    EXPECT_EQ(c.candidate_placement, (Placement{"slurm", std::to_string(200 + n), fmt::format("node{}", n)}));
+    EXPECT_EQ(c.candidate_placement.node, fmt::format("node{}", n));
+    EXPECT_EQ(c.reference_placement.node, "ref-node");
+    EXPECT_EQ(c.reference_placement.job, std::to_string(100 + n));
+    EXPECT_TRUE(ran_elsewhere(c.candidate_placement));
+    if (n == 2) {
+      EXPECT_EQ(c.verdict, Verdict::red);
+      EXPECT_NE(c.reason.find("(slurm job 202 on node2 ended FAILED)"), std::string::npos) << c.reason;
+    } else {
+      EXPECT_EQ(c.verdict, Verdict::green) << c.reason;
+      EXPECT_EQ(to_string(c.candidate_placement), fmt::format("slurm job {} on node{}", 200 + n, n));
+    }
+  }
+  EXPECT_EQ(to_string(Placement{"slurm", "9", ""}), "slurm job 9");
+  EXPECT_EQ(to_string(local_placement()), "local");
+  EXPECT_FALSE(ran_elsewhere(local_placement()));
+  EXPECT_EQ(to_string(Placement{}), "");
+}
+
+// A whole experiment through run_experiment with the executor passed in
+// RunOptions: every job of the run (the gate's references and candidates,
+// the bench's one allocation) is the given executor's, none this
+// machine's, and the outcome names it for the printers.
+TEST_F(StageExecutor, AnExperimentRunsEveryJobOnTheExecutorItIsGiven) {
+  const auto project_dir = dir_ / "project";
+  testing::write_project(project_dir);
+  testing::write_file(project_dir / "frozen.txt", "frozen\n");
+  std::string gate_text = kGate;
+  gate_text.replace(gate_text.find("outputs:"), 0, "params:\n  mode: {type: string, enum: [fast, slow], default: slow}\n");
+  // The reference is trusted: its program must be found on trusted ground
+  // (trusted_paths.h), though the script runs in its place.
+  gate_text.replace(gate_text.find("[ref,"), 5, "[\"true\",");
+  testing::write_file(project_dir / "gates" / "g.yaml", gate_text);
+  testing::write_file(project_dir / ".gitignore", ".densefeed/\n");
+  const Project project = load_project(project_dir);
+  write_lock(worktree_store(project), {});
+  ASSERT_EQ(testing::git_init_main(project_dir), "");
+  testing::write_file(project_dir / "e.yaml",
+                      "experiment: e\nhypothesis: h\npredicted_effect: p\ngate: g\n"
+                      "candidate: {revision: WORKTREE, params: {mode: fast}}\nbase: {revision: WORKTREE, params: {mode: slow}}\n");
+
+  BenchScript bench_script;
+  bench_script.write_outputs = true;
+  std::mutex script_mutex;
+  auto ex = std::make_shared<ScriptedExecutor>([&](const Launch& l) {
+    std::lock_guard<std::mutex> lock(script_mutex);
+    if (l.untrusted.env.at("DENSEFEED_MODE") == "bench") return bench_script(l);
+    write_case_y(l);
+    return exited(0);
+  });
+  RunOptions options;
+  options.project = project;
+  options.store = worktree_store(project);
+  options.workspace = Workspace{project.ledger};
+  options.profile = "quick";
+  options.seed = 3;
+  options.sandbox = false;
+  options.executor = ex;
+  const ExperimentOutcome out = run_experiment(project_dir / "e.yaml", options);
+  EXPECT_EQ(out.gate_result.verdict, Verdict::green) << out.gate_result.reason;
+  ASSERT_TRUE(out.bench.has_value()) << out.bench_skipped;
+  EXPECT_EQ(out.bench->verdict, Verdict::green) << out.bench->reason;
+  EXPECT_EQ(out.executor, "scripted");
+  // The quick profile's case (n=1) and the bench case (n=4, gated in the
+  // same run): a reference and a candidate each, an allocation apiece;
+  // then the bench's one allocation for every round of both arms.
+  ASSERT_EQ(ex->requests.size(), 5u);
+  EXPECT_EQ(ex->requests.back().name, "bench");
+  std::size_t gate_launches = 0, bench_launches = 0;
+  for (const auto& l : ex->launches) {
+    (l.untrusted.env.at("DENSEFEED_MODE") == "gate" ? gate_launches : bench_launches) += 1;
+  }
+  EXPECT_EQ(gate_launches, 4u);
+  EXPECT_EQ(bench_launches, 2 * out.bench->cases.at(0).base.size());
+  for (const auto& c : out.gate_result.cases) EXPECT_EQ(to_string(c.candidate_placement), "scripted job 7 on node7");
 }
 
 }  // namespace

@@ -1,0 +1,127 @@
+// The bench step of execute_experiment (experiment_steps.h): for a green
+// gate, the options of run_bench (the machine's ceilings, the references of
+// a driver's input sets), the base's build, run_bench, its row.
+#include "experiment_steps.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "arms.h"
+#include "ledger.h"
+#include "revision.h"
+#include "revision_build.h"
+
+namespace densefeed {
+namespace {
+
+// The ceilings of what the arms can reach: the CPU and the GPU the
+// benchmark holds (by index into nvidia-smi's list, or by UUID), or, when
+// it holds none (no --gpus: CUDA_VISIBLE_DEVICES is left as found), the CPU
+// and every GPU of the machine. Each figure is the largest of theirs: an
+// arm's process can use any of them, so its achieved rate is bounded by the
+// fastest, never by the CPU's alone (a GPU kernel against a CPU's memcpy
+// rate is not implausible). Unset when none was measured.
+std::optional<Ceilings> bench_ceilings(const ExperimentOutcome& out, Ledger& ledger, const std::string& gpu) {
+  std::vector<std::string> devices = {"cpu"};
+  const auto& gpus = out.environment.gpus;
+  if (!gpu.empty()) {
+    std::string device = gpu;
+    if (std::all_of(device.begin(), device.end(), ::isdigit) && std::stoul(device) < gpus.size()) {
+      device = gpus[std::stoul(device)].value("uuid", device);
+    }
+    devices.push_back(device);
+  } else {
+    for (const auto& g : gpus) {
+      if (g.contains("uuid")) devices.push_back(g["uuid"].get<std::string>());
+    }
+  }
+  std::vector<MachineCeilings> measured;
+  for (const auto& d : devices) {
+    if (auto c = ledger.latest_ceilings(out.environment.host, d)) measured.push_back(std::move(*c));
+  }
+  if (measured.empty()) return std::nullopt;
+  return fastest_ceilings(measured);
+}
+
+// run_bench's options for this run (the base's arm as it is before a
+// revision base is built).
+BenchOptions bench_options_of(const ExperimentOutcome& out, Ledger& ledger, const RunOptions& options, const ExperimentRun& run) {
+  const Manifest& m = out.manifest;
+  BenchOptions bench_options;
+  bench_options.work_dir = out.work_dir;
+  bench_options.seed = out.seed;
+  bench_options.candidate = out.candidate_arm;
+  bench_options.base = out.base_arm;
+  bench_options.noise_floor = ledger.noise_floors(m.gate, out.environment.host);
+  bench_options.predicted_speedup = m.predicted_speedup;
+  bench_options.sandbox = options.sandbox;
+  bench_options.agent_base = is_agent_base(out.base_origin.kind);
+  bench_options.private_dir = run.runs_dir;
+  bench_options.gpu = options.gpus.empty() ? std::string() : options.gpus.front();
+  bench_options.executor = &run.executor;
+  for (const auto& c : out.gate_result.cases) bench_options.reference_out[c.gate_case.label] = c.reference_out;
+  bench_options.trusted = out.reference_arm;
+  if (run.reference_options) {
+    GateRunOptions ro = *run.reference_options;
+    ro.work_dir = out.work_dir / "bench-references";
+    const GateSpec* gate = &*out.gate;
+    bench_options.references = [ro, gate](const Case& c, const std::vector<std::uint64_t>& seeds) {
+      return run_references(*gate, c, seeds, ro);
+    };
+  }
+  if (auto ceilings = bench_ceilings(out, ledger, bench_options.gpu)) bench_options.ceilings = std::move(*ceilings);
+  return bench_options;
+}
+
+}  // namespace
+
+void record_skipped(Ledger& ledger, std::int64_t experiment_id, const char* stage, const std::string& why) {
+  StageOutcome o;
+  o.stage = stage;
+  o.verdict = StageVerdict::skipped;
+  o.reason = why;
+  ledger.record_stage(experiment_id, o);
+}
+
+void bench_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options, ExperimentRun& run) {
+  const Manifest& m = out.manifest;
+  if (out.verdict != Verdict::green) {
+    out.bench_skipped = "the gate is not green: a speedup is never measured on a red gate";
+  } else if (!options.bench) {
+    out.bench_skipped = "--no-bench";
+  } else if (out.gate->bench.cases.empty()) {
+    out.bench_skipped = "the gate declares no bench cases";
+  } else {
+    out.environment = collect_environment();
+    BenchOptions bench_options = bench_options_of(out, ledger, options, run);
+    if (m.base.revision != kWorktree) {
+      const RevisionBuild b =
+          build_revision(*out.gate, options.project, out.base_sha, options.workspace, options.sandbox, &run.executor);
+      for (const auto& e : b.tampered) ledger.record_tamper(e);
+      run.revision_dirs.push_back(b.src.parent_path());
+      const auto hidden = out.base_arm.hidden;
+      out.base_arm = revision_context(options.project, options.store, b, out.base_arm.python);
+      out.base_arm.hidden = hidden;
+      out.base_arm.cache_dir = arm_cache_dir(options.workspace, b.src.parent_path().filename().string(), "base");
+      bench_options.base = out.base_arm;
+      if (!b.ok) {
+        // Never measure something else in the base's place.
+        out.bench = BenchResult{Verdict::error,
+                                fmt::format("the base's build at {} failed, so nothing was measured: {}", out.base_sha.substr(0, 12),
+                                            b.failure),
+                                {FailureKind::infrastructure, FailureWho::base, {}, {}, "", "build", ""}, {}, 0, out.sandbox};
+      }
+    }
+    bench_options.sandbox_readable = run.revision_dirs;
+    if (!out.bench) out.bench = run_bench(*out.gate, out.base_params, out.candidate_params, bench_options);
+    // Recorded whatever its verdict: a red or errored benchmark is a row
+    // (without speedups), never an absence.
+    ledger.record_bench(out.experiment_id, run.gate_run_id, *out.bench, out.environment, out.candidate_sha, out.base_sha,
+                        out.worktree_dirty);
+    out.verdict = worst(out.verdict, out.bench->verdict);
+  }
+  if (!out.bench) record_skipped(ledger, out.experiment_id, "bench", out.bench_skipped);
+}
+
+}  // namespace densefeed
