@@ -81,6 +81,9 @@ void CliContext::open_store() {
                                      worktree.trusted_ref, trusted.trusted_ref));
       }
       store.gates = trusted.gates;
+      // The key is the trusted configuration's, also when it names none (the
+      // default then), never a key the worktree's densefeed.yaml named.
+      forget_ledger_key_file(ledger_);
       register_ledger_key(trusted, ledger_);
       trusted_project_ = std::move(trusted);
     }

@@ -71,7 +71,7 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                      Ledger ledger(ctx.ledger_path());
                      require_intact_chain(ledger);
                      const PromotionAccepts accepts{pa->accept_candidate_timing, pa->accept_beyond_bound, pa->accept_agent_base};
-                     const PromotionCheck check = check_promotion(ledger, id, accepts);
+                     const PromotionCheck check = check_promotion(ledger, id, accepts, ctx.store().ref);
                      if (!check.blockers.empty()) {
                        print_promotion_refused(std::cout, id, check.blockers, ctx.json);
                        return 1;

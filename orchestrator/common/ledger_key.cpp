@@ -40,6 +40,11 @@ void set_ledger_key_file(const std::filesystem::path& ledger, const std::filesys
   registry()[std::filesystem::weakly_canonical(ledger)] = key;
 }
 
+void forget_ledger_key_file(const std::filesystem::path& ledger) {
+  const std::lock_guard lock(g_mutex);
+  registry().erase(std::filesystem::weakly_canonical(ledger));
+}
+
 std::filesystem::path ledger_key_file(const std::filesystem::path& ledger) {
   const auto canonical = std::filesystem::weakly_canonical(ledger);
   {

@@ -17,6 +17,10 @@ namespace densefeed {
 std::filesystem::path ledger_key_file(const std::filesystem::path& ledger);
 // Registers the project's configured key file for its ledger (process-wide).
 void set_ledger_key_file(const std::filesystem::path& ledger, const std::filesystem::path& key);
+// Forgets what set_ledger_key_file registered for `ledger`: its key is the
+// default above again (a trusted configuration that names no key replaces a
+// worktree's that named one).
+void forget_ledger_key_file(const std::filesystem::path& ledger);
 
 struct LedgerKey {
   std::string bytes;        // the key

@@ -96,14 +96,7 @@ void bench_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
     out.environment = collect_environment();
     BenchOptions bench_options = bench_options_of(out, ledger, options, run);
     if (m.base.revision != kWorktree) {
-      const RevisionBuild b =
-          build_revision(*out.gate, options.project, out.base_sha, options.workspace, options.sandbox, &run.executor);
-      for (const auto& e : b.tampered) ledger.record_tamper(e);
-      run.revision_dirs.push_back(b.src.parent_path());
-      const auto hidden = out.base_arm.hidden;
-      out.base_arm = revision_context(options.project, options.store, b, out.base_arm.python);
-      out.base_arm.hidden = hidden;
-      out.base_arm.cache_dir = arm_cache_dir(options.workspace, b.src.parent_path().filename().string(), "base");
+      const RevisionBuild& b = base_revision_arm(out, ledger, options, run);
       bench_options.base = out.base_arm;
       if (!b.ok) {
         // Never measure something else in the base's place.

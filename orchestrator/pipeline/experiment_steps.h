@@ -15,6 +15,7 @@
 #include "case_grid.h"
 #include "experiment_outcome.h"
 #include "gate_runner.h"
+#include "revision_build.h"
 
 namespace densefeed {
 
@@ -33,6 +34,9 @@ struct ExperimentRun {
   // driver's other input sets (BenchOptions::references).
   std::optional<GateRunOptions> reference_options;
   std::int64_t gate_run_id = 0;  // the ledger's row of the gate run, once recorded
+  // The base revision's build, made once for the stages that run the base
+  // (the bench, the trace): see base_revision_arm.
+  std::optional<RevisionBuild> base_build;
 };
 
 // The gate stage: out.gate_result, red or error before any case when the
@@ -48,6 +52,13 @@ void bench_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
 // The trace stage (green gate and a trace section only), its findings
 // recorded, or its skip recorded with why.
 void trace_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options, ExperimentRun& run);
+// The base arm at its revision (the manifest's base is not WORKTREE), built
+// the first time a stage asks and reused after: out.base_arm becomes the
+// revision's context (its hidden paths kept, its compile cache keyed by the
+// build), the build's folder joins run.revision_dirs and what its export
+// check found altered is recorded once. Returns the build; `ok` false means
+// nothing may run in the base's place.
+const RevisionBuild& base_revision_arm(ExperimentOutcome& out, Ledger& ledger, const RunOptions& options, ExperimentRun& run);
 // Records a stage that did not run (StageVerdict::skipped) and why.
 void record_skipped(Ledger& ledger, std::int64_t experiment_id, const char* stage, const std::string& why);
 

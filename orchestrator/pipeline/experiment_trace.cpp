@@ -48,20 +48,13 @@ void trace_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
     record_skipped(ledger, out.experiment_id, "trace", out.trace_skipped);
     return;
   }
+  // The base at its revision: the bench's build when the bench ran, else built now.
+  if (m.base.revision != kWorktree) base_revision_arm(out, ledger, options, run);
   TraceStageOptions trace_options{out.work_dir, out.seed, out.candidate_arm, out.base_arm};
   trace_options.sandbox = options.sandbox;
   trace_options.limits = out.gate->limits;
   trace_options.gpus = out.gate->gpus;
   trace_options.executor = &run.executor;
-  if (m.base.revision != kWorktree) {
-    const RevisionBuild b =
-        build_revision(*out.gate, options.project, out.base_sha, options.workspace, options.sandbox, &run.executor);
-    for (const auto& e : b.tampered) ledger.record_tamper(e);
-    run.revision_dirs.push_back(b.src.parent_path());
-    trace_options.base = revision_context(options.project, options.store, b, out.base_arm.python);
-    trace_options.base.hidden = out.base_arm.hidden;
-    trace_options.base.cache_dir = arm_cache_dir(options.workspace, b.src.parent_path().filename().string(), "base");
-  }
   trace_options.readable = run.revision_dirs;
   out.trace = run_trace_stage(m.trace, out.trace_checks, out.candidate_params, out.base_params, trace_options);
   StageOutcome stage;

@@ -25,7 +25,7 @@ struct PromotionAccepts {
 };
 
 struct PromotionCheck {
-  nlohmann::ordered_json experiment;  // Ledger::show of it
+  ExperimentRecord record;            // Ledger::record of it
   std::vector<std::string> blockers;  // why it cannot be promoted, one sentence each; empty: it can
 };
 
@@ -33,9 +33,10 @@ struct PromotionCheck {
 // verdict or gate not green, a slower bench case, unaccepted candidate
 // timing, speedup beyond bound or agent base, an unapproved risk category,
 // a promotion already done (one whose acceptance run was started or
-// interrupted may run again), no pre-registered acceptance criteria. Throws
-// InputError for an unknown id.
-PromotionCheck check_promotion(const Ledger& ledger, std::int64_t id, const PromotionAccepts& accepts);
+// interrupted may run again), no pre-registered acceptance criteria, a gate
+// run whose gates came from a ref other than `trusted_ref` (the one this
+// promote's gate store is read from). Throws InputError for an unknown id.
+PromotionCheck check_promotion(const Ledger& ledger, std::int64_t id, const PromotionAccepts& accepts, const std::string& trusted_ref);
 
 // Where a promotion's acceptance runs from: the trusted ref's configuration.
 struct PromotionSetting {

@@ -123,6 +123,9 @@ struct ExperimentRecord {
   ArmRow candidate, base;
   std::vector<std::string> risk;  // declared risk categories
   bool has_acceptance = false;    // acceptance criteria were pre-registered in the manifest
+  // The manifest's acceptance section as recorded (command, criteria,
+  // statistic; null: none): what promote runs.
+  nlohmann::ordered_json acceptance;
   std::vector<EventRow> events;
   std::optional<GateRunRow> gate_run;
   std::vector<BenchCaseRow> bench_cases;

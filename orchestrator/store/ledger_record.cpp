@@ -172,6 +172,7 @@ ExperimentRecord experiment_record_from_rows(const nlohmann::ordered_json& e) {
   r.base = arm_row(e, "base_revision", "base_sha", "base_params");
   r.risk = strings(at(e, "risk"));
   r.has_acceptance = at(e, "acceptance").is_object() && at(e, "acceptance").contains("criteria");
+  r.acceptance = at(e, "acceptance");
   for (const auto& ev : array_or_empty(at(e, "events"))) {
     r.events.push_back({text(ev, "event"), text(ev, "owner"), text(ev, "owner_host"), maybe_integer(ev, "owner_pid"), text(ev, "detail"),
                         text(ev, "at")});

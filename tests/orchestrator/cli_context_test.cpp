@@ -9,6 +9,7 @@
 #include "cli.h"
 #include "error.h"
 #include "ledger.h"
+#include "ledger_key.h"
 #include "test_support.h"
 
 namespace df = densefeed;
@@ -131,4 +132,18 @@ TEST_F(CliContext, AReplacedExportIsRecordedOnce) {
   const df::Ledger reader(ledger, df::Ledger::Mode::read_only);
   ASSERT_EQ(reader.tamper_events().size(), 1u);
   EXPECT_EQ(reader.tamper_events()[0].kind, "export_changed");
+}
+
+// The agent's branch names a chain key of its own in densefeed.yaml; the
+// trusted ref names none. A verb that opens the store seals the ledger with
+// the default key, never the branch's (a hostile trial's finding: the
+// worktree's registration used to stay when the trusted ref named no key).
+TEST_F(CliContext, TheChainKeyIsTheTrustedRefsEvenWhenItNamesNone) {
+  const auto agent_key = dir_ / "agent" / "k";
+  testing_::write_file(repo_ / "densefeed.yaml", "experiments: branch-experiments\nledger_key: " + agent_key.string() + "\n");
+  df::CliContext ctx = context();
+  const auto ledger = ctx.ledger_path();
+  EXPECT_FALSE(ctx.store().worktree);
+  EXPECT_NE(df::ledger_key_file(ledger), agent_key);
+  EXPECT_EQ(df::ledger_key_file(ledger).parent_path(), dir_ / "config" / "densefeed" / "keys");
 }

@@ -70,11 +70,40 @@ TEST_F(RecordedExperiments, AnExperimentWithARedGateIsNotPromotableAndSaysWhy) {
     ledger.record_gate_run(id, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 42, utc_now(), &red});
   }
   const Ledger ledger(db_path(), Ledger::Mode::read_only);
-  const PromotionCheck check = check_promotion(ledger, id, {});
-  EXPECT_EQ(check.experiment["id"], id);
+  const PromotionCheck check = check_promotion(ledger, id, {}, "main");
+  EXPECT_EQ(check.record.id(), id);
   const auto& b = check.blockers;
   EXPECT_NE(std::find(b.begin(), b.end(), "its gate is red: 1 of 1 case(s) not green"), b.end()) << ::testing::PrintToString(b);
-  EXPECT_THROW(check_promotion(ledger, 999, {}), InputError);
+  EXPECT_THROW(check_promotion(ledger, 999, {}, "main"), InputError);
+}
+
+// A branch that names itself the trusted ref in its own densefeed.yaml gets a
+// green gate run from its own gates; a promote that reads main's gates refuses it.
+TEST_F(RecordedExperiments, AGreenGateRunFromAnotherRefIsNotPromotableAndSaysWhichRef) {
+  const auto from_branch = record("tf32"), from_worktree = record("tf32"), from_main = record("tf32");
+  GateResult green;
+  green.verdict = Verdict::green;
+  {
+    Ledger ledger(db_path());
+    const auto run = [&](std::int64_t id, const std::string& provenance) {
+      GateRunRecord r{"cp-affine-chain", std::string(64, 'f'), {}, "quick", 42, utc_now(), &green};
+      r.provenance_json = provenance;
+      ledger.record_gate_run(id, r);
+    };
+    run(from_branch, R"({"trusted_ref": "evil", "trust_worktree": false})");
+    run(from_worktree, R"({"trusted_ref": "main", "trust_worktree": true})");
+    run(from_main, R"({"trusted_ref": "main", "trust_worktree": false})");
+  }
+  const Ledger ledger(db_path(), Ledger::Mode::read_only);
+  const std::string blocker = "its gate ran with the gates of the ref 'evil', not of the trusted ref 'main' that this promote reads; "
+                              "run the experiment again with main's gates";
+  const auto b = check_promotion(ledger, from_branch, {}, "main").blockers;
+  EXPECT_NE(std::find(b.begin(), b.end(), blocker), b.end()) << ::testing::PrintToString(b);
+  for (const auto id : {from_worktree, from_main}) {
+    for (const auto& why : check_promotion(ledger, id, {}, "main").blockers) {
+      EXPECT_EQ(why.find("gates of the ref"), std::string::npos) << why;
+    }
+  }
 }
 
 }  // namespace
