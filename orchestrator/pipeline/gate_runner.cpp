@@ -55,7 +55,7 @@ struct Job {
   std::optional<SessionCaseRecord> session;
   std::filesystem::path log_dir;  // where its stdout.log/stderr.log are ('' = dir; a session's folder)
   int ranks = 1;                  // processes of a multi-rank case (gate `ranks`; the reference's is 1)
-  std::optional<std::uint64_t> seed;  // its own DENSEFEED_SEED (a bench input set's reference); unset: the run's
+  std::optional<std::uint64_t> seed;  // its own seed (a bench input set's reference; values.seed too), for a session's request; unset: the run's
   std::vector<RankOutcome> rank_outcomes;  // how each rank ended, in rank order (rank_group.h); empty for one process
   ProcessResult result;
 };
