@@ -5,9 +5,8 @@
 
 #include <fmt/format.h>
 
-#include "harness_protocol.h"
+#include "harness_command.h"
 #include "acceptance.h"
-#include "command_template.h"
 #include "error.h"
 #include "process_runner.h"
 #include "executor.h"
@@ -29,24 +28,19 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
   std::filesystem::create_directories(options.work_dir / "out", ec);
   if (ec) throw InfraError(fmt::format("{}: cannot create the acceptance folder: {}", options.work_dir.string(), ec.message()));
 
-  UntrustedCommand spec;
-  spec.argv = arm_command(acceptance.at("command").get<std::vector<std::string>>(),
-                          {nlohmann::ordered_json::object(), params, options.seed, (options.work_dir / "out").string()},
-                          options.candidate);
-  spec.arm = &options.candidate;
-  for (const auto& [k, v] : protocol_environment(ProtocolMode::acceptance, nlohmann::ordered_json::object(), options.seed,
-                                                 options.work_dir / "out")) {
-    spec.env[k] = v;
-  }
-  spec.cwd = options.work_dir;
-  spec.writable = {options.work_dir / "out"};
-  spec.stdout_path = options.work_dir / "stdout.log";
-  spec.stderr_path = options.work_dir / "stderr.log";
-  spec.timeout = std::chrono::milliseconds(static_cast<long long>(acceptance.value("timeout_s", 600.0) * 1000));
-  spec.limits = options.limits;
-  spec.sandbox = options.sandbox;
+  HarnessCall call;
+  call.mode = ProtocolMode::acceptance;
+  call.arm = &options.candidate;
+  call.command = acceptance.at("command").get<std::vector<std::string>>();
+  call.values = {nlohmann::ordered_json::object(), params, options.seed, (options.work_dir / "out").string()};
+  call.dir = options.work_dir;
+  call.out = options.work_dir / "out";
+  call.timeout = harness_timeout(acceptance.value("timeout_s", 600.0));
+  call.limits = options.limits;
+  call.sandbox = options.sandbox;
   Launch launch;
-  launch.untrusted = spec;
+  launch.untrusted = harness_command(call);
+  const UntrustedCommand& spec = launch.untrusted;
   AllocationRequest request;
   request.name = "acceptance";
   request.gpus = options.gpus;

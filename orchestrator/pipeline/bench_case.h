@@ -22,6 +22,7 @@
 #include "bench_result.h"
 #include "bench_options.h"
 #include "gate_spec.h"
+#include "harness_command.h"
 #include "bench_statistics.h"
 #include "executor.h"
 #include "session.h"
@@ -38,9 +39,9 @@ struct ArmLaunch {
 };
 
 // Runs one arm's round (bench_runner.cpp: the allocation, or the arm's
-// session): `spec` as built for the round, the case's values, its iterations.
-using ArmRunner =
-    std::function<ArmLaunch(const UntrustedCommand& spec, bool is_base, const nlohmann::ordered_json& case_values, int iters)>;
+// session): `call` as built for the round (harness_command.h), its
+// iterations.
+using ArmRunner = std::function<ArmLaunch(const HarnessCall& call, bool is_base, int iters)>;
 
 struct BenchRun {
   const GateSpec& gate;

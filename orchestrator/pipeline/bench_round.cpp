@@ -14,6 +14,7 @@
 #include "command_template.h"
 #include "error.h"
 #include "gate_runner.h"
+#include "harness_command.h"
 #include "harness_protocol.h"
 #include "input_sets.h"
 #include "outside_clock.h"
@@ -175,19 +176,21 @@ void check_timed_outputs(const GateSpec& gate, const Case& c, const std::filesys
 }
 
 
-// The command of one arm's round, run from `dir`: the gate's driver from
-// the trusted tree loading the arm's kernel (its context is `driver_arm`,
-// which must outlive the launch), or the arm's own harness; with a driver,
-// `round_seeds` gets the round's input sets (warm-up first, then the timed
-// iterations').
-UntrustedCommand bench_command(BenchRun& run, const BenchCaseRun& cr, const std::filesystem::path& dir, bool is_base, int iters,
-                               ArmContext& driver_arm, std::vector<std::uint64_t>& round_seeds) {
+// The call of one arm's round (harness_command.h), run from `dir`: the
+// gate's driver from the trusted tree loading the arm's kernel (its context
+// is `driver_arm`, which must outlive the launch), or the arm's own harness;
+// with a driver, `round_seeds` gets the round's input sets (warm-up first,
+// then the timed iterations').
+HarnessCall bench_call(BenchRun& run, const BenchCaseRun& cr, const std::filesystem::path& dir, bool is_base, int iters,
+                       ArmContext& driver_arm, std::vector<std::uint64_t>& round_seeds) {
   const GateSpec& gate = run.gate;
   const BenchOptions& options = run.options;
   const Case& c = *cr.bench_case;
   const ArmContext& arm = is_base ? options.base : options.candidate;
   const nlohmann::ordered_json& params = is_base ? run.base_params : run.candidate_params;
-  UntrustedCommand spec;
+  HarnessCall call;
+  call.mode = ProtocolMode::bench;
+  call.values = {c.values, params, options.seed, (dir / "out").string()};
   if (run.driven) {
     // The driver is trusted code from the trusted tree; the arm's tree
     // is only where its kernel is loaded from. It runs in the same
@@ -201,19 +204,16 @@ UntrustedCommand bench_command(BenchRun& run, const BenchCaseRun& cr, const std:
     // harness's (arm_context.h).
     driver_arm.cache_dir = arm.cache_dir.empty() ? std::filesystem::path()
                                                  : arm.cache_dir.parent_path() / (arm.cache_dir.filename().string() + "-driver");
-    TemplateValues values;
-    values.case_values = c.values;
-    values.params = nlohmann::ordered_json::object();
-    values.seed = options.seed;
-    values.out = (dir / "out").string();
-    spec.argv = arm_command(d.command, values, driver_arm);
-    spec.arm = &driver_arm;
+    // The driver is told no params: the arm's go in DENSEFEED_PARAMS.
+    call.command = d.command;
+    call.values.params = nlohmann::ordered_json::object();
+    call.arm = &driver_arm;
     nlohmann::ordered_json kernel = d.module.empty() ? nlohmann::ordered_json{{"library", d.library}, {"symbol", d.symbol}}
                                                      : nlohmann::ordered_json{{"module", d.module}, {"function", d.function}};
-    spec.env["DENSEFEED_KERNEL"] = kernel.dump();
-    spec.env["DENSEFEED_ARM_PROJECT"] = arm.project.string();
-    spec.env["DENSEFEED_TRUSTED_PROJECT"] = options.trusted->project.string();
-    spec.env["DENSEFEED_PARAMS"] = params.dump();
+    call.extra_env["DENSEFEED_KERNEL"] = kernel.dump();
+    call.extra_env["DENSEFEED_ARM_PROJECT"] = arm.project.string();
+    call.extra_env["DENSEFEED_TRUSTED_PROJECT"] = options.trusted->project.string();
+    call.extra_env["DENSEFEED_PARAMS"] = params.dump();
     std::string kernel_path;
     if (d.module.empty()) {
       // A library is a build product: it is looked up where the arm's
@@ -226,26 +226,26 @@ UntrustedCommand bench_command(BenchRun& run, const BenchCaseRun& cr, const std:
       kernel_path = (arm.project / d.path).lexically_normal().string();
       if (auto p = arm.env.find("PYTHONPATH"); p != arm.env.end()) kernel_path += ":" + p->second;
     }
-    spec.env["DENSEFEED_KERNEL_PATH"] = kernel_path;
+    call.extra_env["DENSEFEED_KERNEL_PATH"] = kernel_path;
   } else {
-    spec.argv = arm_command(gate.candidate_command, {c.values, params, options.seed, (dir / "out").string()}, arm);
-    spec.arm = &arm;
+    call.command = gate.candidate_command;
+    call.arm = &arm;
   }
-  for (const auto& [k, v] : bench_environment(c.values, options.seed, dir / "out", gate.bench.warmup, iters)) spec.env[k] = v;
+  call.case_values = c.values;
+  call.dir = dir;
+  call.out = dir / "out";
+  call.warmup = gate.bench.warmup;
+  call.iters = iters;
   if (run.driven) {
     round_seeds = draw_round_seeds(cr.pool, static_cast<std::size_t>(gate.bench.warmup + iters), run.draw);
-    spec.env[kInputSeedsEnv] = input_seeds_value(round_seeds);
+    call.input_seeds = round_seeds;
   }
-  if (!options.gpu.empty() && run.assigns_gpus) spec.env["CUDA_VISIBLE_DEVICES"] = options.gpu;
-  spec.cwd = dir;
-  spec.writable = {dir / "out"};
-  spec.readable = options.sandbox_readable;
-  spec.stdout_path = dir / "stdout.log";
-  spec.stderr_path = dir / "stderr.log";
-  spec.timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
-  spec.limits = gate.limits;
-  spec.sandbox = options.sandbox;
-  return spec;
+  if (run.assigns_gpus) call.gpu = options.gpu;
+  call.readable = options.sandbox_readable;
+  call.timeout = harness_timeout(gate.timeout_s);
+  call.limits = gate.limits;
+  call.sandbox = options.sandbox;
+  return call;
 }
 
 // What decides a driver's round under the outside clock: densefeed's
@@ -380,14 +380,13 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
   if (ec) throw InfraError(fmt::format("{}: cannot create: {}", dir.string(), ec.message()));
   ArmContext driver_arm;
   std::vector<std::uint64_t> round_seeds;  // warm-up first, then the timed iterations'
-  UntrustedCommand spec = bench_command(run, cr, dir, is_base, iters, driver_arm, round_seeds);
+  HarnessCall call = bench_call(run, cr, dir, is_base, iters, driver_arm, round_seeds);
   std::optional<OutsideClock> clock;
   if (run.outside) {
     clock.emplace();
-    spec.clock_fd = clock->child_fd();
-    spec.env[kClockFdEnv] = std::to_string(kClockChildFd);
+    call.clock_fd = clock->child_fd();
   }
-  const ArmLaunch arm_launch = run.run_arm(spec, is_base, c.values, iters);
+  const ArmLaunch arm_launch = run.run_arm(call, is_base, iters);
   const LaunchResult& ran = arm_launch.ran;
   std::optional<ClockRound> clocked;
   if (clock) {
@@ -418,7 +417,7 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
     }
     if (!launched.ok()) {
       failure = failure_value(who, launched);
-      const LogTail tail = log_tail(spec.stdout_path, spec.stderr_path, 4);
+      const LogTail tail = log_tail(harness_log(call, "stdout"), harness_log(call, "stderr"), 4);
       throw std::runtime_error(fmt::format("it {}{}", launched.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
     }
     ArmRound r = read_samples(dir / "out" / "samples.json");

@@ -14,6 +14,7 @@
 #include "bench_work.h"
 #include "error.h"
 #include "executor.h"
+#include "harness_command.h"
 #include "harness_protocol.h"
 #include "session.h"
 #include "timing_checks.h"
@@ -37,7 +38,7 @@ class ArmSessions {
     }
   }
 
-  ArmLaunch run(const UntrustedCommand& spec, bool is_base, const nlohmann::ordered_json& case_values, int iters) {
+  ArmLaunch run(const HarnessCall& call, bool is_base, int iters) {
     auto& session = sessions_[is_base ? 0 : 1];
     int& started = started_[is_base ? 0 : 1];
     if (!session || session->ended()) {
@@ -47,20 +48,13 @@ class ArmSessions {
       std::filesystem::remove_all(dir, ec);
       std::filesystem::create_directories(dir, ec);
       Launch launch;
-      launch.untrusted = spec;
-      UntrustedCommand& c = launch.untrusted;
-      for (const char* k : {kCaseEnv, kSeedEnv, kOutEnv, kWarmupEnv, kItersEnv}) c.env.erase(k);
-      c.cwd = dir;
-      c.writable = {dir / "exchange"};
-      c.stdout_path = dir / "stdout.log";
-      c.stderr_path = dir / "stderr.log";
-      c.timeout = std::chrono::hours(24 * 7);
+      launch.untrusted = harness_command(session_call(call, dir));
       session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange",
                                                  fmt::format("the {}'s session", is_base ? "base" : "candidate"), executor_);
     }
     SessionRequest req;
     req.mode = "bench";
-    req.case_values = case_values;
+    req.case_values = call.case_values;
     req.seed = options_.seed;
     req.warmup = gate_.bench.warmup;
     req.iters = iters;
@@ -69,7 +63,7 @@ class ArmSessions {
     // arm's clock.
     if (auto& other = sessions_[is_base ? 1 : 0]) other->pause();
     session->resume();
-    const SessionAnswer a = session->request(req, spec.cwd / "out", spec.timeout);
+    const SessionAnswer a = session->request(req, call.out, call.timeout);
     ArmLaunch out;
     out.answer = a;
     LaunchResult& r = out.ran;
@@ -196,10 +190,10 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   const std::unique_ptr<Allocation> allocation = ex.allocate(request);
   const bool sessions = gate.sessions && !driven && ex.name() == "local";
   ArmSessions arm_sessions(gate, options, ex);
-  const ArmRunner run_arm = [&](const UntrustedCommand& spec, bool is_base, const nlohmann::ordered_json& case_values, int iters) {
-    if (sessions) return arm_sessions.run(spec, is_base, case_values, iters);
+  const ArmRunner run_arm = [&](const HarnessCall& call, bool is_base, int iters) {
+    if (sessions) return arm_sessions.run(call, is_base, iters);
     Launch launch;
-    launch.untrusted = spec;
+    launch.untrusted = harness_command(call);
     ArmLaunch launched;
     launched.ran = allocation->run(launch);
     return launched;

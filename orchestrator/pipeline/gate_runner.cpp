@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "harness_command.h"
 #include "harness_protocol.h"
 #include "arm_context.h"
 #include "command_template.h"
@@ -32,7 +33,8 @@ namespace densefeed {
 namespace {
 
 struct Job {
-  std::vector<std::string> argv;
+  std::vector<std::string> command;  // its argv template (the gate's reference or candidate command)
+  TemplateValues values;             // what renders it: its case, the arm's params, the seed, its out/
   const ArmContext* arm = nullptr;
   nlohmann::ordered_json case_json;
   std::filesystem::path dir;
@@ -53,7 +55,7 @@ struct Job {
   std::optional<SessionCaseRecord> session;
   std::filesystem::path log_dir;  // where its stdout.log/stderr.log are ('' = dir; a session's folder)
   int ranks = 1;                  // processes of a multi-rank case (gate `ranks`; the reference's is 1)
-  std::optional<std::uint64_t> seed;  // its own DENSEFEED_SEED (a bench input set's reference); unset: the run's
+  std::optional<std::uint64_t> seed;  // its own seed (a bench input set's reference; values.seed too), for a session's request; unset: the run's
   std::vector<RankOutcome> rank_outcomes;  // how each rank ended, in rank order (rank_group.h); empty for one process
   ProcessResult result;
 };
@@ -80,72 +82,78 @@ std::map<std::string, std::string> hash_outputs(const std::filesystem::path& out
   return hashes;
 }
 
-// The Launch of one of `job`'s processes through the one launcher
-// (untrusted_launch.h), run from `dir` with the protocol's `env`, its logs in
-// dir. The reference is trusted code (the gate store's, from the trusted
-// ref's export or build: trusted_arm.h) but runs in the sandbox all the same:
-// it imports libraries that may not be, and it must reach nothing the
-// candidate wrote. It writes only its out/ and its own compile cache, with
-// the default limits (the gate's `limits` are the candidate's).
-Launch job_launch(const Job& job, const std::filesystem::path& dir, const std::map<std::string, std::string>& env,
-                  std::chrono::milliseconds timeout, std::vector<std::filesystem::path> writable, const GateSpec& gate,
-                  const GateRunOptions& options) {
+// The call of `job`'s process (harness_command.h): the protocol's gate mode,
+// run from job.dir, writing its out/. The reference is trusted code (the gate
+// store's, from the trusted ref's export or build: trusted_arm.h) but runs in
+// the sandbox all the same: it imports libraries that may not be, and it
+// must reach nothing the candidate wrote. It writes only its out/ and its
+// own compile cache, with the default limits (the gate's `limits` are the
+// candidate's), and is shown no revision folders.
+HarnessCall job_call(const Job& job, const GateSpec& gate, const GateRunOptions& options) {
+  HarnessCall call;
+  call.mode = ProtocolMode::gate;
+  call.arm = job.arm;
+  call.command = job.command;
+  call.values = job.values;
+  call.case_values = job.case_json;
+  call.dir = job.dir;
+  call.out = job.dir / "out";
+  call.timeout = harness_timeout(gate.timeout_s);
+  call.limits = job.untrusted ? gate.limits : CommandLimits{};
+  if (job.untrusted) call.readable = options.sandbox_readable;
+  call.sandbox = options.sandbox;
+  return call;
+}
+
+// The Launch of one of a job's processes through the one launcher
+// (untrusted_launch.h): a case's process, or its arm's session.
+Launch job_launch(const HarnessCall& call) {
   Launch launch;
-  UntrustedCommand& c = launch.untrusted;
-  c.argv = job.argv;
-  c.arm = job.arm;
-  c.env = env;
-  c.cwd = dir;
-  c.writable = std::move(writable);
-  if (job.untrusted) c.readable = options.sandbox_readable;
-  c.stdout_path = dir / "stdout.log";
-  c.stderr_path = dir / "stderr.log";
-  c.timeout = timeout;
-  c.limits = job.untrusted ? gate.limits : CommandLimits{};
-  c.sandbox = options.sandbox;
+  launch.untrusted = harness_command(call);
   return launch;
 }
 
+// What each rank of a multi-rank `job` adds to its command's environment:
+// the same case and seed for every rank; its own GPU (`gpus`, one entry per
+// rank, '' none) and, with per-rank outputs, its own folder (made here, so
+// that a missing one is the rank's doing).
+std::vector<std::map<std::string, std::string>> rank_outputs_env(const Job& job, const GateSpec& gate,
+                                                                 const std::vector<std::string>& gpus) {
+  std::vector<std::map<std::string, std::string>> ranks;
+  for (int k = 0; k < job.ranks; ++k) {
+    std::map<std::string, std::string> rank;
+    const auto out = gate.per_rank_outputs ? job.dir / "out" / fmt::format("rank-{}", k) : job.dir / "out";
+    std::error_code ec;
+    std::filesystem::create_directories(out, ec);
+    if (ec) throw InfraError(fmt::format("{}: cannot create rank {}'s output folder: {}", out.string(), k, ec.message()));
+    rank[kOutEnv] = out.string();
+    if (static_cast<std::size_t>(k) < gpus.size() && !gpus[static_cast<std::size_t>(k)].empty()) {
+      rank["CUDA_VISIBLE_DEVICES"] = gpus[static_cast<std::size_t>(k)];
+    }
+    ranks.push_back(std::move(rank));
+  }
+  return ranks;
+}
+
 // `gpus`: what the job holds, one entry per rank ('' entries: none); a
-// single process gets gpus[0].
-void run_job(Job& job, const GateSpec& gate, std::uint64_t seed, const GateRunOptions& options,
-             const std::vector<std::string>& gpus) {
-  std::map<std::string, std::string> env = protocol_environment(ProtocolMode::gate, job.case_json, seed, job.dir / "out");
-  const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate.timeout_s * 1000));
+// single process gets gpus[0]. Its DENSEFEED_SEED is job.values.seed.
+void run_job(Job& job, const GateSpec& gate, const GateRunOptions& options, const std::vector<std::string>& gpus) {
   AllocationRequest request;
   request.name = "gate-" + job.dir.filename().string();
   // Each rank its own GPUs: a scheduler gives the job all of them at once.
   request.gpus = gate.gpus * job.ranks;
   request.time_limit = std::chrono::seconds(static_cast<long long>(std::ceil(gate.timeout_s)));
-  Launch launch = job_launch(job, job.dir, env, timeout, {job.dir / "out"}, gate, options);
+  HarnessCall call = job_call(job, gate, options);
   if (job.ranks > 1) {
-    // Every rank: the same case and seed; its own GPU and, with per-rank
-    // outputs, its own folder (made here, so that a missing one is the
-    // rank's doing).
-    for (int k = 0; k < job.ranks; ++k) {
-      std::map<std::string, std::string> rank;
-      const auto out = gate.per_rank_outputs ? job.dir / "out" / fmt::format("rank-{}", k) : job.dir / "out";
-      std::error_code ec;
-      std::filesystem::create_directories(out, ec);
-      if (ec) throw InfraError(fmt::format("{}: cannot create rank {}'s output folder: {}", out.string(), k, ec.message()));
-      rank[kOutEnv] = out.string();
-      if (static_cast<std::size_t>(k) < gpus.size() && !gpus[static_cast<std::size_t>(k)].empty()) {
-        rank["CUDA_VISIBLE_DEVICES"] = gpus[static_cast<std::size_t>(k)];
-      }
-      launch.untrusted.rank_env.push_back(std::move(rank));
-    }
+    call.rank_env = rank_outputs_env(job, gate, gpus);
   } else {
-    if (!gpus.empty() && !gpus[0].empty()) {
-      launch.untrusted.env["CUDA_VISIBLE_DEVICES"] = gpus[0];
-    }
+    if (!gpus.empty()) call.gpu = gpus[0];
     // A one-rank case of a gate with ranks is rank 0 of 1, with the same
     // variables (a torch env:// harness reads them on its unpartitioned
     // point too); its outputs are the case's out/ as for one process.
-    if (job.untrusted && gate.ranks != "1") {
-      for (const auto& [k, v] : rank_environment(0, 1, free_loopback_port())) launch.untrusted.env[k] = v;
-    }
+    if (job.untrusted && gate.ranks != "1") call.extra_env = rank_environment(0, 1, free_loopback_port());
   }
-  const LaunchResult r = run_launch(stage_executor(options), launch, request);
+  const LaunchResult r = run_launch(stage_executor(options), job_launch(call), request);
   job.result = r.result.process;
   job.rank_outcomes = r.result.ranks;
   job.limit = r.result.limit;
@@ -189,12 +197,11 @@ void ensure_session(const Job& job, SessionSlot& slot, int thread, const GateSpe
     std::error_code ec;
     std::filesystem::remove_all(dir, ec);
     std::filesystem::create_directories(dir, ec);
-    // A session is told its mode; each request carries its case, seed and out (session.h).
-    std::map<std::string, std::string> env = {{kModeEnv, to_string(ProtocolMode::gate)}};
-    if (!gpu.empty()) env["CUDA_VISIBLE_DEVICES"] = gpu;
-    // A session lives for the run; each request has the case's timeout.
-    const auto lifetime = std::chrono::hours(24 * 7);
-    Launch launch = job_launch(job, dir, env, lifetime, {dir / "exchange"}, gate, options);
+    // A session is told its mode; each request carries its case, seed and
+    // out, and has the case's timeout (session.h).
+    HarnessCall call = session_call(job_call(job, gate, options), dir);
+    call.gpu = gpu;
+    Launch launch = job_launch(call);
     session = std::make_unique<HarnessSession>(std::move(launch), dir / "exchange", fmt::format("the {}'s session", arm),
                                                stage_executor(options));
     ++started;
@@ -340,7 +347,7 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
             }
           }
           try {
-            run_job(*jobs[i], gate, jobs[i]->seed.value_or(seed), options, gpus);
+            run_job(*jobs[i], gate, options, gpus);
           } catch (...) {
             pool.give(held);
             throw;
@@ -434,8 +441,8 @@ std::vector<ReferenceRun> run_references(const GateSpec& gate, const Case& c, co
     Job& ref = refs[i];
     ref.dir = options.work_dir / fmt::format("reference-seed-{}", seeds[i]);
     ref.seed = seeds[i];
-    ref.argv = arm_command(gate.reference_command, {c.values, nlohmann::ordered_json::object(), seeds[i], (ref.dir / "out").string()},
-                           options.reference);
+    ref.command = gate.reference_command;
+    ref.values = {c.values, nlohmann::ordered_json::object(), seeds[i], (ref.dir / "out").string()};
     ref.arm = &options.reference;
     ref.case_json = reference_case(gate, c);
     fresh_dir(ref.dir);
@@ -504,9 +511,8 @@ GateJobs plan_gate_jobs(const GateSpec& gate, const std::vector<Case>& cases, co
     if (inserted) {
       Job ref;
       ref.dir = options.work_dir / fmt::format("reference-{:03}", references.size());
-      ref.argv = arm_command(gate.reference_command,
-                             {c.values, nlohmann::ordered_json::object(), options.seed, (ref.dir / "out").string()},
-                             options.reference);
+      ref.command = gate.reference_command;
+      ref.values = {c.values, nlohmann::ordered_json::object(), options.seed, (ref.dir / "out").string()};
       ref.arm = &options.reference;
       ref.case_json = ref_case;
       references.push_back(std::move(ref));
@@ -515,8 +521,8 @@ GateJobs plan_gate_jobs(const GateSpec& gate, const std::vector<Case>& cases, co
 
     Job& cand = planned.candidates[i];
     cand.dir = options.work_dir / fmt::format("candidate-{:03}", i);
-    cand.argv = arm_command(gate.candidate_command, {c.values, candidate_params, options.seed, (cand.dir / "out").string()},
-                            options.candidate);
+    cand.command = gate.candidate_command;
+    cand.values = {c.values, candidate_params, options.seed, (cand.dir / "out").string()};
     cand.case_json = c.values;
     cand.arm = &options.candidate;
     cand.untrusted = true;

@@ -4,8 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "harness_protocol.h"
-#include "command_template.h"
+#include "harness_command.h"
 #include "error.h"
 #include "process_runner.h"
 #include "executor.h"
@@ -42,25 +41,20 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     std::filesystem::create_directories(dir / "out", ec);
     if (ec) throw InfraError(fmt::format("{}: cannot create the trace folder: {}", dir.string(), ec.message()));
     const ArmContext& context = is_base ? options.base : options.candidate;
-    UntrustedCommand spec;
-    spec.argv = arm_command(trace.at("command").get<std::vector<std::string>>(),
-                            {nlohmann::ordered_json::object(), is_base ? base_params : candidate_params, options.seed,
-                             (dir / "out").string()},
-                            context);
-    spec.arm = &context;
-    for (const auto& [k, v] : protocol_environment(ProtocolMode::trace, nlohmann::ordered_json::object(), options.seed, dir / "out")) {
-      spec.env[k] = v;
-    }
-    spec.cwd = dir;
-    spec.writable = {dir / "out"};
-    spec.readable = options.readable;
-    spec.stdout_path = dir / "stdout.log";
-    spec.stderr_path = dir / "stderr.log";
-    spec.timeout = std::chrono::milliseconds(static_cast<long long>(trace.value("timeout_s", 600.0) * 1000));
-    spec.limits = options.limits;
-    spec.sandbox = options.sandbox;
+    HarnessCall call;
+    call.mode = ProtocolMode::trace;
+    call.arm = &context;
+    call.command = trace.at("command").get<std::vector<std::string>>();
+    call.values = {nlohmann::ordered_json::object(), is_base ? base_params : candidate_params, options.seed, (dir / "out").string()};
+    call.dir = dir;
+    call.out = dir / "out";
+    call.readable = options.readable;
+    call.timeout = harness_timeout(trace.value("timeout_s", 600.0));
+    call.limits = options.limits;
+    call.sandbox = options.sandbox;
     Launch launch;
-    launch.untrusted = spec;
+    launch.untrusted = harness_command(call);
+    const UntrustedCommand& spec = launch.untrusted;
     AllocationRequest request;
     request.name = "trace-" + arm;
     request.gpus = options.gpus;

@@ -22,6 +22,9 @@
 #include "gate_runner.h"
 #include "gate_spec.h"
 #include "gate_store.h"
+#include "harness_command.h"
+#include "harness_protocol.h"
+#include "input_sets.h"
 #include "npy_writer.h"
 #include "project.h"
 #include "test_support.h"
@@ -444,5 +447,225 @@ TEST_F(StageExecutor, AnExperimentRunsEveryJobOnTheExecutorItIsGiven) {
   for (const auto& c : out.gate_result.cases) EXPECT_EQ(to_string(c.candidate_placement), "scripted job 7 on node7");
 }
 
+
+// The one builder of harness commands (harness_command.h): what each
+// stage's call becomes, field by field, and what the gate's and the bench's
+// launches carry through the scripted executor.
+class HarnessCommand : public StageExecutor {
+ protected:
+  void SetUp() override {
+    StageExecutor::SetUp();
+    arm_.label = "the arm";
+    arm_.project = "/p";
+    arm_.gate_dir = "/g";
+    arm_.python = "/usr/bin/python3";
+  }
+
+  // A call of `mode` from /r writing /r/out, as a stage makes it.
+  HarnessCall call(ProtocolMode mode) const {
+    HarnessCall c;
+    c.mode = mode;
+    c.arm = &arm_;
+    c.command = {"python3", "h.py", "{case.n}", "{param.p}", "{seed}", "{out}", "{project}", "{gate_dir}"};
+    c.values = {nlohmann::ordered_json{{"n", 2}, {"m", 3}}, nlohmann::ordered_json{{"p", "x"}}, 11, "/r/out"};
+    c.case_values = nlohmann::ordered_json{{"n", 2}, {"m", 3}};
+    c.dir = "/r";
+    c.out = "/r/out";
+    c.timeout = harness_timeout(2.5);
+    c.limits.memory_bytes = 1 << 20;
+    c.limits.processes = 7;
+    c.sandbox = false;
+    c.readable = {"/rev"};
+    return c;
+  }
+
+  // Every field but argv and env, as the call says.
+  static void expect_folders_and_limits(const UntrustedCommand& u, const HarnessCall& c, const std::filesystem::path& dir) {
+    EXPECT_EQ(u.arm, c.arm);
+    EXPECT_EQ(u.cwd, dir);
+    EXPECT_EQ(u.writable, std::vector<std::filesystem::path>{c.out});
+    EXPECT_EQ(u.readable, c.readable);
+    EXPECT_EQ(u.stdout_path, dir / "stdout.log");
+    EXPECT_EQ(u.stderr_path, dir / "stderr.log");
+    EXPECT_EQ(u.timeout, c.timeout);
+    EXPECT_EQ(u.limits.memory_bytes, c.limits.memory_bytes);
+    EXPECT_EQ(u.limits.processes, c.limits.processes);
+    EXPECT_EQ(u.limits.file_size_bytes, c.limits.file_size_bytes);
+    EXPECT_EQ(u.limits.tmp_bytes, c.limits.tmp_bytes);
+    EXPECT_EQ(u.sandbox, c.sandbox);
+    EXPECT_EQ(u.rank_env, c.rank_env);
+    EXPECT_EQ(u.clock_fd, c.clock_fd);
+  }
+
+  using Env = std::map<std::string, std::string>;
+  const std::vector<std::string> rendered_ = {"/usr/bin/python3", "h.py", "2", "x", "11", "/r/out", "/p", "/g"};
+  ArmContext arm_;
+};
+
+TEST_F(HarnessCommand, AGateCallIsTheGateModesCommand) {
+  HarnessCall c = call(ProtocolMode::gate);
+  c.gpu = "1,2";
+  const UntrustedCommand u = harness_command(c);
+  EXPECT_EQ(u.argv, rendered_);
+  EXPECT_EQ(u.env, (Env{{"CUDA_VISIBLE_DEVICES", "1,2"},
+                        {"DENSEFEED_CASE", R"({"n":2,"m":3})"},
+                        {"DENSEFEED_MODE", "gate"},
+                        {"DENSEFEED_OUT", "/r/out"},
+                        {"DENSEFEED_SEED", "11"}}));
+  expect_folders_and_limits(u, c, "/r");
+  EXPECT_EQ(u.timeout, std::chrono::milliseconds(2500));
+  EXPECT_EQ(u.limits.memory_bytes, 1u << 20);
+  EXPECT_FALSE(u.sandbox);
+  EXPECT_EQ(u.readable, std::vector<std::filesystem::path>{"/rev"});
+  EXPECT_EQ(u.clock_fd, -1);
+  EXPECT_TRUE(u.rank_env.empty());
+}
+
+// A reference is told only the keys it is keyed by, whatever its argv
+// renders; a multi-rank candidate's ranks add their own variables; a
+// one-rank case of a ranked gate gets rank 0 of 1 beside the protocol's.
+TEST_F(HarnessCommand, AGateCallTellsItsOwnCaseAndCarriesItsRanks) {
+  HarnessCall c = call(ProtocolMode::gate);
+  c.case_values = nlohmann::ordered_json{{"n", 2}};
+  c.rank_env = {{{"DENSEFEED_OUT", "/r/out/rank-0"}, {"CUDA_VISIBLE_DEVICES", "0"}}, {{"DENSEFEED_OUT", "/r/out/rank-1"}}};
+  c.extra_env = {{"RANK", "0"}, {"DENSEFEED_MODE", "not the protocol's"}};
+  const UntrustedCommand u = harness_command(c);
+  EXPECT_EQ(u.argv, rendered_);
+  EXPECT_EQ(u.env, (Env{{"DENSEFEED_CASE", R"({"n":2})"},
+                        {"DENSEFEED_MODE", "gate"},
+                        {"DENSEFEED_OUT", "/r/out"},
+                        {"DENSEFEED_SEED", "11"},
+                        {"RANK", "0"}}));
+  ASSERT_EQ(u.rank_env.size(), 2u);
+  EXPECT_EQ(u.rank_env[0].at("DENSEFEED_OUT"), "/r/out/rank-0");
+  EXPECT_EQ(u.rank_env[1].at("DENSEFEED_OUT"), "/r/out/rank-1");
+  expect_folders_and_limits(u, c, "/r");
+}
+
+TEST_F(HarnessCommand, ABenchCallIsTheBenchModesCommandWithItsDriversAdditions) {
+  HarnessCall c = call(ProtocolMode::bench);
+  c.warmup = 2;
+  c.iters = 10;
+  c.gpu = "4";
+  c.input_seeds = std::vector<std::uint64_t>{7, 8, 9};
+  c.clock_fd = 41;
+  c.extra_env = {{"DENSEFEED_KERNEL", R"({"library":"k.so","symbol":"f"})"}, {"DENSEFEED_PARAMS", R"({"p":"x"})"}};
+  const UntrustedCommand u = harness_command(c);
+  EXPECT_EQ(u.argv, rendered_);
+  EXPECT_EQ(u.env, (Env{{"CUDA_VISIBLE_DEVICES", "4"},
+                        {"DENSEFEED_CASE", R"({"n":2,"m":3})"},
+                        {"DENSEFEED_CLOCK_FD", "3"},
+                        {"DENSEFEED_INPUT_SEEDS", input_seeds_value({7, 8, 9})},
+                        {"DENSEFEED_ITERS", "10"},
+                        {"DENSEFEED_KERNEL", R"({"library":"k.so","symbol":"f"})"},
+                        {"DENSEFEED_MODE", "bench"},
+                        {"DENSEFEED_OUT", "/r/out"},
+                        {"DENSEFEED_PARAMS", R"({"p":"x"})"},
+                        {"DENSEFEED_SEED", "11"},
+                        {"DENSEFEED_WARMUP", "2"}}));
+  EXPECT_EQ(u.clock_fd, 41);
+  expect_folders_and_limits(u, c, "/r");
+  // An arm's own harness: no driver's variables, no clock.
+  HarnessCall own = call(ProtocolMode::bench);
+  own.warmup = 1;
+  own.iters = 5;
+  EXPECT_EQ(harness_command(own).env, (Env{{"DENSEFEED_CASE", R"({"n":2,"m":3})"},
+                                           {"DENSEFEED_ITERS", "5"},
+                                           {"DENSEFEED_MODE", "bench"},
+                                           {"DENSEFEED_OUT", "/r/out"},
+                                           {"DENSEFEED_SEED", "11"},
+                                           {"DENSEFEED_WARMUP", "1"}}));
+  EXPECT_EQ(harness_command(own).clock_fd, -1);
+}
+
+TEST_F(HarnessCommand, TraceAndAcceptanceCallsHaveNoCase) {
+  for (ProtocolMode mode : {ProtocolMode::trace, ProtocolMode::acceptance}) {
+    HarnessCall c = call(mode);
+    c.command = {"tool", "{param.p}", "{out}", "{seed}"};
+    c.values.case_values = nlohmann::ordered_json::object();
+    c.case_values = nlohmann::ordered_json::object();
+    c.timeout = harness_timeout(12.5);
+    if (mode == ProtocolMode::acceptance) c.readable.clear();
+    const UntrustedCommand u = harness_command(c);
+    EXPECT_EQ(u.argv, (std::vector<std::string>{"tool", "x", "/r/out", "11"}));
+    EXPECT_EQ(u.env, (Env{{"DENSEFEED_CASE", "{}"},
+                          {"DENSEFEED_MODE", mode == ProtocolMode::trace ? "trace" : "acceptance"},
+                          {"DENSEFEED_OUT", "/r/out"},
+                          {"DENSEFEED_SEED", "11"}}));
+    EXPECT_EQ(u.timeout, std::chrono::milliseconds(12500));
+    expect_folders_and_limits(u, c, "/r");
+  }
+}
+
+// A session is told its mode only; it writes its exchange folder, logs in
+// its own folder, lives for the run; its argv is the call's.
+TEST_F(HarnessCommand, ASessionCallIsToldItsModeOnly) {
+  for (ProtocolMode mode : {ProtocolMode::gate, ProtocolMode::bench}) {
+    HarnessCall round = call(mode);
+    round.warmup = 1;
+    round.iters = 5;
+    round.gpu = "3";
+    const HarnessCall c = session_call(round, "/s");
+    const UntrustedCommand u = harness_command(c);
+    EXPECT_EQ(u.argv, rendered_);
+    EXPECT_EQ(u.env, (Env{{"CUDA_VISIBLE_DEVICES", "3"}, {"DENSEFEED_MODE", to_string(mode)}}));
+    EXPECT_EQ(u.writable, std::vector<std::filesystem::path>{"/s/exchange"});
+    EXPECT_EQ(u.timeout, std::chrono::hours(24 * 7));
+    expect_folders_and_limits(u, c, "/s");
+  }
+}
+
+// What the gate's and the bench's launches carry, as the executor got
+// them: exactly the protocol's environment, their run folder, their logs,
+// the gate's timeout, and the gate's limits for what is not trusted.
+TEST_F(HarnessCommand, TheGatesAndTheBenchsLaunchesCarryExactlyTheProtocolEnvironment) {
+  const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate_.timeout_s * 1000));
+  gate_.limits.processes = 99;
+  const auto expect_launch = [&](const Launch& l, const Env& env, const CommandLimits& limits) {
+    const UntrustedCommand& u = l.untrusted;
+    EXPECT_EQ(u.env, env);
+    const std::filesystem::path out = env.at("DENSEFEED_OUT");
+    EXPECT_EQ(u.cwd, out.parent_path());
+    EXPECT_EQ(u.writable, std::vector<std::filesystem::path>{out});
+    EXPECT_EQ(u.stdout_path, out.parent_path() / "stdout.log");
+    EXPECT_EQ(u.stderr_path, out.parent_path() / "stderr.log");
+    EXPECT_EQ(u.timeout, timeout);
+    EXPECT_EQ(u.limits.processes, limits.processes);
+    EXPECT_TRUE(u.sandbox);
+    EXPECT_TRUE(u.rank_env.empty());
+    EXPECT_EQ(u.clock_fd, -1);
+  };
+  ScriptedExecutor gate_ex([](const Launch& l) {
+    write_y(l);
+    return exited(0);
+  });
+  ASSERT_EQ(gate(gate_ex, 11).verdict, Verdict::green);
+  ASSERT_EQ(gate_ex.launches.size(), 6u);
+  for (const auto& l : gate_ex.launches) {
+    const std::string n = l.untrusted.argv.at(1);
+    const std::string out = l.untrusted.argv.at(2);
+    EXPECT_EQ(out.rfind((dir_ / "runs" / (is_reference(l) ? "reference-" : "candidate-")).string(), 0), 0u) << out;
+    expect_launch(l, Env{{"DENSEFEED_CASE", "{\"n\":" + n + "}"}, {"DENSEFEED_MODE", "gate"}, {"DENSEFEED_OUT", out}, {"DENSEFEED_SEED", "11"}},
+                  is_reference(l) ? CommandLimits{} : gate_.limits);
+  }
+  BenchScript script;
+  ScriptedExecutor bench_ex(std::ref(script));
+  ASSERT_EQ(bench(gate_, dir_.path(), bench_ex).verdict, Verdict::green);
+  ASSERT_EQ(bench_ex.launches.size(), 18u);
+  for (std::size_t i = 0; i < bench_ex.launches.size(); ++i) {
+    const Launch& l = bench_ex.launches[i];
+    const int round = static_cast<int>(i / 2);
+    // ABBA: rounds 0 and 3 (mod 4) start with the base.
+    const bool base = (i % 2 == 0) == (round % 4 == 0 || round % 4 == 3);
+    const auto out = dir_ / "bench" / fmt::format("bench-00-round-{:02}-{}", round, base ? "base" : "candidate") / "out";
+    EXPECT_EQ(l.untrusted.argv, (std::vector<std::string>{"cand", "4", out.string()}));
+    expect_launch(l,
+                  Env{{"DENSEFEED_CASE", R"({"n":4})"}, {"DENSEFEED_ITERS", l.untrusted.env.at("DENSEFEED_ITERS")},
+                      {"DENSEFEED_MODE", "bench"}, {"DENSEFEED_OUT", out.string()}, {"DENSEFEED_SEED", "5"},
+                      {"DENSEFEED_WARMUP", "1"}},
+                  gate_.limits);
+    if (round % 2 == 0) EXPECT_EQ(l.untrusted.env.at("DENSEFEED_ITERS"), "5");
+  }
+}
 }  // namespace
 }  // namespace densefeed
