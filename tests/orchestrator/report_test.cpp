@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "report.h"
+#include "ledger_record.h"
 #include "report_html.h"
 
 namespace densefeed {
@@ -115,7 +116,7 @@ TEST(ReportHtmlGateSection, ARedGateRunNamesItsFailingCaseInARedRowAndCell) {
   LedgerFacts facts;
   facts.ledger_file = "ledger.db";
   facts.chain.ok = true;
-  const ReportPage page = experiment_report(red_gate_record(), facts, ReportAxes{}, "");
+  const ReportPage page = experiment_report(experiment_record_from_rows(red_gate_record()), facts, ReportAxes{}, "");
   const std::string& html = page.html;
   EXPECT_NE(html.find("data-gate-verdict>red</span>"), std::string::npos) << html;
   EXPECT_NE(html.find("<p><b>Why:</b> 1 of 2 cases red</p>"), std::string::npos) << html;
