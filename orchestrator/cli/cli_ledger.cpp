@@ -61,12 +61,12 @@ void add_ledger_read_verbs(CLI::App* ledger_cmd, CliContext& ctx, std::vector<Cl
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                      require_intact_chain(ledger);
                      const auto id = parse_experiment_id(*show_id);
-                     auto doc = ledger.show(id);
                      if (ctx.json) {
+                       auto doc = ledger.show(id);
                        const auto gate = locked_gate_for_next(ctx, doc["gate"].get<std::string>());
                        print_ledger_show_json(std::cout, std::move(doc), experiment_document(ledger.record(id), gate ? &*gate : nullptr, ctx.ledger_path()));
                      } else {
-                       print_ledger_show(std::cout, doc);
+                       print_ledger_show(std::cout, ledger.record(id));
                      }
                      return 0;
                    }});

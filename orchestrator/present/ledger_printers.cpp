@@ -49,89 +49,86 @@ void print_ledger_list(std::ostream& out, const nlohmann::ordered_json& rows) {
   }
 }
 
-void print_ledger_show(std::ostream& out, const nlohmann::ordered_json& e) {
-  out << fmt::format("experiment {} '{}' by '{}', submitted {}\n", e["id"].get<std::int64_t>(), line(e["name"]),
-                           line(e["author"]), line(e["submitted_at"]));
-  out << fmt::format("  manifest {} (sha256 {})\n  hypothesis: {}\n  predicted:  {}\n", line(e["manifest_path"]),
-                           line(e["manifest_sha256"]), line(e["hypothesis"]),
-                           line(e["predicted_effect"]));
-  out << fmt::format("  candidate {} {}   base {} {}\n", line(e["candidate_revision"]), e["candidate_params"].dump(),
-                           line(e["base_revision"]), e["base_params"].dump());
-  const auto& r = e["record"];
-  out << fmt::format("  verdict: {}{}{}\n", line(r["verdict"]),
-                           line(r["verdict_stage"]).empty() ? "" : " (" + line(r["verdict_stage"]) + ")",
-                           line(r["reason"]).empty() ? "" : " — " + line(r["reason"]));
-  for (const auto& [stage, o] : r["stages"].items()) {
-    const auto& f = o["failure"];
-    std::string failure;
-    if (f["kind"] != "none") {
-      failure = fmt::format(" [{}{}{}{}{}]", line(f["kind"]), line(f["who"]).empty() ? "" : " by " + line(f["who"]),
-                            f.contains("signal") ? fmt::format(", signal {}", f["signal"].get<int>()) : "",
-                            f.contains("exit_code") ? fmt::format(", exit code {}", f["exit_code"].get<int>()) : "",
-                            f.contains("output") ? fmt::format(", {}{}", line(f["output"]),
-                                                               f.contains("metric") ? "." + line(f["metric"]) : "") : "");
+namespace {
+
+// " — reason", or nothing for an empty one.
+std::string dash(const std::string& reason) { return reason.empty() ? "" : " — " + one_line(reason); }
+
+// A number the ledger may have left NULL: "-" then, as cell() prints it.
+std::string number_cell(const std::optional<double>& v) { return v ? fmt::format("{:.6g}", *v) : "-"; }
+
+// " [tolerance by candidate, exit code 3, out.rel_l2]", or nothing when it did not fail.
+std::string failure_text(const Failure& f) {
+  if (f.kind == FailureKind::none) return "";
+  const std::string who = to_string(f.who);
+  return fmt::format(" [{}{}{}{}{}]", to_string(f.kind), who.empty() ? "" : " by " + who,
+                     f.signal ? fmt::format(", signal {}", *f.signal) : "", f.exit_code ? fmt::format(", exit code {}", *f.exit_code) : "",
+                     f.output.empty() ? "" : fmt::format(", {}{}", one_line(f.output), f.metric.empty() ? "" : "." + one_line(f.metric)));
+}
+
+void print_gate_run(std::ostream& out, const GateRunRow& g) {
+  out << fmt::format("  gate {} (sha256 {}), profile {}, seed {}: {}{}\n", one_line(g.gate), one_line(g.gate_sha256).substr(0, 16),
+                     one_line(g.profile), one_line(g.seed), one_line(g.verdict), dash(g.reason));
+  for (const auto& p : g.lock_problems) out << "    lock: " << one_line(p) << "\n";
+  for (const auto& c : g.cases) {
+    std::string metrics;
+    for (const auto& m : c.metrics) {
+      // A metric the gate does not bound says nothing the reader can act on.
+      if (!std::isfinite(m.bound)) continue;
+      metrics += fmt::format(" {}.{}={} (bound {:.1e})", one_line(m.output), one_line(m.metric),
+                             std::isnan(m.value) ? "nan" : fmt::format("{:.2e}", m.value), m.bound);
     }
-    out << fmt::format("  stage {:<10} {}{}{}\n", stage, line(o["verdict"]), failure,
-                             line(o["reason"]).empty() ? "" : " — " + line(o["reason"]));
+    out << fmt::format("    {:<6} {:<50}{}{}\n", one_line(c.verdict), one_line(c.label), metrics, metrics.empty() ? " " + one_line(c.reason) : "");
   }
-  const auto& g = e["gate_run"];
-  if (g.is_null()) {
-    out << "  gate: no gate run recorded\n";
-  } else {
-    out << fmt::format("  gate {} (sha256 {}), profile {}, seed {}: {}{}\n", line(g["gate"]),
-                             line(g["gate_sha256"]).substr(0, 16), line(g["profile"]),
-                             line(g["seed"]), line(g["verdict"]),
-                             line(g["reason"]).empty() ? "" : " — " + line(g["reason"]));
-    for (const auto& p : g["lock_problems"]) out << "    lock: " << line(p) << "\n";
-    for (const auto& c : g["cases"]) {
-      std::string metrics;
-      for (const auto& m : c["metrics"]) {
-        // A metric the gate does not bound says nothing the reader can act on.
-        if (!m["bound"].is_number() || !std::isfinite(m["bound"].get<double>())) continue;
-        metrics += fmt::format(" {}.{}={} (bound {:.1e})", line(m["output"]), line(m["metric"]),
-                               m["value"].is_null() ? "nan" : fmt::format("{:.2e}", m["value"].get<double>()), m["bound"].get<double>());
-      }
-      out << fmt::format("    {:<6} {:<50}{}{}\n", line(c["verdict"]), line(c["case_label"]), metrics,
-                               metrics.empty() ? " " + line(c["reason"]) : "");
-    }
-  }
-  if (!e["bench_cases"].empty()) {
-    const auto& origin = e["record"]["base_origin"];
-    const auto kind = origin.value("kind", std::string("unrecorded"));
-    out << fmt::format("  base: {} — {}{}\n", one_line(kind), one_line(origin.value("reason", std::string())),
-                             is_agent_base(base_origin_kind_from_string(kind))
-                                 ? "; a base the agent wrote: promotion needs --accept-agent-base" : "");
-  }
-  for (const auto& b : e["bench_cases"]) {
+}
+
+void print_bench_cases(std::ostream& out, const ExperimentRecord& e) {
+  if (e.bench_cases.empty()) return;
+  const auto& origin = e.summary.base_origin;
+  out << fmt::format("  base: {} — {}{}\n", one_line(to_string(origin.kind)), one_line(origin.reason),
+                     is_agent_base(origin.kind) ? "; a base the agent wrote: promotion needs --accept-agent-base" : "");
+  for (const auto& b : e.bench_cases) {
     out << fmt::format("  bench {}: {} — speedup {:.3f}x [{:.3f}, {:.3f}], p = {:.3g}, {} rounds; base {:.4g} {}, candidate {:.4g} {}\n",
-                             line(b["case_label"]), line(b["verdict"]), b["speedup"].get<double>(),
-                             b["speedup_lo"].get<double>(), b["speedup_hi"].get<double>(), b["p_value"].get<double>(),
-                             b["rounds"].get<std::int64_t>(), b["base_median"].get<double>(), line(b["unit"]),
-                             b["candidate_median"].get<double>(), line(b["unit"]));
-    out << (b.value("timing", "candidate") == "driver" ? "    timed by the gate's trusted driver\n"
-                                                              : "    timed by the candidate (promotion needs --accept-candidate-timing)\n");
-    for (const auto& f : b.value("timing_flags", nlohmann::ordered_json::array())) {
-      out << fmt::format("    {}: {}\n", one_line(f.value("kind", "")), one_line(f.value("reason", "")));
-    }
+                       one_line(b.label), one_line(b.verdict), b.speedup, b.lo, b.hi, b.p_value, b.rounds, b.base_median, one_line(b.unit),
+                       b.candidate_median, one_line(b.unit));
+    out << (b.timing == "driver" ? "    timed by the gate's trusted driver\n"
+                                 : "    timed by the candidate (promotion needs --accept-candidate-timing)\n");
+    for (const auto& f : b.timing_flags) out << fmt::format("    {}: {}\n", one_line(f.value("kind", "")), one_line(f.value("reason", "")));
   }
-  for (const auto& t : e["trace_findings"]) {
-    out << fmt::format("  trace {} check {} ({}): {} — value {}, bound {}\n", line(t["arm"]),
-                             t["check_index"].get<std::int64_t>(), line(t["kind"]),
-                             t["passed"].get<bool>() ? "passed" : "FAILED", cell(t["value"]), cell(t["bound"]));
+}
+
+}  // namespace
+
+void print_ledger_show(std::ostream& out, const ExperimentRecord& e) {
+  const auto& s = e.summary;
+  out << fmt::format("experiment {} '{}' by '{}', submitted {}\n", s.id, one_line(s.name), one_line(e.author), one_line(s.submitted_at));
+  out << fmt::format("  manifest {} (sha256 {})\n  hypothesis: {}\n  predicted:  {}\n", one_line(e.manifest_path), one_line(e.manifest_sha256),
+                     one_line(e.hypothesis), one_line(e.predicted_effect));
+  out << fmt::format("  candidate {} {}   base {} {}\n", one_line(e.candidate.revision), e.candidate.params.dump(), one_line(e.base.revision),
+                     e.base.params.dump());
+  out << fmt::format("  verdict: {}{}{}\n", one_line(s.verdict), s.verdict_stage.empty() ? "" : " (" + one_line(s.verdict_stage) + ")",
+                     dash(s.reason));
+  for (const auto& o : s.stages) {
+    out << fmt::format("  stage {:<10} {}{}{}\n", o.stage, to_string(o.verdict), failure_text(o.failure), dash(o.reason));
   }
-  out << "  state: " << line(e["state"]);
-  for (const auto& [category, decision] : e["categories"].items()) out << fmt::format("; {}: {}", category, cell(decision));
-  if (!e["promotion"].is_null()) {
-    out << fmt::format("; promoted by {} at {}", line(e["promotion"]["promoted_by"]),
-                             line(e["promotion"]["promoted_at"]));
+  if (e.gate_run) print_gate_run(out, *e.gate_run);
+  else out << "  gate: no gate run recorded\n";
+  print_bench_cases(out, e);
+  for (const auto& t : e.trace_findings) {
+    out << fmt::format("  trace {} check {} ({}): {} — value {}, bound {}\n", one_line(t.arm), t.index, one_line(t.kind),
+                       t.passed ? "passed" : "FAILED", number_cell(t.value), number_cell(t.bound));
+  }
+  out << "  state: " << to_string(s.state);
+  for (const auto& [category, decision] : e.categories.items()) out << fmt::format("; {}: {}", category, cell(decision));
+  if (!e.promotion.is_null()) {
+    out << fmt::format("; promoted by {} at {}", line(e.promotion["promoted_by"]), line(e.promotion["promoted_at"]));
   }
   out << "\n";
-  for (const auto& a : e["acceptance_runs"]) {
-    out << fmt::format("  acceptance: {}{}\n", line(a["verdict"]),
-                             line(a["reason"]).empty() ? "" : " — " + line(a["reason"]));
-    for (const auto& c : a["criteria"]) {
+  for (const auto& a : e.acceptance_runs) {
+    out << fmt::format("  acceptance: {}{}\n", one_line(a.verdict), dash(a.reason));
+    for (const auto& c : a.criteria) {
       out << fmt::format("    {:<6} {:<48} {} {} vs {}\n", c["passed"].get<bool>() ? "pass" : "FAIL", line(c["criterion"]),
-                               line(c["statistic"]), cell(c["lhs"]), cell(c["rhs"]));
+                         line(c["statistic"]), cell(c["lhs"]), cell(c["rhs"]));
     }
   }
 }

@@ -10,14 +10,16 @@
 #include <nlohmann/json.hpp>
 
 #include "experiment_comparison.h"
+#include "experiment_record.h"
 
 namespace densefeed {
 
 // One line per experiment of Ledger::list: id, name, gate, state, verdict,
 // profile, submitted, then its bench speedups (or its reason).
 void print_ledger_list(std::ostream& out, const nlohmann::ordered_json& rows);
-// Everything Ledger::show recorded for one experiment, stage by stage.
-void print_ledger_show(std::ostream& out, const nlohmann::ordered_json& e);
+// Everything recorded for one experiment (Ledger::record), stage by stage:
+// the text of `ledger show`.
+void print_ledger_show(std::ostream& out, const ExperimentRecord& e);
 // ledger show --json: the rows as recorded, and beside them the keys of the
 // verdict document (experiment_document.h) the rows lack: where the two share
 // a key they say the same (OneRecord test).

@@ -29,6 +29,8 @@ std::optional<double> num(const J& j, const char* key) {
   if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
   return j[key].get<double>();
 }
+// A record's double as a figure: NaN (the ledger's NULL) is no figure.
+std::optional<double> known(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
 std::string sci(std::optional<double> v) { return v ? fmt::format("{:.3e}", *v) : "NaN"; }
 std::string fixed3(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "—"; }
 std::string general(std::optional<double> v) { return v ? fmt::format("{:.4g}", *v) : "—"; }
@@ -166,13 +168,13 @@ struct CaseAxes {
   std::vector<std::string> groups;  // other keys that vary
 };
 
-CaseAxes case_axes(const J& cases, const ReportAxes& wanted) {
+CaseAxes case_axes(const std::vector<GateCaseRow>& cases, const ReportAxes& wanted) {
   std::vector<std::string> order;
   std::map<std::string, std::set<std::string>> values;
   std::map<std::string, bool> numeric;
   for (const auto& c : cases) {
-    if (!c["case_json"].is_object()) continue;
-    for (const auto& [k, v] : c["case_json"].items()) {
+    if (!c.values.is_object()) continue;
+    for (const auto& [k, v] : c.values.items()) {
       if (!values.count(k)) {
         order.push_back(k);
         numeric[k] = true;
@@ -216,24 +218,24 @@ std::vector<std::string> sorted_numeric(std::set<std::string> values) {
 }
 
 // The gate run's verdict, its facts, why it was not green, the lock's problems.
-void gate_heading(Page& page, const J& run) {
+void gate_heading(Page& page, const GateRunRow& run) {
   page.add(fmt::format("<h2 id=\"gate\">Gate <code>{}</code>: <span class=\"verdict-{}\" data-gate-verdict>{}</span></h2>\n",
-                       html_escape(str(run, "gate")), html_escape(str(run, "verdict")), html_escape(str(run, "verdict"))));
+                       html_escape(run.gate), html_escape(run.verdict), html_escape(run.verdict)));
   page.add(fmt::format("<p>profile {}, seed {}, {} cases, {:.1f} s; gate file sha256 <code>{}</code>; sandbox: {}.</p>\n",
-                       html_escape(str(run, "profile")), html_escape(str(run, "seed")), run["cases"].size(), num(run, "wall_s").value_or(0),
-                       html_escape(str(run, "gate_sha256")), html_escape(str(run, "sandbox").empty() ? "not recorded" : str(run, "sandbox"))));
-  if (!str(run, "reason").empty()) page.add("<p><b>Why:</b> " + html_escape(str(run, "reason")) + "</p>\n");
-  for (const auto& p : run["lock_problems"]) page.notice("Lock: " + p.get<std::string>(), "bad");
+                       html_escape(run.profile), html_escape(run.seed), run.cases.size(), run.wall_s.value_or(0),
+                       html_escape(run.gate_sha256), html_escape(run.sandbox.empty() ? "not recorded" : run.sandbox)));
+  if (!run.reason.empty()) page.add("<p><b>Why:</b> " + html_escape(run.reason) + "</p>\n");
+  for (const auto& p : run.lock_problems) page.notice("Lock: " + p, "bad");
 }
 
 using OutputMetric = std::pair<std::string, std::string>;  // (output, metric)
 
 // Every (output, metric) in the order recorded.
-std::vector<OutputMetric> recorded_metrics(const J& cases) {
+std::vector<OutputMetric> recorded_metrics(const std::vector<GateCaseRow>& cases) {
   std::vector<OutputMetric> metrics;
   for (const auto& c : cases) {
-    for (const auto& m : c["metrics"]) {
-      const std::pair<std::string, std::string> key{str(m, "output"), str(m, "metric")};
+    for (const auto& m : c.metrics) {
+      const std::pair<std::string, std::string> key{m.output, m.metric};
       if (std::find(metrics.begin(), metrics.end(), key) == metrics.end()) metrics.push_back(key);
     }
   }
@@ -245,23 +247,23 @@ std::vector<OutputMetric> recorded_metrics(const J& cases) {
 struct MetricGroups {
   std::vector<std::string> groups;  // in the order first seen
   std::map<std::string, std::set<std::string>> rows, columns;
-  std::map<std::string, std::vector<std::pair<const J*, const J*>>> in_group;  // (case, metric row)
+  std::map<std::string, std::vector<std::pair<const GateCaseRow*, const MetricRow*>>> in_group;  // (case, metric row)
   std::optional<double> bound;
 };
 
-MetricGroups metric_groups(const J& cases, const CaseAxes& axes, const std::string& output, const std::string& metric) {
+MetricGroups metric_groups(const std::vector<GateCaseRow>& cases, const CaseAxes& axes, const std::string& output, const std::string& metric) {
   MetricGroups mg;
   for (const auto& c : cases) {
-    const J& cj = c["case_json"];
+    const J& cj = c.values;
     if (!cj.contains(axes.columns) || (!axes.rows.empty() && !cj.contains(axes.rows))) continue;
-    for (const auto& m : c["metrics"]) {
-      if (str(m, "output") != output || str(m, "metric") != metric) continue;
+    for (const auto& m : c.metrics) {
+      if (m.output != output || m.metric != metric) continue;
       const std::string g = group_of(cj, axes);
       if (!mg.in_group.count(g)) mg.groups.push_back(g);
       mg.in_group[g].push_back({&c, &m});
       mg.rows[g].insert(axes.rows.empty() ? "all" : case_value(cj[axes.rows]));
       mg.columns[g].insert(case_value(cj[axes.columns]));
-      mg.bound = num(m, "bound");
+      mg.bound = known(m.bound);
     }
   }
   return mg;
@@ -291,9 +293,9 @@ void metric_group_charts(Page& page, const CaseAxes& axes, const std::string& ou
   table.id = fmt::format("metric {}.{} {}", output, metric, g);
   table.head = {axes.rows.empty() ? "" : axes.rows + " \\ " + axes.columns};
   for (const auto& col : h.columns) table.head.push_back(col);
-  std::map<std::pair<std::string, std::string>, const J*> at;
+  std::map<std::pair<std::string, std::string>, const MetricRow*> at;
   for (const auto& [c, m] : mg.in_group.at(g)) {
-    const J& cj = (*c)["case_json"];
+    const J& cj = c->values;
     at[{axes.rows.empty() ? "all" : case_value(cj[axes.rows]), case_value(cj[axes.columns])}] = m;
   }
   for (const auto& r : h.rows) {
@@ -305,9 +307,9 @@ void metric_group_charts(Page& page, const CaseAxes& axes, const std::string& ou
         row.push_back("<td></td>");
         continue;
       }
-      const J& m = *it->second;
-      const auto value = num(m, "value");
-      const bool failed = m.value("passed", 1) == 0;
+      const MetricRow& m = *it->second;
+      const auto value = known(m.value);
+      const bool failed = !m.passed;
       const std::string where = fmt::format("{}{}={}{}", axes.rows.empty() ? "" : axes.rows + "=" + r + " ", axes.columns, col,
                                             g.empty() ? "" : " " + g);
       const std::string description =
@@ -325,7 +327,7 @@ void metric_group_charts(Page& page, const CaseAxes& axes, const std::string& ou
 }
 
 // Per (output, metric): a heading, then each group's charts and table.
-void metric_charts(Page& page, const J& cases, const CaseAxes& axes, const std::vector<OutputMetric>& metrics) {
+void metric_charts(Page& page, const std::vector<GateCaseRow>& cases, const CaseAxes& axes, const std::vector<OutputMetric>& metrics) {
   if (axes.columns.empty()) return;
   for (const auto& [output, metric] : metrics) {
     const MetricGroups mg = metric_groups(cases, axes, output, metric);
@@ -336,20 +338,20 @@ void metric_charts(Page& page, const J& cases, const CaseAxes& axes, const std::
 }
 
 // Per-slice: the ledger keeps the first slice over the bound, per failing case and metric.
-void slice_section(Page& page, const J& cases, const CaseAxes& axes, const std::vector<OutputMetric>& metrics) {
+void slice_section(Page& page, const std::vector<GateCaseRow>& cases, const CaseAxes& axes, const std::vector<OutputMetric>& metrics) {
   Table slices;
   slices.id = "slices";
   slices.head = {"case", "output", "metric", "value", "first failing slice"};
   HeatmapChart sh;
   std::set<std::string> srows, scols;
   for (const auto& c : cases) {
-    for (const auto& m : c["metrics"]) {
-      if (!m["first_failing_slice"].is_number()) continue;
-      const auto slice = m["first_failing_slice"].get<std::int64_t>();
-      slices.rows.push_back({td(str(c, "case_label")), td(str(m, "output")), td(str(m, "metric")), tdn(sci(num(m, "value"))), tdn(std::to_string(slice))});
+    for (const auto& m : c.metrics) {
+      if (!m.first_failing_slice) continue;
+      const auto slice = *m.first_failing_slice;
+      slices.rows.push_back({td(c.label), td(m.output), td(m.metric), tdn(sci(known(m.value))), tdn(std::to_string(slice))});
       slices.red.push_back(true);
-      const J& cj = c["case_json"];
-      if (!axes.columns.empty() && cj.contains(axes.columns) && (axes.rows.empty() || cj.contains(axes.rows)) && str(m, "metric") == (metrics.empty() ? "" : metrics[0].second)) {
+      const J& cj = c.values;
+      if (!axes.columns.empty() && cj.contains(axes.columns) && (axes.rows.empty() || cj.contains(axes.rows)) && m.metric == (metrics.empty() ? "" : metrics[0].second)) {
         const std::string r = axes.rows.empty() ? "all" : case_value(cj[axes.rows]);
         const std::string col = case_value(cj[axes.columns]);
         const std::string g = group_of(cj, axes);
@@ -357,7 +359,7 @@ void slice_section(Page& page, const J& cases, const CaseAxes& axes, const std::
         srows.insert(row);
         scols.insert(col);
         sh.cells.push_back({row, col, static_cast<double>(slice), false, std::to_string(slice),
-                            fmt::format("{} ({}): {}.{} first fails at slice {}", str(c, "case_label"), g, str(m, "output"), str(m, "metric"), slice)});
+                            fmt::format("{} ({}): {}.{} first fails at slice {}", c.label, g, m.output, m.metric, slice)});
       }
     }
   }
@@ -387,24 +389,24 @@ void slice_section(Page& page, const J& cases, const CaseAxes& axes, const std::
 }
 
 // Every case: its verdict, each metric's value and bound, its reason; red rows for cases not green.
-void every_case_table(Page& page, const J& cases) {
+void every_case_table(Page& page, const std::vector<GateCaseRow>& cases) {
   Table all;
   all.id = "cases";
   all.head = {"#", "case", "verdict", "metrics (value / bound)", "reason"};
   for (const auto& c : cases) {
     std::string ms;
-    for (const auto& m : c["metrics"]) {
-      ms += fmt::format("{}{}.{} {} / {}", ms.empty() ? "" : "; ", str(m, "output"), str(m, "metric"), sci(num(m, "value")), sci(num(m, "bound")));
+    for (const auto& m : c.metrics) {
+      ms += fmt::format("{}{}.{} {} / {}", ms.empty() ? "" : "; ", m.output, m.metric, sci(known(m.value)), sci(known(m.bound)));
     }
-    all.rows.push_back({tdn(str(c, "case_index")), td(str(c, "case_label")), tdv(str(c, "verdict")), td(ms), td(str(c, "reason"))});
-    all.red.push_back(str(c, "verdict") != "green");
+    all.rows.push_back({tdn(std::to_string(c.index)), td(c.label), tdv(c.verdict), td(ms), td(c.reason)});
+    all.red.push_back(c.verdict != "green");
   }
   page.add("<h3>Every case</h3>\n" + all.html());
 }
 
-void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
+void gate_section(Page& page, const GateRunRow& run, const ReportAxes& wanted) {
   gate_heading(page, run);
-  const J& cases = run["cases"];
+  const std::vector<GateCaseRow>& cases = run.cases;
   const CaseAxes axes = case_axes(cases, wanted);
   const std::vector<OutputMetric> metrics = recorded_metrics(cases);
   metric_charts(page, cases, axes, metrics);
@@ -412,16 +414,16 @@ void gate_section(Page& page, const J& run, const ReportAxes& wanted) {
   every_case_table(page, cases);
 }
 
-void bench_section(Page& page, const J& record) {
+void bench_section(Page& page, const ExperimentRecord& record) {
   page.add("<h2 id=\"bench\">Benchmark</h2>\n");
-  const J& run = record["gate_run"];
-  const J& cases = record["bench_cases"];
+  const auto& run = record.gate_run;
+  const auto& cases = record.bench_cases;
   if (cases.empty()) {
-    if (run.is_null()) {
+    if (!run) {
       page.notice("No benchmark: the gate has not run.");
-    } else if (str(run, "verdict") != "green") {
+    } else if (run->verdict != "green") {
       page.notice(fmt::format("No benchmark: the gate is {}. densefeed never measures, stores or prints a speedup for an experiment "
-                              "whose gate is not green.", str(run, "verdict")), "bad");
+                              "whose gate is not green.", run->verdict), "bad");
     } else {
       page.notice("No benchmark recorded: the gate is green but no bench case ran (--no-bench, or the gate declares none).");
     }
@@ -433,21 +435,20 @@ void bench_section(Page& page, const J& record) {
   summary.head = {"bench case", "verdict", "speedup", "interval", "confidence", "predicted", "noise threshold", "p", "rounds",
                   "base median", "candidate median", "reason"};
   for (const auto& b : cases) {
-    const std::string unit = str(b, "unit");
+    const std::string unit = b.unit;
     std::vector<BenchSample> samples;
     Table rounds;
-    rounds.id = "rounds " + str(b, "case_label");
+    rounds.id = "rounds " + b.label;
     rounds.head = {"round", "base samples (" + unit + ")", "candidate samples (" + unit + ")"};
     int r = 0;
-    for (const auto& round : b["rounds_json"]) {
+    for (const auto& round : b.samples) {
       ++r;
       std::vector<std::string> cells = {tdn(std::to_string(r))};
       for (const char* arm : {"base", "candidate"}) {
-        const J& xs = round[std::string(arm) + "_ms"];
+        const std::vector<double>& xs = std::string(arm) == "base" ? round.base_ms : round.candidate_ms;
         std::string text;
         int i = 0;
-        for (const auto& x : xs) {
-          const double v = x.get<double>();
+        for (const double v : xs) {
           text += fmt::format("{}{:.4g}", text.empty() ? "" : ", ", v);
           samples.push_back({r, arm, i++, static_cast<int>(xs.size()), v, fmt::format("round {} {} {:.4g} {}", r, arm, v, unit)});
         }
@@ -455,57 +456,57 @@ void bench_section(Page& page, const J& record) {
       }
       rounds.rows.push_back(cells);
     }
-    const std::string label = str(b, "case_label");
+    const std::string label = b.label;
     page.add(fmt::format("<h3>{}: <span class=\"verdict-{}\">{}</span></h3>\n<p>{}</p>\n", html_escape(label),
-                         str(b, "verdict") == "slower" ? "red" : "green", html_escape(str(b, "verdict")), html_escape(str(b, "reason"))));
+                         b.verdict == "slower" ? "red" : "green", html_escape(b.verdict), html_escape(b.reason)));
     page.add("<div class=\"charts\">\n" + page.chart("bench-samples", bench_samples_spec(fmt::format("{}: samples per round ({})", label, unit), unit, samples)) +
              "</div>\n" + rounds.html());
     SpeedupMark m;
     m.label = label;
-    m.speedup = num(b, "speedup").value_or(0);
-    m.lo = num(b, "speedup_lo").value_or(m.speedup);
-    m.hi = num(b, "speedup_hi").value_or(m.speedup);
-    m.predicted = num(b, "predicted_speedup");
-    m.threshold = num(b, "threshold");
-    m.verdict = str(b, "verdict");
+    m.speedup = known(b.speedup).value_or(0);
+    m.lo = known(b.lo).value_or(m.speedup);
+    m.hi = known(b.hi).value_or(m.speedup);
+    m.predicted = b.predicted_speedup;
+    m.threshold = known(b.threshold);
+    m.verdict = b.verdict;
     m.description = fmt::format("{}: speedup {} [{}, {}], {}", label, fixed3(m.speedup), fixed3(m.lo), fixed3(m.hi), m.verdict);
     marks.push_back(m);
     summary.rows.push_back({td(label), tdv(m.verdict), tdn(fixed3(m.speedup)), tdn(fmt::format("[{}, {}]", fixed3(m.lo), fixed3(m.hi))),
-                            tdn(fmt::format("{:.1f} %", 100 * num(b, "ci_confidence").value_or(0))), tdn(fixed3(m.predicted)),
-                            tdn(fmt::format("{:.1f} %", 100 * m.threshold.value_or(0))), tdn(general(num(b, "p_value"))), tdn(str(b, "rounds")),
-                            tdn(general(num(b, "base_median")) + " " + unit), tdn(general(num(b, "candidate_median")) + " " + unit), td(str(b, "reason"))});
+                            tdn(fmt::format("{:.1f} %", 100 * known(b.ci_confidence).value_or(0))), tdn(fixed3(m.predicted)),
+                            tdn(fmt::format("{:.1f} %", 100 * m.threshold.value_or(0))), tdn(general(known(b.p_value))), tdn(std::to_string(b.rounds)),
+                            tdn(general(known(b.base_median)) + " " + unit), tdn(general(known(b.candidate_median)) + " " + unit), td(b.reason)});
     summary.red.push_back(m.verdict == "slower");
   }
   page.add("<h3>Speedup</h3>\n<div class=\"charts\">\n" + page.chart("speedup", speedup_spec("speedup with its confidence interval", marks)) + "</div>\n" +
            summary.html());
 }
 
-void trace_section(Page& page, const J& findings) {
+void trace_section(Page& page, const std::vector<TraceFindingRow>& findings) {
   if (findings.empty()) return;
   page.add("<h2 id=\"trace\">Trace findings</h2>\n");
   Table t;
   t.id = "trace";
   t.head = {"arm", "check", "a", "b", "value", "bound", "verdict", "reason"};
   for (const auto& f : findings) {
-    const J& d = f["details"];
+    const J& d = f.details;
     const std::string unit = str(d, "unit");
     const auto fmt_value = [&](std::optional<double> v) {
       if (!v) return std::string("—");
       return unit == "ms" ? fmt::format("{:.4g} ms", *v) : fmt::format("{:.1f} %", 100 * *v);
     };
-    const bool passed = f.value("passed", false);
-    t.rows.push_back({td(str(f, "arm")), td(str(f, "kind")), td(str(d, "a")), td(str(d, "b")), tdn(fmt_value(num(f, "value"))),
-                      tdn(fmt_value(num(f, "bound"))), tdv(passed ? "green" : "red"), td(str(d, "reason"))});
+    const bool passed = f.passed;
+    t.rows.push_back({td(f.arm), td(f.kind), td(str(d, "a")), td(str(d, "b")), tdn(fmt_value(f.value)),
+                      tdn(fmt_value(f.bound)), tdv(passed ? "green" : "red"), td(str(d, "reason"))});
     t.red.push_back(!passed);
     const J& window = d["window"];
     const double w0 = num(window, "start_ns").value_or(0), w1 = num(window, "end_ns").value_or(0);
     const auto ms = [&](const J& s, const char* key) { return (num(s, key).value_or(0) - w0) / 1e6; };
     const auto lane_of = [](const J& s) { return str(s, "lane") + (s.contains("rank") ? fmt::format(" (rank {})", str(s, "rank")) : ""); };
-    const bool share = str(f, "kind") == "share";
+    const bool share = f.kind == "share";
     std::vector<LaneInterval> lanes;
     std::vector<OverlapBand> overlaps;
     Table it;
-    it.id = fmt::format("intervals {} {}", str(f, "arm"), str(f, "check_index"));
+    it.id = fmt::format("intervals {} {}", f.arm, f.index);
     const J involved = d.value("involved", J::array());
     if (!share && !involved.empty()) {
       // The check's A and B slices on their lanes and where they meet (the overlap, shaded).
@@ -514,7 +515,7 @@ void trace_section(Page& page, const J& findings) {
         const bool a = str(s, "role") == "a";
         const double start = ms(s, "start_ns"), end = ms(s, "end_ns"), exposed = num(s, "ns").value_or(0) / 1e6;
         const std::string lane = lane_of(s);
-        std::string description = fmt::format("{}: {} {} on {}: {:.3f} to {:.3f} ms", str(f, "arm"), a ? "A" : "B", str(s, "name"), lane, start, end);
+        std::string description = fmt::format("{}: {} {} on {}: {:.3f} to {:.3f} ms", f.arm, a ? "A" : "B", str(s, "name"), lane, start, end);
         if (a) description += fmt::format(", {:.3f} ms exposed", exposed);
         lanes.push_back({lane, str(s, "name"), start, end, a && end > start ? std::clamp(exposed / (end - start), 0.0, 1.0) : 0, description,
                          a ? "a" : "b"});
@@ -523,7 +524,7 @@ void trace_section(Page& page, const J& findings) {
       }
       for (const auto& o : d.value("overlaps", J::array())) {
         const double start = ms(o, "start_ns"), end = ms(o, "end_ns");
-        overlaps.push_back({start, end, fmt::format("{}: overlap of A and B: {:.3f} to {:.3f} ms", str(f, "arm"), start, end)});
+        overlaps.push_back({start, end, fmt::format("{}: overlap of A and B: {:.3f} to {:.3f} ms", f.arm, start, end)});
       }
     } else {
       it.head = {"lane", "slice", "start (ms)", "end (ms)", share ? "in the selection (ms)" : "exposed (ms)"};
@@ -539,26 +540,26 @@ void trace_section(Page& page, const J& findings) {
         it.rows.push_back({td(lane), td(str(s, "name")), tdn(fmt::format("{:.3f}", start)), tdn(fmt::format("{:.3f}", end)), tdn(fmt::format("{:.3f}", ns))});
       }
     }
-    page.add(fmt::format("<h3>{} arm, {} check {}: <span class=\"verdict-{}\">{}</span></h3>\n", html_escape(str(f, "arm")),
-                         html_escape(str(f, "kind")), html_escape(str(f, "check_index")), passed ? "green" : "red", passed ? "passed" : "failed"));
+    page.add(fmt::format("<h3>{} arm, {} check {}: <span class=\"verdict-{}\">{}</span></h3>\n", html_escape(f.arm),
+                         html_escape(f.kind), f.index, passed ? "green" : "red", passed ? "passed" : "failed"));
     if (lanes.empty()) {
       page.add("<p>The check names no intervals (nothing was exposed, or the selection matched nothing).</p>\n");
     } else {
       const std::string title =
-          involved.empty() ? fmt::format("{} arm: {} intervals ({} of {} listed)", str(f, "arm"), str(f, "kind"), lanes.size(), str(d, "intervals_total"))
-                           : fmt::format("{} arm: A = {}, B = {} ({} of {} slices drawn, {} overlap segments)", str(f, "arm"), str(d, "a"), str(d, "b"),
+          involved.empty() ? fmt::format("{} arm: {} intervals ({} of {} listed)", f.arm, f.kind, lanes.size(), str(d, "intervals_total"))
+                           : fmt::format("{} arm: A = {}, B = {} ({} of {} slices drawn, {} overlap segments)", f.arm, str(d, "a"), str(d, "b"),
                                          lanes.size(), str(d, "involved_total"), overlaps.size());
       page.add("<div class=\"charts\">\n" +
                page.chart("lane-timeline", lane_timeline_spec(title, lanes, overlaps, (w1 - w0) / 1e6, share ? "in the selection" : "exposed")) +
                "</div>\n" + it.html());
       if (!involved.empty()) {
         Table ot;
-        ot.id = fmt::format("overlaps {} {}", str(f, "arm"), str(f, "check_index"));
+        ot.id = fmt::format("overlaps {} {}", f.arm, f.index);
         ot.head = {"overlap start (ms)", "end (ms)", "length (ms)"};
         for (const auto& o : overlaps) {
           ot.rows.push_back({tdn(fmt::format("{:.3f}", o.start_ms)), tdn(fmt::format("{:.3f}", o.end_ms)), tdn(fmt::format("{:.3f}", o.end_ms - o.start_ms))});
         }
-        page.add(overlaps.empty() ? fmt::format("<p data-no-overlap>A and B never overlap in the window ({} arm).</p>\n", html_escape(str(f, "arm")))
+        page.add(overlaps.empty() ? fmt::format("<p data-no-overlap>A and B never overlap in the window ({} arm).</p>\n", html_escape(f.arm))
                                   : fmt::format("<p>{} segment(s) where A and B overlap, {:.3f} ms in all{}:</p>\n", overlaps.size(),
                                                 [&] { double sum = 0; for (const auto& o : overlaps) sum += o.end_ms - o.start_ms; return sum; }(),
                                                 d.value("overlaps_total", 0) > static_cast<int>(overlaps.size()) ? fmt::format(" (of {} listed)", str(d, "overlaps_total")) : "") +
@@ -569,49 +570,46 @@ void trace_section(Page& page, const J& findings) {
   page.add("<h3>All checks</h3>\n" + t.html());
 }
 
-void acceptance_and_review_section(Page& page, const J& record) {
+void acceptance_and_review_section(Page& page, const ExperimentRecord& record) {
   page.add("<h2 id=\"review\">Review, promotion and acceptance</h2>\n");
   Table events;
   events.id = "events";
   events.head = {"at", "event", "owner", "host", "pid", "detail"};
-  for (const auto& e : record["events"]) {
-    events.rows.push_back({td(str(e, "at")), td(str(e, "event")), td(str(e, "owner")), td(str(e, "owner_host")), tdn(str(e, "owner_pid")), td(str(e, "detail"))});
+  for (const auto& e : record.events) {
+    events.rows.push_back({td(e.at), td(e.event), td(e.owner), td(e.owner_host), tdn(e.owner_pid ? std::to_string(*e.owner_pid) : ""), td(e.detail)});
   }
   page.add("<h3>Life of the experiment</h3>\n" + events.html());
   Table reviews;
   reviews.id = "reviews";
   reviews.head = {"at", "category", "decision", "reviewer", "note"};
-  for (const auto& r : record.value("reviews", J::array())) {
-    reviews.rows.push_back({td(str(r, "reviewed_at")), td(str(r, "category")), td(str(r, "decision")), td(str(r, "reviewer")), td(str(r, "note"))});
-    reviews.red.push_back(str(r, "decision") == "reject");
+  for (const auto& r : record.reviews) {
+    reviews.rows.push_back({td(r.reviewed_at), td(r.category), td(r.decision), td(r.reviewer), td(r.note)});
+    reviews.red.push_back(r.decision == "reject");
   }
   std::string categories;
-  const J categories_doc = record.value("categories", J::object());
-  for (const auto& [k, v] : categories_doc.items()) {
+  for (const auto& [k, v] : record.categories.items()) {
     categories += fmt::format("{}{}: {}", categories.empty() ? "" : ", ", k, case_value(v));
   }
   page.add(fmt::format("<h3>Reviews</h3>\n<p>Risk categories (latest decision): {}</p>\n", html_escape(categories.empty() ? "none declared" : categories)));
   page.add(reviews.rows.empty() ? "<p>No review recorded.</p>\n" : reviews.html());
-  const J& promotion = record.value("promotion", J());
+  const J& promotion = record.promotion;
   page.add(promotion.is_object() ? fmt::format("<p data-promotion>Promoted by <b>{}</b> at {}.</p>\n", html_escape(str(promotion, "promoted_by")),
                                                html_escape(str(promotion, "promoted_at")))
                                  : "<p>Not promoted.</p>\n");
   page.add("<h3 id=\"acceptance\">Acceptance</h3>\n");
-  const J& runs = record.value("acceptance_runs", J::array());
+  const auto& runs = record.acceptance_runs;
   if (runs.empty()) {
     std::string criteria;
-    if (record["acceptance"].is_object()) {
-      for (const auto& c : record["acceptance"].value("criteria", J::array())) criteria += "<li><code>" + html_escape(case_value(c)) + "</code></li>";
-    }
+    for (const auto& c : record.acceptance_criteria) criteria += "<li><code>" + html_escape(case_value(c)) + "</code></li>";
     page.add(criteria.empty() ? "<p>No acceptance criteria in the manifest.</p>\n"
                               : "<p>No acceptance run yet. Criteria written before any result:</p><ul>" + criteria + "</ul>\n");
   }
   for (const auto& a : runs) {
     Table t;
-    t.id = "acceptance " + str(a, "id");
+    t.id = "acceptance " + std::to_string(a.id);
     t.head = {"criterion", "statistic", "left", "right", "verdict"};
     std::vector<CriterionMark> marks;
-    for (const auto& c : a["criteria"]) {
+    for (const auto& c : a.criteria) {
       const bool passed = c.value("passed", false);
       t.rows.push_back({td(str(c, "criterion")), td(str(c, "statistic")), tdn(general(num(c, "lhs"))), tdn(general(num(c, "rhs"))),
                         tdv(passed ? "green" : "red")});
@@ -623,11 +621,11 @@ void acceptance_and_review_section(Page& page, const J& record) {
     }
     if (!marks.empty()) {
       page.add("<div class=\"charts\">\n" +
-               page.chart("acceptance", acceptance_spec(fmt::format("acceptance run {} ({} {})", str(a, "id"), str(a, "verdict"), str(a, "started_at")), marks)) +
+               page.chart("acceptance", acceptance_spec(fmt::format("acceptance run {} ({} {})", a.id, a.verdict, a.started_at), marks)) +
                "</div>\n");
     }
-    page.add(fmt::format("<p>Run {} at {}: <span class=\"verdict-{}\">{}</span> {}</p>\n", html_escape(str(a, "id")), html_escape(str(a, "started_at")),
-                         str(a, "verdict") == "pass" ? "green" : "red", html_escape(str(a, "verdict")), html_escape(str(a, "reason"))) +
+    page.add(fmt::format("<p>Run {} at {}: <span class=\"verdict-{}\">{}</span> {}</p>\n", a.id, html_escape(a.started_at),
+                         a.verdict == "pass" ? "green" : "red", html_escape(a.verdict), html_escape(a.reason)) +
              t.html());
   }
 }
@@ -651,52 +649,51 @@ std::string html_escape(const std::string& raw) {
   return out;
 }
 
-ReportPage experiment_report(const J& record, const LedgerFacts& facts, const ReportAxes& axes, const std::string& vega_scripts) {
-  const std::string id = str(record, "id");
-  Page page("experiment", fmt::format("Experiment {}: {}", id, str(record, "name")), facts);
-  const std::string state = str(record, "state");
-  const J& run = record["gate_run"];
+ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& facts, const ReportAxes& axes, const std::string& vega_scripts) {
+  const ExperimentSummary& summary = record.summary;
+  const std::string id = std::to_string(record.id());
+  Page page("experiment", fmt::format("Experiment {}: {}", id, summary.name), facts);
+  const std::string state = to_string(summary.state);
+  const auto& run = record.gate_run;
   page.add(fmt::format("<p>by <b>{}</b>, submitted {}; state <b data-state>{}</b>; gate <code>{}</code>; manifest {} (sha256 <code>{}</code>).</p>\n",
-                       html_escape(str(record, "author")), html_escape(str(record, "submitted_at")), html_escape(state), html_escape(str(record, "gate")),
-                       html_escape(str(record, "manifest_path")), html_escape(str(record, "manifest_sha256"))));
-  page.add(fmt::format("<p>candidate <code>{}</code> {} &nbsp; base <code>{}</code> {}</p>\n", html_escape(str(record, "candidate_revision")),
-                       html_escape(record["candidate_params"].dump()), html_escape(str(record, "base_revision")), html_escape(record["base_params"].dump())));
-  if (run.is_null()) {
-    const auto typed = experiment_state_from(state);
-    if (typed == ExperimentState::queued || typed == ExperimentState::requeued) {
+                       html_escape(record.author), html_escape(summary.submitted_at), html_escape(state), html_escape(summary.gate),
+                       html_escape(record.manifest_path), html_escape(record.manifest_sha256)));
+  page.add(fmt::format("<p>candidate <code>{}</code> {} &nbsp; base <code>{}</code> {}</p>\n", html_escape(record.candidate.revision),
+                       html_escape(record.candidate.params.dump()), html_escape(record.base.revision), html_escape(record.base.params.dump())));
+  if (!run) {
+    if (summary.state == ExperimentState::queued || summary.state == ExperimentState::requeued) {
       page.notice(fmt::format("Experiment {} is {}: no stage has run yet, so there is no verdict, benchmark or trace to show. "
                               "A worker (densefeed worker) takes it from the queue.", id, state));
-    } else if (typed == ExperimentState::started) {
+    } else if (summary.state == ExperimentState::started) {
       page.notice(fmt::format("Experiment {} is running: its gate has not finished.", id));
     } else {
-      std::string detail;
-      for (const auto& e : record["events"]) detail = str(e, "detail");
+      const std::string detail = record.events.empty() ? "" : record.events.back().detail;
       page.notice(fmt::format("Experiment {} was {} before its gate ran{}.", id, state, detail.empty() ? "" : ": " + detail), "warn");
     }
   }
 
   // Hypothesis, prediction and outcome side by side.
   std::string outcome;
-  if (run.is_null()) {
+  if (!run) {
     outcome = fmt::format("<p>No outcome yet (state {}).</p>", html_escape(state));
   } else {
-    outcome = fmt::format("<p>Gate: <span class=\"verdict-{}\">{}</span>{}</p>", html_escape(str(run, "verdict")), html_escape(str(run, "verdict")),
-                          str(run, "reason").empty() ? "" : " — " + html_escape(str(run, "reason")));
-    for (const auto& b : record["bench_cases"]) {
-      outcome += fmt::format("<p>Bench {}: {} {}x [{}, {}]</p>", html_escape(str(b, "case_label")), html_escape(str(b, "verdict")),
-                             fixed3(num(b, "speedup")), fixed3(num(b, "speedup_lo")), fixed3(num(b, "speedup_hi")));
+    outcome = fmt::format("<p>Gate: <span class=\"verdict-{}\">{}</span>{}</p>", html_escape(run->verdict), html_escape(run->verdict),
+                          run->reason.empty() ? "" : " — " + html_escape(run->reason));
+    for (const auto& b : record.bench_cases) {
+      outcome += fmt::format("<p>Bench {}: {} {}x [{}, {}]</p>", html_escape(b.label), html_escape(b.verdict), fixed3(known(b.speedup)),
+                             fixed3(known(b.lo)), fixed3(known(b.hi)));
     }
     int failed = 0;
-    for (const auto& f : record["trace_findings"]) failed += str(f, "arm") == "candidate" && !f.value("passed", false);
-    if (!record["trace_findings"].empty()) outcome += fmt::format("<p>Trace: {} candidate check(s) failed</p>", failed);
-    for (const auto& a : record.value("acceptance_runs", J::array())) outcome += "<p>Acceptance: " + html_escape(str(a, "verdict")) + "</p>";
+    for (const auto& f : record.trace_findings) failed += f.arm == "candidate" && !f.passed;
+    if (!record.trace_findings.empty()) outcome += fmt::format("<p>Trace: {} candidate check(s) failed</p>", failed);
+    for (const auto& a : record.acceptance_runs) outcome += "<p>Acceptance: " + html_escape(a.verdict) + "</p>";
   }
   page.add(fmt::format("<div class=\"side\"><div><h3>Hypothesis</h3><p>{}</p></div><div><h3>Prediction</h3><p>{}</p></div>"
                        "<div data-outcome><h3>Outcome</h3>{}</div></div>\n",
-                       html_escape(str(record, "hypothesis")), html_escape(str(record, "predicted_effect")), outcome));
-  if (!run.is_null()) gate_section(page, run, axes);
+                       html_escape(record.hypothesis), html_escape(record.predicted_effect), outcome));
+  if (run) gate_section(page, *run, axes);
   bench_section(page, record);
-  trace_section(page, record["trace_findings"]);
+  trace_section(page, record.trace_findings);
   acceptance_and_review_section(page, record);
   return page.finish(vega_scripts);
 }
@@ -877,9 +874,9 @@ ReportWritten write_report(const ReportRequest& request) {
   const std::string vega = vega_inline_scripts(request.vega_dir.empty() ? default_vega_dir() : request.vega_dir);
   ReportPage page;
   if (request.experiment_id) {
-    const J record = ledger.show(*request.experiment_id);
+    const ExperimentRecord record = ledger.record(*request.experiment_id);
     ReportAxes axes;
-    if (request.axes_for) axes = request.axes_for(str(record, "gate"));
+    if (request.axes_for) axes = request.axes_for(record.summary.gate);
     page = experiment_report(record, facts, axes, vega);
   } else if (!request.gate.empty()) {
     Ledger::ListFilter filter;

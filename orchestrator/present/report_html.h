@@ -23,6 +23,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "experiment_record.h"
 #include "ledger.h"
 
 namespace densefeed {
@@ -48,8 +49,9 @@ struct ReportPage {
   std::vector<std::string> notices;  // what the page says instead of a figure (queued, red without bench, ...)
 };
 
-// `record`: Ledger::show's document (schemas/ledger-show.schema.json).
-ReportPage experiment_report(const nlohmann::ordered_json& record, const LedgerFacts& facts, const ReportAxes& axes,
+// The page of one experiment: a function of its record (Ledger::record) and
+// the gate's axes, nothing else read from the ledger.
+ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& facts, const ReportAxes& axes,
                              const std::string& vega_scripts);
 
 // `experiments`: Ledger::list filtered by gate and since; `speedups`: the

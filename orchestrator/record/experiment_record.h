@@ -47,6 +47,7 @@ struct GateCaseRow {
 
 // The gate run (gate_runs); absent until the gate stage recorded one.
 struct GateRunRow {
+  std::string gate;                 // the gate's name as run
   std::string verdict = "pending";  // green | red | error
   std::string reason;
   std::string profile;
@@ -55,7 +56,13 @@ struct GateRunRow {
   std::vector<std::string> lock_problems;  // non-empty: red before any case ran (text for people)
   nlohmann::ordered_json provenance;       // provenance.h provenance_json, as recorded (null: none)
   std::optional<double> wall_s;            // the whole stage, seconds
+  std::string sandbox;                     // how the harnesses were confined ('': not recorded)
   std::vector<GateCaseRow> cases;          // in profile order
+};
+
+// One interleaved round of a bench case: each arm's samples, in ms.
+struct BenchRoundSamples {
+  std::vector<double> base_ms, candidate_ms;
 };
 
 // One bench case (bench_cases): the decision and its figures.
@@ -80,6 +87,7 @@ struct BenchCaseRow {
   std::string timing = "candidate";  // who took the samples: driver (the gate's trusted driver) or candidate
   nlohmann::ordered_json timing_flags = nlohmann::ordered_json::array();   // timing_checks.h flags, as recorded
   nlohmann::ordered_json timing_checks = nlohmann::ordered_json::object();  // their figures, as recorded
+  std::vector<BenchRoundSamples> samples;  // per round, in order (rounds_json)
 };
 
 // One trace check's finding on one arm (trace_findings).
@@ -96,6 +104,8 @@ struct TraceFindingRow {
 
 // One acceptance run (acceptance_runs, with its criteria).
 struct AcceptanceRow {
+  std::int64_t id = 0;     // acceptance_runs.id
+  std::string started_at;  // UTC, ISO 8601
   std::string verdict;  // green | red | error | started | interrupted
   std::string reason;
   nlohmann::ordered_json criteria = nlohmann::ordered_json::array();  // [{criterion, statistic, lhs, rhs, passed}]
@@ -108,6 +118,12 @@ struct EventRow {
   std::optional<std::int64_t> owner_pid;
   std::string detail;  // why (interrupted, rejected, cancelled): for people only
   std::string at;      // UTC, ISO 8601
+};
+
+// One review decision (reviews), oldest first.
+struct ReviewRow {
+  std::string category, decision, reviewer, note;  // decision: accept | reject
+  std::string reviewed_at;                         // UTC, ISO 8601
 };
 
 // An arm as the manifest named it and the run resolved it.
@@ -131,6 +147,9 @@ struct ExperimentRecord {
   std::vector<BenchCaseRow> bench_cases;
   std::vector<TraceFindingRow> trace_findings;
   std::vector<AcceptanceRow> acceptance_runs;  // oldest first
+  // The manifest's acceptance criteria as written, before any result (empty: none).
+  nlohmann::ordered_json acceptance_criteria = nlohmann::ordered_json::array();
+  std::vector<ReviewRow> reviews;  // oldest first
   nlohmann::ordered_json categories = nlohmann::ordered_json::object();  // category -> latest decision ("none": not yet)
   nlohmann::ordered_json promotion;                                      // null, or {id, promoted_by, promoted_at}
 

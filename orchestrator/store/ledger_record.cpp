@@ -86,6 +86,7 @@ GateCaseRow gate_case_row(const J& c) {
 
 GateRunRow gate_run_row(const J& g) {
   GateRunRow r;
+  r.gate = text(g, "gate");
   r.verdict = at(g, "verdict").is_string() ? text(g, "verdict") : "error";
   r.reason = text(g, "reason");
   r.profile = text(g, "profile");
@@ -94,6 +95,7 @@ GateRunRow gate_run_row(const J& g) {
   r.lock_problems = strings(at(g, "lock_problems"));
   r.provenance = at(g, "provenance");
   r.wall_s = maybe_number(g, "wall_s");
+  r.sandbox = text(g, "sandbox");
   for (const auto& c : array_or_empty(at(g, "cases"))) r.cases.push_back(gate_case_row(c));
   return r;
 }
@@ -127,6 +129,12 @@ BenchCaseRow bench_case_row(const J& b) {
   if (at(b, "timing").is_string()) r.timing = text(b, "timing");
   if (at(b, "timing_flags").is_array()) r.timing_flags = at(b, "timing_flags");
   if (at(b, "timing_checks").is_object()) r.timing_checks = at(b, "timing_checks");
+  for (const auto& round : array_or_empty(at(b, "rounds_json"))) {
+    BenchRoundSamples samples;
+    for (const auto& x : array_or_empty(at(round, "base_ms"))) samples.base_ms.push_back(x.get<double>());
+    for (const auto& x : array_or_empty(at(round, "candidate_ms"))) samples.candidate_ms.push_back(x.get<double>());
+    r.samples.push_back(std::move(samples));
+  }
   return r;
 }
 
@@ -181,7 +189,12 @@ ExperimentRecord experiment_record_from_rows(const nlohmann::ordered_json& e) {
   for (const auto& b : array_or_empty(at(e, "bench_cases"))) r.bench_cases.push_back(bench_case_row(b));
   for (const auto& t : array_or_empty(at(e, "trace_findings"))) r.trace_findings.push_back(trace_finding_row(t));
   for (const auto& a : array_or_empty(at(e, "acceptance_runs"))) {
-    r.acceptance_runs.push_back({text(a, "verdict"), text(a, "reason"), array_or_empty(at(a, "criteria"))});
+    r.acceptance_runs.push_back({maybe_integer(a, "id").value_or(0), text(a, "started_at"), text(a, "verdict"), text(a, "reason"),
+                                 array_or_empty(at(a, "criteria"))});
+  }
+  if (at(e, "acceptance").is_object()) r.acceptance_criteria = array_or_empty(at(at(e, "acceptance"), "criteria"));
+  for (const auto& v : array_or_empty(at(e, "reviews"))) {
+    r.reviews.push_back({text(v, "category"), text(v, "decision"), text(v, "reviewer"), text(v, "note"), text(v, "reviewed_at")});
   }
   if (at(e, "categories").is_object()) r.categories = at(e, "categories");
   r.promotion = at(e, "promotion");

@@ -4,11 +4,15 @@
 // record written here. No process runs and no browser starts.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <sstream>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "report.h"
+#include "ledger_printers.h"
+#include "ledger_record.h"
 #include "report_html.h"
 
 namespace densefeed {
@@ -76,6 +80,115 @@ TEST(ReportText, ARedCaseIsListedWithItsReasonAndWorstElement) {
   EXPECT_NE(text.find("\nbench: not run (the gate is red)\n"), std::string::npos) << text;
 }
 
+// A red experiment as the ledger's record holds it: T=64 green, T=128 red on
+// out.rel_l2 (with an unbounded max_abs and an undefined value), a bench case
+// on a base the agent wrote, a failed trace check, a promotion and an
+// acceptance run.
+ExperimentRecord red_record() {
+  ExperimentRecord r;
+  r.summary.id = 9;
+  r.summary.name = "tile";
+  r.summary.submitted_at = "2026-12-01T10:00:00Z";
+  r.summary.state = ExperimentState::finished;
+  r.summary.verdict = "red";
+  r.summary.verdict_stage = "gate";
+  r.summary.reason = "1 of 2 cases red";
+  StageOutcome gate;
+  gate.stage = "gate";
+  gate.verdict = StageVerdict::red;
+  gate.failure.kind = FailureKind::tolerance;
+  gate.failure.who = FailureWho::candidate;
+  gate.failure.output = "out";
+  gate.failure.metric = "rel_l2";
+  gate.reason = "out: rel_l2 over its bound";
+  StageOutcome bench;
+  bench.stage = "bench";
+  bench.verdict = StageVerdict::skipped;
+  bench.reason = "the gate is red";
+  r.summary.stages = {gate, bench};
+  r.summary.base_origin.kind = BaseOriginKind::worktree;
+  r.summary.base_origin.reason = "the base is the worktree";
+  r.author = "ana";
+  r.manifest_path = "experiments/tile.yaml";
+  r.manifest_sha256 = "cd";
+  r.hypothesis = "tiles\nhelp";
+  r.predicted_effect = "1.2x";
+  r.candidate.revision = "WORKTREE";
+  r.candidate.params = {{"tile", 64}};
+  r.base.revision = "main";
+  GateRunRow run;
+  run.gate = "tile";
+  run.verdict = "red";
+  run.reason = "1 of 2 cases red";
+  run.profile = "quick";
+  run.seed = "7";
+  run.gate_sha256 = "0123456789abcdef0123";
+  GateCaseRow green;
+  green.label = "T=64";
+  green.verdict = "green";
+  green.metrics.push_back({"out", "rel_l2", 1e-4, 1e-2, true, 0, {}, std::nullopt});
+  GateCaseRow red;
+  red.index = 1;
+  red.label = "T=128";
+  red.verdict = "red";
+  red.reason = "out: rel_l2 over its bound";
+  red.metrics.push_back({"out", "rel_l2", 0.2, 1e-2, false, 0, {3, 1}, std::nullopt});
+  red.metrics.push_back({"out", "max_abs", 5, INFINITY, true, 0, {}, std::nullopt});
+  red.metrics.push_back({"lse", "rel_l2", NAN, 1e-2, false, 0, {}, std::nullopt});
+  run.cases = {green, red};
+  r.gate_run = run;
+  BenchCaseRow b;
+  b.label = "T=64";
+  b.verdict = "faster";
+  b.speedup = 1.25;
+  b.lo = 1.2;
+  b.hi = 1.3;
+  b.p_value = 0.001;
+  b.rounds = 12;
+  b.base_median = 2.5;
+  b.candidate_median = 2;
+  b.timing_flags = J::array({{{"kind", "clock"}, {"reason", "the clock moved"}}});
+  r.bench_cases.push_back(b);
+  TraceFindingRow t;
+  t.arm = "candidate";
+  t.index = 0;
+  t.kind = "overlap";
+  t.passed = false;
+  t.bound = 0.9;
+  r.trace_findings.push_back(t);
+  r.categories = {{"numerics", "approve"}};
+  r.promotion = {{"id", 1}, {"promoted_by", "bo"}, {"promoted_at", "2026-12-02T00:00:00Z"}};
+  r.acceptance_runs.push_back({1, "2026-12-02T00:00:00Z", "fail", "one criterion fails",
+                               J::array({{{"criterion", "a <= b"}, {"statistic", "median"}, {"lhs", 2.0}, {"rhs", 1.0}, {"passed", false}}})});
+  return r;
+}
+
+TEST(ReportText, LedgerShowOfARecordNamesTheRedCaseItsMetricsAndEveryStage) {
+  std::ostringstream out;
+  print_ledger_show(out, red_record());
+  const std::string text = out.str();
+  EXPECT_EQ(text,
+            "experiment 9 'tile' by 'ana', submitted 2026-12-01T10:00:00Z\n"
+            "  manifest experiments/tile.yaml (sha256 cd)\n"
+            "  hypothesis: tiles\\nhelp\n"
+            "  predicted:  1.2x\n"
+            "  candidate WORKTREE {\"tile\":64}   base main {}\n"
+            "  verdict: red (gate) — 1 of 2 cases red\n"
+            "  stage gate       red [tolerance by candidate, out.rel_l2] — out: rel_l2 over its bound\n"
+            "  stage bench      skipped — the gate is red\n"
+            "  gate tile (sha256 0123456789abcdef), profile quick, seed 7: red — 1 of 2 cases red\n"
+            "    green  T=64                                               out.rel_l2=1.00e-04 (bound 1.0e-02)\n"
+            "    red    T=128                                              out.rel_l2=2.00e-01 (bound 1.0e-02) lse.rel_l2=nan (bound 1.0e-02)\n"
+            "  base: worktree — the base is the worktree; a base the agent wrote: promotion needs --accept-agent-base\n"
+            "  bench T=64: faster — speedup 1.250x [1.200, 1.300], p = 0.001, 12 rounds; base 2.5 ms, candidate 2 ms\n"
+            "    timed by the candidate (promotion needs --accept-candidate-timing)\n"
+            "    clock: the clock moved\n"
+            "  trace candidate check 0 (overlap): FAILED — value -, bound 0.9\n"
+            "  state: finished; numerics: approve; promoted by bo at 2026-12-02T00:00:00Z\n"
+            "  acceptance: fail — one criterion fails\n"
+            "    FAIL   a <= b                                           median 2 vs 1\n");
+}
+
 TEST(ReportJson, AnUnrecordedRunShowsItsOwnCasesAndBenchmark) {
   const J doc = report_json(inconclusive_bench(), "ledger.db");
   EXPECT_TRUE(doc["record"].is_null());
@@ -115,7 +228,7 @@ TEST(ReportHtmlGateSection, ARedGateRunNamesItsFailingCaseInARedRowAndCell) {
   LedgerFacts facts;
   facts.ledger_file = "ledger.db";
   facts.chain.ok = true;
-  const ReportPage page = experiment_report(red_gate_record(), facts, ReportAxes{}, "");
+  const ReportPage page = experiment_report(experiment_record_from_rows(red_gate_record()), facts, ReportAxes{}, "");
   const std::string& html = page.html;
   EXPECT_NE(html.find("data-gate-verdict>red</span>"), std::string::npos) << html;
   EXPECT_NE(html.find("<p><b>Why:</b> 1 of 2 cases red</p>"), std::string::npos) << html;
@@ -128,6 +241,30 @@ TEST(ReportHtmlGateSection, ARedGateRunNamesItsFailingCaseInARedRowAndCell) {
   EXPECT_NE(html.find("<td class=\"num red\" data-cell=\"T=128\">2.000e-01</td>"), std::string::npos) << html;
   EXPECT_NE(html.find("<td class=\"num\" data-cell=\"T=64\">1.000e-04</td>"), std::string::npos) << html;
   EXPECT_NE(html.find("No slice of a partitioned output went over its bound"), std::string::npos) << html;
+}
+
+// The fields the HTML page reads come from the rows into the record.
+TEST(ReportHtmlGateSection, TheRecordCarriesTheRowsThePageReads) {
+  J rows = red_gate_record();
+  rows["bench_cases"] = J::array({{{"case_label", "T=64"}, {"rounds_json", J::array({{{"base_ms", {2.0, 2.5}}, {"candidate_ms", {1.5}}}})}}});
+  rows["reviews"] = J::array({{{"category", "numerics"}, {"decision", "reject"}, {"reviewer", "bo"}, {"note", "no"}, {"reviewed_at", "t"}}});
+  rows["acceptance"] = {{"criteria", J::array({"a <= b"})}};
+  rows["acceptance_runs"] = J::array({{{"id", 4}, {"started_at", "s"}, {"verdict", "pass"}, {"reason", ""}, {"criteria", J::array()}}});
+  const ExperimentRecord r = experiment_record_from_rows(rows);
+  ASSERT_TRUE(r.gate_run);
+  EXPECT_EQ(r.gate_run->gate, "tile");
+  EXPECT_EQ(r.gate_run->sandbox, "on");
+  ASSERT_EQ(r.bench_cases.size(), 1u);
+  ASSERT_EQ(r.bench_cases[0].samples.size(), 1u);
+  EXPECT_EQ(r.bench_cases[0].samples[0].base_ms, (std::vector<double>{2.0, 2.5}));
+  EXPECT_EQ(r.bench_cases[0].samples[0].candidate_ms, (std::vector<double>{1.5}));
+  ASSERT_EQ(r.reviews.size(), 1u);
+  EXPECT_EQ(r.reviews[0].decision, "reject");
+  EXPECT_EQ(r.reviews[0].reviewer, "bo");
+  EXPECT_EQ(r.acceptance_criteria, J::array({"a <= b"}));
+  ASSERT_EQ(r.acceptance_runs.size(), 1u);
+  EXPECT_EQ(r.acceptance_runs[0].id, 4);
+  EXPECT_EQ(r.acceptance_runs[0].started_at, "s");
 }
 
 }  // namespace
