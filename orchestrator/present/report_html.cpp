@@ -600,7 +600,7 @@ void acceptance_and_review_section(Page& page, const ExperimentRecord& record) {
   const auto& runs = record.acceptance_runs;
   if (runs.empty()) {
     std::string criteria;
-    for (const auto& c : record.acceptance_criteria) criteria += "<li><code>" + html_escape(case_value(c)) + "</code></li>";
+    for (const auto& c : record.acceptance_criteria()) criteria += "<li><code>" + html_escape(case_value(c)) + "</code></li>";
     page.add(criteria.empty() ? "<p>No acceptance criteria in the manifest.</p>\n"
                               : "<p>No acceptance run yet. Criteria written before any result:</p><ul>" + criteria + "</ul>\n");
   }

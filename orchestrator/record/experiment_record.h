@@ -147,13 +147,16 @@ struct ExperimentRecord {
   std::vector<BenchCaseRow> bench_cases;
   std::vector<TraceFindingRow> trace_findings;
   std::vector<AcceptanceRow> acceptance_runs;  // oldest first
-  // The manifest's acceptance criteria as written, before any result (empty: none).
-  nlohmann::ordered_json acceptance_criteria = nlohmann::ordered_json::array();
   std::vector<ReviewRow> reviews;  // oldest first
   nlohmann::ordered_json categories = nlohmann::ordered_json::object();  // category -> latest decision ("none": not yet)
   nlohmann::ordered_json promotion;                                      // null, or {id, promoted_by, promoted_at}
 
   std::int64_t id() const { return summary.id; }
+  // The manifest's acceptance criteria as written, before any result (empty: none).
+  nlohmann::ordered_json acceptance_criteria() const {
+    return acceptance.is_object() && acceptance.contains("criteria") && acceptance["criteria"].is_array() ? acceptance["criteria"]
+                                                                                                            : nlohmann::ordered_json::array();
+  }
   // The gate run's verdict, or "pending" when there is none yet.
   std::string gate_verdict() const { return gate_run ? gate_run->verdict : "pending"; }
 };

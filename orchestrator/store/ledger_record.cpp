@@ -192,7 +192,6 @@ ExperimentRecord experiment_record_from_rows(const nlohmann::ordered_json& e) {
     r.acceptance_runs.push_back({maybe_integer(a, "id").value_or(0), text(a, "started_at"), text(a, "verdict"), text(a, "reason"),
                                  array_or_empty(at(a, "criteria"))});
   }
-  if (at(e, "acceptance").is_object()) r.acceptance_criteria = array_or_empty(at(at(e, "acceptance"), "criteria"));
   for (const auto& v : array_or_empty(at(e, "reviews"))) {
     r.reviews.push_back({text(v, "category"), text(v, "decision"), text(v, "reviewer"), text(v, "note"), text(v, "reviewed_at")});
   }

@@ -261,7 +261,7 @@ TEST(ReportHtmlGateSection, TheRecordCarriesTheRowsThePageReads) {
   ASSERT_EQ(r.reviews.size(), 1u);
   EXPECT_EQ(r.reviews[0].decision, "reject");
   EXPECT_EQ(r.reviews[0].reviewer, "bo");
-  EXPECT_EQ(r.acceptance_criteria, J::array({"a <= b"}));
+  EXPECT_EQ(r.acceptance_criteria(), J::array({"a <= b"}));
   ASSERT_EQ(r.acceptance_runs.size(), 1u);
   EXPECT_EQ(r.acceptance_runs[0].id, 4);
   EXPECT_EQ(r.acceptance_runs[0].started_at, "s");
