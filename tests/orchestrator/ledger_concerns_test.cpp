@@ -14,39 +14,16 @@
 #include "manifest.h"
 #include "project.h"
 #include "test_support.h"
+#include "plain_sql.h"
 
 namespace densefeed {
 namespace {
 
+using testing::plain_sql;
+using testing::sql_one_value;
+
 const std::filesystem::path kRoot = DENSEFEED_SOURCE_DIR;
 
-// Runs SQL on its own connection; returns SQLite's error message or "".
-std::string plain_sql(const std::filesystem::path& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open(db_path.c_str(), &db);
-  char* message = nullptr;
-  std::string error;
-  if (sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &message) != SQLITE_OK) error = message ? message : "?";
-  sqlite3_free(message);
-  sqlite3_close(db);
-  return error;
-}
-
-// The first column of the first row of `sql` ("" when none).
-std::string sql_one_value(const std::filesystem::path& db_path, const std::string& sql) {
-  sqlite3* db = nullptr;
-  sqlite3_open(db_path.c_str(), &db);
-  std::string out;
-  sqlite3_exec(
-      db, sql.c_str(),
-      [](void* o, int, char** values, char**) {
-        if (static_cast<std::string*>(o)->empty() && values[0]) *static_cast<std::string*>(o) = values[0];
-        return 0;
-      },
-      &out, nullptr);
-  sqlite3_close(db);
-  return out;
-}
 
 // What the constructor of a Ledger at `path` in `mode` throws as InputError ("" when it opens).
 std::string open_refusal(const std::filesystem::path& path, Ledger::Mode mode) {
