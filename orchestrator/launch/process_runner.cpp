@@ -1,4 +1,5 @@
 #include "process_runner.h"
+#include "printable.h"
 
 #include <poll.h>
 #include <signal.h>
@@ -491,7 +492,14 @@ std::string file_tail(const std::filesystem::path& path, std::size_t max_lines, 
     }
     start = nl;
   }
-  return start == 0 ? text : text.substr(start + 1);
+  // Harness output is untrusted bytes, and a tail becomes reasons, ledger
+  // rows and JSON: bytes that are not UTF-8 (and control characters but
+  // '\n' and '\t') are escaped here, once (printable.h), so that none can
+  // make a JSON document unwritable (a hostile trial: "\xff" on a failing
+  // candidate's stderr threw from the ledger's dump, and the red verdict
+  // was lost as "interrupted"). A cut through a UTF-8 sequence at max_bytes
+  // is escaped the same way.
+  return printable(start == 0 ? text : text.substr(start + 1), true);
 }
 
 LogTail log_tail(const std::filesystem::path& stdout_path, const std::filesystem::path& stderr_path, std::size_t max_lines) {

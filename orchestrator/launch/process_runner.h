@@ -126,7 +126,9 @@ Failure process_failure_value(FailureWho who, const ProcessResult& p);
 // throws InfraError only if the log files or their pipes cannot be created.
 ProcessResult run_process(const ProcessSpec& spec);
 
-// The last `max_lines` lines (at most `max_bytes`) of a text file, for messages.
+// The last `max_lines` lines (at most `max_bytes`) of a text file, for
+// messages, through printable() (keeping '\n' and '\t'): valid UTF-8
+// whatever the file holds.
 std::string file_tail(const std::filesystem::path& path, std::size_t max_lines = kLogTailLines, std::size_t max_bytes = 4096);
 
 // A failing process's log tail for its verdict: the last lines of its

@@ -377,11 +377,10 @@ std::string process_failure(const std::string& ended, const Job& job, const LogT
   if (!tail.text.empty()) {
     std::string last = tail.text.substr(tail.text.rfind('\n') == std::string::npos ? 0 : tail.text.rfind('\n') + 1);
     if (last.size() > 200) last = last.substr(0, 200) + "...";
-    // Harness output is untrusted: control characters are escaped so that
-    // it cannot fake or hide lines where the reason is printed.
-    std::string shown;
-    for (unsigned char ch : last) shown += ch < 0x20 || ch == 0x7F ? fmt::format("\\x{:02x}", ch) : std::string(1, static_cast<char>(ch));
-    last = shown;
+    // Harness output is untrusted: control characters (a tab too) and bytes
+    // that are not UTF-8 are escaped so that it cannot fake or hide lines
+    // where the reason is printed, nor break the JSON it is recorded in.
+    last = printable(last, false);
     reason += fmt::format("; last {} line: {}", tail.stream, last);
   }
   return reason;

@@ -45,7 +45,7 @@ candidate:
 params:
   mode:
     type: string
-    enum: [honest, sleep, fork-ignore-term, daemonize, flood, segfault, exit-nonzero, no-output, tamper]
+    enum: [honest, sleep, fork-ignore-term, daemonize, flood, segfault, exit-nonzero, bad-utf8, no-output, tamper]
     default: honest
   gate_file: {type: string, default: ""}
   lock_file: {type: string, default: ""}
@@ -227,6 +227,24 @@ TEST_P(Hostile, ASegfaultIsRedNamingTheSignalWithItsLastLines) {
 TEST_P(Hostile, ANonZeroExitIsRedNamingTheCode) {
   const auto r = run_mode("hostile", "exit-nonzero", 1);
   EXPECT_EQ(only_case(r)["reason"], "the candidate exited with code 7; last stderr line: giving up with exit code 7");
+}
+
+// Bytes that are not UTF-8 on a failing candidate's stdout and stderr are
+// its red verdict, recorded, with the bytes escaped (a hostile trial: they
+// threw from the JSON dump and the experiment ended "interrupted", no
+// verdict recorded).
+TEST_P(Hostile, BytesThatAreNotUtf8InItsOutputKeepTheRedVerdict) {
+  const auto r = run_mode("hostile", "bad-utf8", 1);
+  EXPECT_EQ(only_case(r)["reason"], "the candidate exited with code 3; last stderr line: \\xff\\xfe bad utf8 \\xe2\\x80");
+  const auto id = std::to_string(r["experiment_id"].get<long long>());
+  const auto status = densefeed({"status", id, "--ledger", ledger().string(), "--json"});
+  EXPECT_EQ(status.exit_code, 1) << status.out << status.err;
+  const auto doc = nlohmann::json::parse(status.out);
+  EXPECT_EQ(doc["state"], "finished") << doc.dump(1);
+  EXPECT_EQ(doc["verdict"], "red") << doc.dump(1);
+  const auto show = densefeed({"ledger", "show", id, "--ledger", ledger().string(), "--json"});
+  EXPECT_EQ(show.exit_code, 0) << show.out << show.err;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(show.out)) << show.out;
 }
 
 TEST_P(Hostile, ExitingZeroWithoutOutputsIsRed) {

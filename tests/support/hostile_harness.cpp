@@ -20,6 +20,7 @@
 //   flood             writes 1 GiB to stdout, then the right answer
 //   segfault          dereferences a null pointer
 //   exit-nonzero      exits 7
+//   bad-utf8          writes bytes that are not UTF-8 to stdout and stderr, exits 3
 //   no-output         exits 0 without writing y.npy
 //   tamper            tries to overwrite the gate file, the lock and the
 //                     ledger, to read the reference's output, and to connect
@@ -206,6 +207,11 @@ int main(int argc, char** argv) {
   if (mode == "exit-nonzero") {
     std::fprintf(stderr, "giving up with exit code 7\n");
     return 7;
+  }
+  if (mode == "bad-utf8") {
+    std::fprintf(stdout, "\xff out \xc3\n");
+    std::fprintf(stderr, "\xff\xfe bad utf8 \xe2\x80\n");
+    return 3;
   }
   if (mode == "no-output") return 0;
   if (mode == "tamper") {
