@@ -102,12 +102,19 @@ bool power_of_two(double v) {
 }
 
 // The command that reruns case `c` alone, as the gate ran it (harness
-// protocol: the same argv, seed and environment, its own output folder).
+// protocol: the same argv, seed and environment, its own output folder),
+// with the params the step suggests (set_params).
 void add_rerun(NextStep& step, const ResultFacts& f, const CaseFact& c) {
   if (f.candidate_command.empty() || f.work_dir.empty() || f.seed.empty()) return;
   try {
     const auto dir = f.work_dir / fmt::format("candidate-{:03}", c.index);
-    const TemplateValues values{c.values, f.candidate_params, std::stoull(f.seed), (dir / "out").string()};
+    // The step's command runs what the step suggests: the candidate's params
+    // with the step's set_params over them (a fresh-user trial found an
+    // inspect-case step whose set_params said variant float32 and whose
+    // command ran float16).
+    J params = f.candidate_params.is_object() ? f.candidate_params : J::object();
+    for (const auto& [k, v] : step.set_params.items()) params[k] = v;
+    const TemplateValues values{c.values, params, std::stoull(f.seed), (dir / "out").string()};
     auto argv = f.candidate_arm ? arm_command(f.candidate_command, values, *f.candidate_arm) : render_command(f.candidate_command, values);
     if (f.candidate_from_revision && !f.candidate_arm) {
       step.why += "; run the harness from the candidate revision's build (under the ledger's -builds folder)";
@@ -820,7 +827,22 @@ ResultFacts facts_from_record(const ExperimentRecord& e, const GateSpec* gate, c
     if (g.provenance.is_object() && g.provenance.contains("candidate_arm")) f.candidate_arm = arm_from_replay_json(g.provenance["candidate_arm"]);
   }
   f.bench = e.bench_cases;
-  f.bench_status = f.gate_verdict == "pending" ? "none" : f.gate_verdict != "green" ? "skipped" : f.bench.empty() ? "none" : "measured";
+  // The bench stage's own verdict, as the run's (facts_from_outcome): a
+  // bench that was red (the candidate failed in bench mode) or an error
+  // (the base failed) records no case, and read as "none" it let the review
+  // and promote steps through (a hostile trial: a candidate that crashes
+  // only in bench mode was told to ask for review, then to promote).
+  const StageOutcome& bench_stage = e.summary.stage("bench");
+  if (f.gate_verdict == "pending") {
+    f.bench_status = "none";
+  } else if (f.gate_verdict != "green") {
+    f.bench_status = "skipped";
+  } else if (bench_stage.verdict == StageVerdict::red || bench_stage.verdict == StageVerdict::error) {
+    f.bench_status = to_string(bench_stage.verdict);
+    f.bench_reason = bench_stage.reason;
+  } else {
+    f.bench_status = f.bench.empty() ? "none" : "measured";
+  }
   f.trace = e.trace_findings;
   f.risk = e.risk;
   f.categories = e.categories;

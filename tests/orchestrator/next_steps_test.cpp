@@ -8,6 +8,7 @@
 #include <cmath>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace densefeed {
 namespace {
@@ -60,6 +61,25 @@ TEST(NextSteps, RedOnlyAboveOneShardSeparatesPrecisionFromAlgorithm) {
   EXPECT_NE(s.suggestion.find("rerun case regime=long-memory T=8192 shards=64 with precision=ieee"), std::string::npos) << s.suggestion;
   EXPECT_NE(s.suggestion.find("to separate precision from algorithm"), std::string::npos) << s.suggestion;
   EXPECT_NE(s.why.find("red only at shards > 1 (6 of 6 such cases); every shards=1 case is green"), std::string::npos) << s.why;
+}
+
+// A step that suggests other params runs them: its command is the
+// candidate's with set_params over it (a fresh-user trial: set_params said
+// variant float32, the command ran --variant float16).
+TEST(NextSteps, AStepsCommandRunsTheParamsItSuggests) {
+  auto f = cp_tf32();
+  // Red at T=8192 shards=1 and T=32768 shards=16 only: no key separates the
+  // red cases from the green ones, so the step is the worst case alone.
+  for (auto& c : f.cases) c.verdict = "green", c.metrics = {over(2e-6)}, c.reason.clear();
+  for (const std::size_t i : {0u, 6u}) f.cases[i] = grid_case(i, f.cases[i].values["T"].get<long>(), f.cases[i].values["shards"].get<int>(), true);
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  const NextStep& s = steps[0];
+  EXPECT_EQ(s.kind, "inspect-case");
+  EXPECT_EQ(s.set_params, J({{"precision", "ieee"}}));
+  EXPECT_EQ(s.command, (std::vector<std::string>{"no_such_harness", "--precision", "ieee", "--shards", "1", "--T", "8192", "--seed", "42",
+                                                 "--out", "/tmp/ledger-runs/7/candidate-000/out"}))
+      << fmt::format("{}", fmt::join(s.command, " "));
 }
 
 TEST(NextSteps, WithoutAnExactPrecisionTheSlicesAreNext) {
@@ -361,6 +381,38 @@ TEST(NextSteps, ALedgerRecordGivesTheSameFactsAsTheRun) {
   EXPECT_EQ(steps[0].kind, "isolate-value");
   EXPECT_NE(steps[0].why.find("red only at shards=8 (1 case(s)); every case at shards=1 is green"), std::string::npos) << steps[0].why;
   EXPECT_TRUE(steps[0].command.empty());  // no gate: no command to rerun
+}
+
+// A green gate whose bench stage is red (the candidate crashed in bench
+// mode) or an error (the base failed): the record's next is the bench's
+// step, as the run's is, never review or promotion (a hostile trial got
+// "ask-review", then "promote", for a candidate that crashes only in bench
+// mode).
+TEST(NextSteps, ARecordedRedOrErrorBenchStageIsTheNextStepNeverPromotion) {
+  const J rows = J::parse(R"({
+    "id": 11, "gate": "scan", "state": "finished", "risk": ["numerics"], "candidate_revision": "WORKTREE",
+    "candidate_params": {}, "acceptance": {"criteria": ["ms <= 1"]}, "promotion": null, "categories": {"numerics": "approve"},
+    "events": [{"event": "finished", "detail": ""}],
+    "gate_run": {"verdict": "green", "reason": "", "lock_problems": [], "seed": "5",
+      "cases": [{"case_index": 0, "case_label": "T=64", "case_json": {"T": 64}, "verdict": "green", "reason": "", "metrics": []}]},
+    "bench_cases": [], "trace_findings": []
+  })");
+  for (const auto verdict : {StageVerdict::red, StageVerdict::error}) {
+    ExperimentRecord record = experiment_record_from_rows(rows);
+    StageOutcome bench;
+    bench.stage = "bench";
+    bench.verdict = verdict;
+    bench.reason = "the candidate was killed by signal 11 (SIGSEGV) in bench mode";
+    record.summary.stages = {StageOutcome{"gate", StageVerdict::green, {}, "", std::nullopt, ""}, bench};
+    const auto f = facts_from_record(record, nullptr, "/l-runs/11");
+    EXPECT_EQ(f.bench_status, to_string(verdict));
+    const auto steps = next_steps(f);
+    ASSERT_FALSE(steps.empty()) << to_string(verdict);
+    EXPECT_EQ(steps[0].kind, verdict == StageVerdict::red ? "fix-bench-mode" : "report-reference");
+    EXPECT_EQ(steps[0].why, bench.reason);
+    for (const auto& s : steps) EXPECT_NE(s.kind, "promote") << to_string(verdict);
+    for (const auto& s : steps) EXPECT_NE(s.kind, "ask-review") << to_string(verdict);
+  }
 }
 
 }  // namespace
