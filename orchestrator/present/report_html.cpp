@@ -424,6 +424,11 @@ void bench_section(Page& page, const ExperimentRecord& record) {
     } else if (run->verdict != "green") {
       page.notice(fmt::format("No benchmark: the gate is {}. densefeed never measures, stores or prints a speedup for an experiment "
                               "whose gate is not green.", run->verdict), "bad");
+    } else if (const StageOutcome& bench = record.summary.stage("bench");
+               bench.verdict == StageVerdict::red || bench.verdict == StageVerdict::error) {
+      // The stage failed before it recorded a case (the candidate crashed
+      // in bench mode, or the base failed): its verdict, never "not run".
+      page.notice(fmt::format("The benchmark is {}: {}", to_string(bench.verdict), bench.reason), "bad");
     } else {
       page.notice("No benchmark recorded: the gate is green but no bench case ran (--no-bench, or the gate declares none).");
     }
@@ -679,6 +684,13 @@ ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& 
   } else {
     outcome = fmt::format("<p>Gate: <span class=\"verdict-{}\">{}</span>{}</p>", html_escape(run->verdict), html_escape(run->verdict),
                           run->reason.empty() ? "" : " — " + html_escape(run->reason));
+    // The experiment's verdict where a later stage decided it (a red or
+    // errored bench, trace or acceptance after a green gate).
+    if (summary.verdict != "green" && summary.verdict != "pending" && !summary.verdict_stage.empty() && summary.verdict_stage != "gate") {
+      outcome += fmt::format("<p>Verdict: <span class=\"verdict-{}\">{}</span> ({}){}</p>", html_escape(summary.verdict),
+                             html_escape(summary.verdict), html_escape(summary.verdict_stage),
+                             summary.reason.empty() ? "" : " — " + html_escape(summary.reason));
+    }
     for (const auto& b : record.bench_cases) {
       outcome += fmt::format("<p>Bench {}: {} {}x [{}, {}]</p>", html_escape(b.label), html_escape(b.verdict), fixed3(known(b.speedup)),
                              fixed3(known(b.lo)), fixed3(known(b.hi)));

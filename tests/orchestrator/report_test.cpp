@@ -243,6 +243,31 @@ TEST(ReportHtmlGateSection, ARedGateRunNamesItsFailingCaseInARedRowAndCell) {
   EXPECT_NE(html.find("No slice of a partitioned output went over its bound"), std::string::npos) << html;
 }
 
+// A green gate whose bench stage is red (the candidate crashed in bench
+// mode, before any case was recorded): the page says the benchmark is red
+// and why, and the outcome names the verdict's stage (a hostile trial: the
+// page showed only "Gate: green" and "No benchmark recorded").
+TEST(ReportHtmlGateSection, ARedBenchStageAfterAGreenGateIsShownRedWithItsReason) {
+  J rows = red_gate_record();
+  rows["gate_run"]["verdict"] = "green";
+  rows["gate_run"]["reason"] = "";
+  for (auto& c : rows["gate_run"]["cases"]) c["verdict"] = "green", c["reason"] = "", c["metrics"] = J::array({metric(1e-4, 1e-2, true)});
+  ExperimentRecord record = experiment_record_from_rows(rows);
+  const std::string why = "the candidate was killed by signal 11 (SIGSEGV) in bench mode";
+  record.summary.verdict = "red";
+  record.summary.verdict_stage = "bench";
+  record.summary.reason = why;
+  record.summary.stages = {StageOutcome{"gate", StageVerdict::green, {}, "", std::nullopt, ""},
+                           StageOutcome{"bench", StageVerdict::red, {}, why, std::nullopt, ""}};
+  LedgerFacts facts;
+  facts.ledger_file = "ledger.db";
+  facts.chain.ok = true;
+  const ReportPage page = experiment_report(record, facts, ReportAxes{}, "");
+  EXPECT_NE(page.html.find("<p class=\"notice bad\" data-notice>The benchmark is red: " + why + "</p>"), std::string::npos) << page.html;
+  EXPECT_NE(page.html.find("<p>Verdict: <span class=\"verdict-red\">red</span> (bench) — " + why + "</p>"), std::string::npos) << page.html;
+  EXPECT_EQ(page.html.find("No benchmark recorded"), std::string::npos) << page.html;
+}
+
 // The fields the HTML page reads come from the rows into the record.
 TEST(ReportHtmlGateSection, TheRecordCarriesTheRowsThePageReads) {
   J rows = red_gate_record();
