@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <csignal>
 #include <iostream>
 #include <sstream>
@@ -135,10 +136,30 @@ void add_status_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
   };
   auto sa = std::make_shared<StatusArgs>();
   status->add_option("ID", sa->id, "experiment id")->required();
-  status->add_flag("--wait", sa->wait, "wait until it has ended (finished, interrupted, cancelled or rejected)");
+  auto* wait = status->add_flag("--wait", sa->wait, "wait until it has ended (finished, interrupted, cancelled or rejected)");
+  // A finite number of seconds, at most a day (MCP's get_status wait_s has the
+  // same maximum, schemas in mcp_tools.cpp): CLI::NonNegativeNumber lets nan
+  // through (every comparison with it is false) and 1e308 waits for ever.
+  const CLI::Validator seconds(
+      [](std::string& text) -> std::string {
+        double v = 0;
+        try {
+          std::size_t used = 0;
+          v = std::stod(text, &used);
+          if (used != text.size()) return "--timeout: expected a number of seconds, got '" + text + "'";
+        } catch (const std::exception&) {
+          return "--timeout: expected a number of seconds, got '" + text + "'";
+        }
+        if (!std::isfinite(v) || v < 0 || v > kMaxStatusWaitS)
+          return fmt::format("--timeout: expected seconds from 0 to {} (a day), got '{}'", kMaxStatusWaitS, text);
+        return "";
+      },
+      "SECONDS");
   status->add_option("--timeout", sa->timeout_s,
-                     "with --wait: stop waiting after this many seconds and print the status as it is then (exit 4: not ended yet); 0 = never")
-      ->check(CLI::NonNegativeNumber);
+                     "with --wait: stop waiting after this many seconds (0 to 86400) and print the status as it is then (exit 4: not ended "
+                     "yet); 0 = never")
+      ->check(seconds)
+      ->needs(wait);
   add_ledger_and_json(status, ctx);
   verbs.push_back({status, [&ctx, sa] {
                      const auto id = parse_experiment_id(sa->id);

@@ -21,6 +21,7 @@
 
 #include "ledger.h"
 #include "process_runner.h"
+#include "status_wait.h"
 
 namespace densefeed {
 namespace {
@@ -344,7 +345,7 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                "experiments that would narrow the cause. With wait_s, waits up to that long for it to end." +
                    schema_text("status.schema.json"),
                object_schema({{"experiment_id", id_schema},
-                              {"wait_s", {{"type", "number"}, {"minimum", 0}, {"maximum", 86400}, {"description", "wait up to this many seconds for the experiment to end (0: answer now)"}}}},
+                              {"wait_s", {{"type", "number"}, {"minimum", 0}, {"maximum", kMaxStatusWaitS}, {"description", "wait up to this many seconds for the experiment to end (0: answer now)"}}}},
                              {"experiment_id"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->status(a, c); }});
   t.push_back({"list_gates", "List the gates", "The names of the frozen correctness gates (gates/*.yaml)." + schema_text("gate-list.schema.json"),

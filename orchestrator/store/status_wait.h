@@ -10,6 +10,11 @@ namespace densefeed {
 
 class Ledger;
 
+// The longest wait `status --wait --timeout` and MCP's get_status wait_s
+// accept, in seconds (a day): a finite bound, so that no caller waits for ever
+// by accident.
+constexpr double kMaxStatusWaitS = 86400;
+
 struct StatusRead {
   ExperimentRecord record;  // the latest committed one
   bool timed_out = false;   // the wait ran past its timeout before the experiment ended

@@ -179,6 +179,20 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   // A wait that runs out (no worker runs 3): the status as it is, exit 4.
   const auto waited = check("status", {"status", "3", "--wait", "--timeout", "0.3", "--ledger", L, "--json"}, 4);
   EXPECT_EQ(waited["state"], "queued") << waited.dump(1);
+  // A wait that would never end, or a --timeout that would be ignored, is bad
+  // input naming the flag (the hostile trial of stop 38: nan and 1e308 waited
+  // for ever, --timeout without --wait was silently dropped).
+  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--wait", "--timeout", "nan"},
+                                              {"--wait", "--timeout", "1e308"},
+                                              {"--wait", "--timeout", "86401"},
+                                              {"--wait", "--timeout", "-1"},
+                                              {"--wait", "--timeout", "5s"},
+                                              {"--timeout", "1"}}) {
+    std::vector<std::string> args = {"status", "3", "--ledger", L, "--json"};
+    args.insert(args.end(), bad.begin(), bad.end());
+    const auto refused = check("status", args, 2);
+    EXPECT_NE(refused.dump().find("--timeout"), std::string::npos) << bad.back() << "\n" << refused.dump(1);
+  }
 
   // status's exit is the record's (experiment_summary.h): 3 queued is not
   // ended yet (4), 4 cancelled is neither green nor red (3).
