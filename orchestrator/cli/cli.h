@@ -51,6 +51,9 @@ struct CliContext {
   std::string ledger_text;      // --ledger ('' = the project's ledger)
   bool trust_worktree = false;  // --trust-worktree
   bool json = false;            // --json
+  std::string service_text;     // --service ('' = densefeed.yaml's service:, if any)
+  bool die_with_parent = false; // --die-with-parent (hidden: a service's children)
+  std::string peer;             // --peer (hidden): "LOGIN (uid N)", whom a densefeed service runs the verb for
   // main() sets it from the verb it runs (CliVerb::store) before the verb
   // runs; a context made elsewhere resolves everything.
   StoreUse store_use = StoreUse::always;
@@ -144,5 +147,7 @@ std::vector<CliVerb> add_bench_verbs(CLI::App& app, CliContext& ctx);
 std::vector<CliVerb> add_compare_verbs(CLI::App& app, CliContext& ctx);
 // trace analyze
 std::vector<CliVerb> add_trace_verbs(CLI::App& app, CliContext& ctx);
+// serve (a densefeed service for agents and people, over a unix socket)
+std::vector<CliVerb> add_serve_verbs(CLI::App& app, CliContext& ctx);
 
 }  // namespace densefeed

@@ -43,7 +43,7 @@ void add_submit_verb(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs
                      const bool json = ctx.json;
                      const auto s = submit_experiments(*manifests, run_options(ctx), [json](const QueuedExperiment& q) {
                        if (!json) print_queued_text(std::cout, q);
-                     });
+                     }, ctx.peer.empty() ? "submit" : "submit by " + ctx.peer);
                      if (json) print_submission_json(std::cout, s);
                      return 0;
                    }, StoreUse::always});

@@ -3,6 +3,11 @@
 // one verb given and maps what it threw to the exit code (exit_code.h:
 // 0 green, 1 red, 2 bad input, 3 infrastructure error or an `error` verdict:
 // the reference failed).
+#include <sys/prctl.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <string>
@@ -12,7 +17,8 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
-#include "densefeed_version.h"
+#include "command_table.h"
+#include "service_client.h"
 #include "error.h"
 #include "exit_code.h"
 #include "printable.h"
@@ -31,6 +37,14 @@ void print_error(bool json, const char* kind, const std::string& message, const 
     std::cout << doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) << "\n";
   }
   std::cerr << "densefeed: " << message << "\n";
+}
+
+// A child of a densefeed service ends when the service does, even by
+// SIGKILL, so that a killed service leaves no process behind.
+void die_with_parent() {
+  const pid_t parent = ::getppid();
+  ::prctl(PR_SET_PDEATHSIG, SIGTERM);
+  if (::getppid() != parent) std::_Exit(df::kExitError);
 }
 
 // The one place an error a verb threw becomes an exit code.
@@ -56,22 +70,8 @@ int main(int argc, char** argv) {
   df::kill_children_on_termination();
   df::adopt_orphans();
   CLI::App app{"densefeed: dense-feedback experiments for agent-driven kernel optimisation"};
-  app.require_subcommand(1);
-  app.set_version_flag("--version", "densefeed " DENSEFEED_VERSION " (commit " DENSEFEED_COMMIT ")");
   df::CliContext ctx;
-  app.add_option("--project", ctx.project_text,
-                 "the project folder holding densefeed.yaml (default: the first folder from here upwards that has one)");
-  app.add_flag("--trust-worktree", ctx.trust_worktree,
-               "read gates, gates.lock and frozen files from the project folder as it is instead of the trusted ref "
-               "(recorded in provenance)");
-  // The order here is the order of `densefeed --help`.
-  std::vector<df::CliVerb> verbs;
-  for (auto&& family : {df::add_ledger_verbs(app, ctx), df::add_review_verbs(app, ctx), df::add_queue_verbs(app, ctx),
-                        df::add_report_verbs(app, ctx), df::add_machine_verbs(app, ctx), df::add_mcp_verbs(app, ctx),
-                        df::add_run_verbs(app, ctx), df::add_init_verbs(app, ctx), df::add_gate_verbs(app, ctx),
-                        df::add_bench_verbs(app, ctx), df::add_compare_verbs(app, ctx), df::add_trace_verbs(app, ctx)}) {
-    verbs.insert(verbs.end(), family.begin(), family.end());
-  }
+  const std::vector<df::CliVerb> verbs = df::add_command_table(app, ctx);
 
   try {
     app.parse(argc, argv);
@@ -102,9 +102,19 @@ int main(int argc, char** argv) {
     safe_out.emplace(std::cout);
     safe_err.emplace(std::cerr);
   }
+  if (ctx.die_with_parent) die_with_parent();
   for (const auto& verb : verbs) {
     if (!verb.app->parsed()) continue;
     ctx.store_use = verb.store;
+    // A verb given while a densefeed service is configured goes to it.
+    std::optional<std::filesystem::path> service;
+    const int refused = run_verb({verb.app, [&] {
+                                    service = df::service_for(app, ctx);
+                                    return 0;
+                                  }},
+                                 ctx.json);
+    if (refused != 0) return refused;
+    if (service) return run_verb({verb.app, [&] { return df::call_service(*service, app, ctx); }}, ctx.json);
     return run_verb(verb, ctx.json);
   }
   return df::kExitUsage;

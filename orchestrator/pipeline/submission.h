@@ -25,10 +25,12 @@ struct Submission {
 
 // Loads and prepares every manifest before the ledger is opened (one bad
 // manifest and nothing is queued: InputError naming it), then records each
-// as queued by "submit", calling `on_queued` as each is recorded (so that
-// what was queued before a failing write is told). Throws InputError /
-// InfraError as load_manifest, prepare_experiment and the ledger do.
+// as queued by `owner` (the queued event's owner: "submit", or through a
+// densefeed service "submit by LOGIN (uid N)", the peer the kernel named),
+// calling `on_queued` as each is recorded (so that what was queued before a
+// failing write is told). Throws InputError / InfraError as load_manifest,
+// prepare_experiment and the ledger do.
 Submission submit_experiments(const std::vector<std::string>& manifests, const RunOptions& options,
-                              const std::function<void(const QueuedExperiment&)>& on_queued = {});
+                              const std::function<void(const QueuedExperiment&)>& on_queued = {}, const std::string& owner = "submit");
 
 }  // namespace densefeed

@@ -88,6 +88,7 @@ Project load_project_from(const std::filesystem::path& dir_in, const std::filesy
       p.harness_path.push_back(inside(p.config, fmt::format("/harness_path/{}", i), v["harness_path"][i].get<std::string>()));
     }
   }
+  if (v.contains("service")) p.service = v["service"].get<std::string>();
   if (v.contains("sandbox") && v["sandbox"].contains("env")) {
     p.sandbox_env = v["sandbox"]["env"].get<std::vector<std::string>>();
   }

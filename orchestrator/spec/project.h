@@ -30,6 +30,9 @@ struct Project {
   std::string python_interpreter;     // as configured; "" = the first python3 that imports numpy
   std::vector<std::filesystem::path> python_path;  // absolute, first on every harness's PYTHONPATH
   std::vector<std::string> harness_path;           // relative to the tree an arm runs from
+  // service: the socket of the densefeed service that serves this project
+  // (absolute; empty: none, verbs run here).
+  std::filesystem::path service;
   // sandbox.env: names (a trailing '*' matches a prefix) of densefeed's
   // environment variables that untrusted commands also get (untrusted_launch.h).
   std::vector<std::string> sandbox_env;

@@ -69,6 +69,7 @@ const std::map<std::string, std::string> kSchemaOf = {
 const std::map<std::string, std::string> kNotReporting = {
     {"worker", "runs the queue until stopped; each experiment's verdict is read with status --json"},
     {"mcp", "serves JSON-RPC itself"},
+    {"serve", "serves requests over its socket until stopped; each request's verb prints its own document (--json)"},
     {"gate lock", "a person's action; prints what changed in gates.lock"},
     {"ledger export", "its output is data already: --format json (schemas/ledger-export.schema.json)"},
 };

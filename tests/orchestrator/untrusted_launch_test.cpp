@@ -53,6 +53,8 @@ const std::map<std::string, std::string> kMayStartProcesses = {
     {"worker_slot.cpp", "densefeed worker-run (densefeed itself), one per claimed experiment"},
     {"worker.cpp", "nvidia-smi, to list this host's GPUs"},
     {"mcp_tools.cpp", "densefeed itself, per tool call, and its detached worker"},
+    {"tool_run.cpp", "git and tar on the trusted side (the service's clone of a repository, a worktree snapshot): densefeed's own commands"},
+    {"service_server.cpp", "densefeed itself, on the service's clone, per request and as its worker"},
     {"slurm_executor.cpp", "sbatch, squeue and scancel: densefeed's own commands to the scheduler"},
     {"machine_ceilings.cpp", "densefeed-gpu-ceilings, densefeed's own program installed beside it"},
     {"rank_group.cpp", "the ranks of one multi-rank command, inside the sandbox launch_untrusted made for them (densefeed rank-group)"},

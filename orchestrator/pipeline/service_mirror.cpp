@@ -1,0 +1,196 @@
+#include "service_mirror.h"
+
+#include <fstream>
+#include <map>
+#include <optional>
+#include <regex>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "error.h"
+#include "tool_run.h"
+#include "project.h"
+#include "yaml_document.h"
+
+namespace densefeed {
+
+namespace {
+
+// Runs git or tar on the clone or a scratch folder: the repository may
+// belong to another user (the agents' team); nothing of its own
+// configuration is run by a fetch from it.
+ToolResult run_git(const std::vector<std::string>& argv, const std::filesystem::path& cwd, std::map<std::string, std::string> env = {},
+                   std::uint64_t fsize_limit = 0) {
+  for (auto& [k, v] : git_foreign_repository_env()) env.emplace(k, v);
+  return run_tool(argv, cwd, env, fsize_limit);
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+ServiceMirror::ServiceMirror(ServiceConfig config) : config_(std::move(config)) {}
+
+void ServiceMirror::refresh() {
+  std::lock_guard lock(git_);
+  const auto repo = config_.mirror();
+  const auto git = [&](std::vector<std::string> args, const std::string& step) {
+    args.insert(args.begin(), {"git", "-C", repo.string()});
+    const auto r = run_git(args, config_.state);
+    if (!r.ok) throw InfraError(fmt::format("densefeed service: {} failed: {}", step, first_line(r.err)));
+    return r.out;
+  };
+  if (!std::filesystem::exists(repo / ".git")) {
+    std::filesystem::remove_all(repo);
+    const auto r = run_git({"git", "clone", "-q", "--no-checkout", "--", config_.repository.string(), repo.string()}, config_.state);
+    if (!r.ok) throw InfraError(fmt::format("densefeed service: git clone of {} failed: {}", config_.repository.string(), first_line(r.err)));
+  }
+  git({"fetch", "-q", "--prune", "--force", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"},
+      fmt::format("git fetch from {}", config_.repository.string()));
+  const std::string trusted = "refs/remotes/origin/" + config_.trusted_ref;
+  const auto sha = first_line(git({"rev-parse", "--verify", "-q", trusted + "^{commit}"},
+                                  fmt::format("finding the trusted ref '{}' in {}", config_.trusted_ref, config_.repository.string())));
+  git({"update-ref", "refs/heads/" + config_.trusted_ref, sha}, "moving the trusted branch");
+  git({"checkout", "-q", "-f", "--detach", sha}, "checking out the trusted ref");
+  git({"clean", "-q", "-f", "-d"}, "cleaning the clone's checkout");
+  // The project's configuration at the trusted ref must agree on which ref is trusted.
+  const Project p = load_project(config_.project_dir());
+  if (p.trusted_ref != config_.trusted_ref) {
+    throw InputError(config_.file.string(), {}, "trusted_ref",
+                     fmt::format("the service trusts '{}' but the project's densefeed.yaml at that ref names trusted_ref '{}': make them one",
+                                 config_.trusted_ref, p.trusted_ref));
+  }
+}
+
+std::string ServiceMirror::resolve(const std::string& revision, const std::string& agent_head, const std::string& file,
+                                   const std::string& field) {
+  std::lock_guard lock(git_);
+  std::vector<std::string> candidates;
+  static const std::regex head_form("^HEAD([~^][0-9~^]*)?$");
+  if (std::regex_match(revision, head_form)) {
+    if (agent_head.empty()) {
+      throw InputError(file, {}, field, fmt::format("'{}' is relative to your checkout's HEAD, which the service was not told: name a branch or commit", revision));
+    }
+    candidates.push_back(agent_head + revision.substr(4));
+  } else if (!revision.empty() && revision.front() != '-') {
+    candidates = {"refs/remotes/origin/" + revision, "refs/tags/" + revision, revision};
+  }
+  for (const auto& c : candidates) {
+    const auto r = run_git({"git", "-C", config_.mirror().string(), "rev-parse", "--verify", "-q", "--end-of-options", c + "^{commit}"},
+                            config_.state);
+    if (r.ok) return first_line(r.out);
+  }
+  throw InputError(file, {}, field,
+                   fmt::format("revision '{}' names no commit of {} (the service fetches from there: push your branch, then submit)",
+                               revision, config_.repository.string()));
+}
+
+std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const std::filesystem::path& work, const std::string& who) {
+  const auto tree = work / "tree";
+  std::filesystem::create_directories(tree);
+  {
+    std::ofstream out(work / "snapshot.tar", std::ios::binary);
+    out.write(snapshot.tar.data(), static_cast<std::streamsize>(snapshot.tar.size()));
+    if (!out) throw InfraError("cannot write the snapshot to " + work.string());
+  }
+  // GNU tar's defaults refuse absolute names and '..', and extract links
+  // that point out of the folder as placeholders; no owner or mode is kept.
+  const auto x = run_git({"tar", "-x", "-f", (work / "snapshot.tar").string(), "-C", tree.string(), "--no-same-owner",
+                           "--no-same-permissions", "--no-overwrite-dir"},
+                          work, {}, config_.snapshot_limit_bytes * 2);
+  if (!x.ok) throw InputError("", {}, "snapshot", "the worktree snapshot is not a tar archive tar accepts: " + first_line(x.err));
+  std::lock_guard lock(git_);
+  const std::string git_dir = (config_.mirror() / ".git").string();
+  const std::map<std::string, std::string> env = {{"GIT_DIR", git_dir},
+                                                  {"GIT_WORK_TREE", tree.string()},
+                                                  {"GIT_INDEX_FILE", (work / "index").string()},
+                                                  {"GIT_AUTHOR_NAME", who},
+                                                  {"GIT_AUTHOR_EMAIL", "agent@densefeed.service"},
+                                                  {"GIT_COMMITTER_NAME", "densefeed service"},
+                                                  {"GIT_COMMITTER_EMAIL", "service@densefeed.service"}};
+  const auto step = [&](std::vector<std::string> args, const std::string& what) {
+    args.insert(args.begin(), "git");
+    const auto r = run_git(args, tree, env);
+    if (!r.ok) throw InfraError(fmt::format("densefeed service: {} of a snapshot failed: {}", what, first_line(r.err)));
+    return first_line(r.out);
+  };
+  step({"add", "-A", "-f", "."}, "git add");
+  const auto tree_sha = step({"write-tree"}, "git write-tree");
+  std::string parent = step({"rev-parse", "--verify", "-q", "refs/heads/" + config_.trusted_ref + "^{commit}"}, "finding the trusted ref");
+  if (!snapshot.head.empty() && std::regex_match(snapshot.head, std::regex("^[0-9a-f]{40}$")) &&
+      run_git({"git", "cat-file", "-e", snapshot.head + "^{commit}"}, tree, env).ok) {
+    parent = snapshot.head;
+  }
+  const auto commit = step({"commit-tree", tree_sha, "-p", parent, "-m",
+                            fmt::format("densefeed: snapshot of {}'s worktree (sha256 {}, {} bytes)", who, snapshot.sha256, snapshot.tar.size())},
+                           "git commit-tree");
+  step({"update-ref", "refs/densefeed/snapshots/" + commit, commit}, "git update-ref");
+  return commit;
+}
+
+namespace {
+
+// Where the scalar at `mark` (1-based line and column) starts and ends in `text`.
+std::pair<std::size_t, std::size_t> scalar_span(const std::string& text, SourceMark mark) {
+  std::size_t at = 0;
+  for (int line = 1; line < mark.line && at != std::string::npos; ++line) {
+    at = text.find('\n', at);
+    if (at != std::string::npos) ++at;
+  }
+  if (at == std::string::npos) return {std::string::npos, 0};
+  at += static_cast<std::size_t>(mark.column - 1);
+  if (at >= text.size()) return {std::string::npos, 0};
+  const char q = text[at];
+  if (q == '"' || q == '\'') {
+    std::size_t end = at + 1;
+    while (end < text.size() && text[end] != q) end += (q == '"' && text[end] == '\\') ? 2 : 1;
+    return {at, std::min(end + 1, text.size()) - at};
+  }
+  std::size_t end = at;
+  while (end < text.size() && text[end] != '\n' && text[end] != ',' && text[end] != '}' && text[end] != ']' &&
+         !(text[end] == '#' && end > at && text[end - 1] == ' ')) {
+    ++end;
+  }
+  while (end > at && (text[end - 1] == ' ' || text[end - 1] == '\t')) --end;
+  return {at, end - at};
+}
+
+}  // namespace
+
+std::string ServiceMirror::pin_manifest(const std::string& text, const std::string& path, const std::string& snapshot_commit,
+                                        const std::string& agent_head) {
+  const YamlDocument doc = parse_yaml(text, path);
+  struct Pin {
+    std::size_t at, length;
+    std::string sha;
+  };
+  std::vector<Pin> pins;
+  for (const char* arm : {"candidate", "base"}) {
+    const std::string pointer = fmt::format("/{}/revision", arm);
+    const auto& v = doc.value;
+    if (!v.is_object() || !v.contains(arm) || !v[arm].is_object() || !v[arm].contains("revision") || !v[arm]["revision"].is_string()) {
+      doc.fail(pointer, "expected the arm's revision (a branch, tag or commit of the repository; WORKTREE for the candidate)");
+    }
+    const std::string rev = v[arm]["revision"].get<std::string>();
+    std::string sha;
+    if (rev == "WORKTREE") {
+      if (std::string(arm) == "base") {
+        doc.fail(pointer, "expected a commit the service fetches (e.g. the trusted branch): a base from your worktree is not served");
+      }
+      if (snapshot_commit.empty()) doc.fail(pointer, "WORKTREE needs a snapshot of your worktree, which this request did not carry");
+      sha = snapshot_commit;
+    } else {
+      sha = resolve(rev, agent_head, path, pointer_to_field(pointer));
+    }
+    const auto [at, length] = scalar_span(text, doc.mark_of(pointer));
+    if (at == std::string::npos) doc.fail(pointer, "expected the revision as a scalar on one line");
+    pins.push_back({at, length, sha});
+  }
+  std::string out = text;
+  std::sort(pins.begin(), pins.end(), [](const Pin& a, const Pin& b) { return a.at > b.at; });
+  for (const auto& p : pins) out.replace(p.at, p.length, p.sha);
+  return out;
+}
+
+}  // namespace densefeed
