@@ -184,13 +184,17 @@ void add_audit_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs
                   "accept green results whose untrusted commands ran without the sandbox (--no-sandbox)");
   audit->add_option("--expect-head", *expect_head, "fail unless the chain still holds this head (SEQ:HASH from 'ledger head')");
   audit->add_option("--head-file", *head_file, "like --expect-head with the head kept in FILE (when it exists); on success the current head is written there");
+  auto strict = std::make_shared<bool>(false);
+  audit->add_flag("--strict", *strict, "fail when no head recorded earlier is given to check the chain against (what CI should use)");
   add_ledger_and_json(audit, ctx);
-  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed, allow_untrusted_gates, expect_head, head_file] {
+  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed, allow_untrusted_gates, expect_head, head_file, strict] {
                      AuditOptions options;
                      options.allow_untrusted_gates = *allow_untrusted_gates;
                      options.allow_unsandboxed = *allow_unsandboxed;
                      options.expected = expected_heads(*expect_head, *head_file);
+                     options.strict = *strict;
                      const GateStore& store = ctx.store();
+                     options.require_service = ctx.project().require_service;
                      const AuditReport report = audit_ledger(ctx.ledger_path(), store, options);
                      if (!ctx.json) print_audit_checks(std::cout, report);
                      if (report.ok() && !head_file->empty()) write_head_file(*head_file, report.head);

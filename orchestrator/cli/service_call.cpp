@@ -44,7 +44,7 @@ const std::vector<ServedVerb>& served_table() {
 
 // Options no peer may give: the service decides the project, the ledger and
 // the head it checks (its head log).
-constexpr std::array kServiceOwned = {"--project", "--ledger", "--head-file", "--service"};
+constexpr std::array kServiceOwned = {"--project", "--ledger", "--head-file", "--service", "--peer", "--die-with-parent"};
 // Options only people may give, whatever the verb.
 constexpr std::array kPeopleOnly = {"--trust-worktree", "--no-sandbox", "--allow-untrusted-gates", "--allow-unsandboxed",
                                     "--accept-candidate-timing", "--accept-speedup-beyond-bound", "--accept-agent-base"};

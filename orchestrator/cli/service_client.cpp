@@ -145,7 +145,12 @@ std::optional<std::filesystem::path> service_for(const CLI::App& app, CliContext
 int call_service(const std::filesystem::path& socket, const CLI::App& app, CliContext& ctx) {
   const Prepared p = prepare(app, ctx);
   const Fd fd = connect_unix(socket);
-  send_request(fd.get(), p.request);
+  try {
+    send_request(fd.get(), p.request);
+  } catch (const InfraError&) {
+    // A service that answers before it reads (busy) has closed its side:
+    // its answer is still there to read; without one, receiving says so.
+  }
   const WireResponse r = receive_response(fd.get());
   std::cout << r.out << std::flush;
   std::cerr << r.err << std::flush;

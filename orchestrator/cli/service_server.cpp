@@ -2,6 +2,7 @@
 
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -123,14 +124,20 @@ class Service {
     if (request.snapshot) {
       snapshot_commit = mirror_.commit_snapshot(*request.snapshot, dir / "snapshot", fmt::format("{} (uid {})", peer.user, peer.uid));
     }
-    const bool submit = served_verb(app).verb == "submit";
+    const ServedVerb rule = served_verb(app);
+    const bool submit = rule.verb == "submit";
+    // A submission is pinned against what the repository holds now.
+    if (submit) mirror_.refresh();
     for (auto& f : request.inputs) {
       // A manifest is pinned to the commits of the service's clone: the
       // agent's checkout is never run, its WORKTREE is the snapshot.
       if (submit) f.bytes = mirror_.pin_manifest(f.bytes, f.name, snapshot_commit, request.snapshot ? request.snapshot->head : "");
       std::ofstream(dir / f.name, std::ios::binary) << f.bytes;
     }
-    std::vector<std::string> args = request.args;
+    // The child runs what the service parsed and decided on, rebuilt in
+    // canonical form, never the request's words as sent (a hostile trial
+    // passed --peer through them).
+    std::vector<std::string> args = service_arguments(app, rule).args;
     args.insert(std::find(args.begin(), args.end(), "--"), decision.add_args.begin(), decision.add_args.end());
     auto argv = child_argv(config_, app, args);
     argv.insert(argv.begin() + 4, "--peer=" + fmt::format("{} (uid {})", peer.user.empty() ? "?" : peer.user, peer.uid));
@@ -250,8 +257,17 @@ void supervise_worker(const ServiceConfig& c, const std::atomic<bool>& stop) {
   }
 }
 
+// Connections served at once; one more is answered "busy" and closed, so
+// that idle clients cannot take every descriptor and thread (a hostile trial
+// ended the service with 20 000 idle connections).
+constexpr int kMaxConnections = 64;
+// How long a client may take to send its request.
+constexpr int kRequestDeadlineS = 60;
+
 void serve_connection(Service& service, Fd fd) {
   try {
+    const timeval deadline{kRequestDeadlineS, 0};
+    ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
     const PeerCredentials peer = peer_credentials(fd.get());
     WireResponse r;
     try {
@@ -283,13 +299,36 @@ void serve(const ServiceConfig& config) {
   std::thread worker([&] { supervise_worker(config, stop); });
   head.detach();
   worker.detach();
+  std::atomic<int> open{0};
   for (;;) {
     const int fd = ::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC);
     if (fd < 0) {
-      if (errno == EINTR) continue;
-      throw InfraError(fmt::format("{}: accept failed: {}", config.socket.string(), std::strerror(errno)));
+      // Out of descriptors or memory is the clients' doing, not an end:
+      // the service waits and accepts again.
+      if (errno != EINTR) {
+        std::cerr << fmt::format("densefeed serve: accept on {} failed: {} (accepting again)\n", config.socket.string(), std::strerror(errno));
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+      continue;
     }
-    std::thread([&service, fd] { serve_connection(service, Fd(fd)); }).detach();
+    Fd connection(fd);
+    if (open.load() >= kMaxConnections) {
+      try {
+        send_response(connection.get(), refuse(fmt::format("the service is busy ({} requests at once): try again", kMaxConnections), kExitError));
+      } catch (const std::exception&) {
+      }
+      continue;
+    }
+    ++open;
+    try {
+      std::thread([&service, &open, c = std::move(connection)]() mutable {
+        serve_connection(service, std::move(c));
+        --open;
+      }).detach();
+    } catch (const std::system_error& e) {
+      --open;
+      std::cerr << "densefeed serve: cannot start a thread for a connection: " << e.what() << "\n";
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 #include <regex>
+#include <sstream>
 #include <vector>
 
 #include <fmt/format.h>
@@ -28,6 +29,15 @@ ToolResult run_git(const std::vector<std::string>& argv, const std::filesystem::
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
+std::vector<std::string> split_lines(const std::string& s) {
+  std::vector<std::string> lines;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) lines.push_back(line);
+  }
+  return lines;
+}
+
 }  // namespace
 
 ServiceMirror::ServiceMirror(ServiceConfig config) : config_(std::move(config)) {}
@@ -46,8 +56,18 @@ void ServiceMirror::refresh() {
     const auto r = run_git({"git", "clone", "-q", "--no-checkout", "--", config_.repository.string(), repo.string()}, config_.state);
     if (!r.ok) throw InfraError(fmt::format("densefeed service: git clone of {} failed: {}", config_.repository.string(), first_line(r.err)));
   }
-  git({"fetch", "-q", "--prune", "--force", "origin", "+refs/heads/*:refs/remotes/origin/*", "+refs/tags/*:refs/tags/*"},
+  // Tags go to a namespace of their own, never refs/tags: git resolves a
+  // name to refs/tags/NAME before refs/heads/NAME, so a tag an agent pushed
+  // named like the trusted ref would otherwise become it (a hostile trial
+  // pushed a tag `main` with loosened gates and got a float16 merge green).
+  // --no-tags: nothing else lands in refs/tags either, and any tag left
+  // there by an older clone is deleted below.
+  git({"fetch", "-q", "--prune", "--force", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*",
+       "+refs/tags/*:refs/densefeed/tags/*"},
       fmt::format("git fetch from {}", config_.repository.string()));
+  for (const auto& line : split_lines(git({"for-each-ref", "--format=%(refname)", "refs/tags/"}, "listing the clone's tags"))) {
+    git({"update-ref", "-d", line}, "deleting a tag outside refs/densefeed/tags");
+  }
   const std::string trusted = "refs/remotes/origin/" + config_.trusted_ref;
   const auto sha = first_line(git({"rev-parse", "--verify", "-q", trusted + "^{commit}"},
                                   fmt::format("finding the trusted ref '{}' in {}", config_.trusted_ref, config_.repository.string())));
@@ -74,7 +94,9 @@ std::string ServiceMirror::resolve(const std::string& revision, const std::strin
     }
     candidates.push_back(agent_head + revision.substr(4));
   } else if (!revision.empty() && revision.front() != '-') {
-    candidates = {"refs/remotes/origin/" + revision, "refs/tags/" + revision, revision};
+    candidates = {"refs/remotes/origin/" + revision, "refs/densefeed/tags/" + revision};
+    // A commit named by its sha (or a prefix of one); never a ref of the clone's own.
+    if (std::regex_match(revision, std::regex("^[0-9a-f]{4,40}$"))) candidates.push_back(revision);
   }
   for (const auto& c : candidates) {
     const auto r = run_git({"git", "-C", config_.mirror().string(), "rev-parse", "--verify", "-q", "--end-of-options", c + "^{commit}"},
@@ -100,6 +122,17 @@ std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const s
                            "--no-same-permissions", "--no-overwrite-dir"},
                           work, {}, config_.snapshot_limit_bytes * 2);
   if (!x.ok) throw InputError("", {}, "snapshot", "the worktree snapshot is not a tar archive tar accepts: " + first_line(x.err));
+  // A worktree holds files, folders and symbolic links; anything else
+  // (device files, FIFOs, sockets) a tar member could make is refused.
+  for (auto it = std::filesystem::recursive_directory_iterator(tree); it != std::filesystem::recursive_directory_iterator(); ++it) {
+    const auto type = it->symlink_status().type();
+    if (type != std::filesystem::file_type::regular && type != std::filesystem::file_type::directory &&
+        type != std::filesystem::file_type::symlink) {
+      throw InputError("", {}, "snapshot",
+                       fmt::format("the worktree snapshot holds '{}', which is not a file, a folder or a symbolic link",
+                                   std::filesystem::relative(it->path(), tree).string()));
+    }
+  }
   std::lock_guard lock(git_);
   const std::string git_dir = (config_.mirror() / ".git").string();
   const std::map<std::string, std::string> env = {{"GIT_DIR", git_dir},

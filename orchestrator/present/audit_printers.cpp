@@ -20,6 +20,11 @@ void print_audit_checks(std::ostream& out, const AuditReport& report) {
 
 void print_audit_end(std::ostream& out, const std::filesystem::path& ledger, const AuditReport& report, bool json) {
   if (!json) {
+    if (!report.same_user.empty()) {
+      std::string ids;
+      for (const auto id : report.same_user) ids += (ids.empty() ? "" : ", ") + std::to_string(id);
+      out << fmt::format("note same-user: experiment(s) {} were recorded without a densefeed service (as this machine's user)\n", ids);
+    }
     out << "head " << report.head.text() << "\n";
     return;
   }
@@ -27,6 +32,7 @@ void print_audit_end(std::ostream& out, const std::filesystem::path& ledger, con
   for (const auto& c : report.checks) doc["checks"].push_back({{"check", c.name}, {"ok", c.failures.empty()}, {"failures", c.failures}});
   doc["ok"] = report.ok();
   doc["head"] = report.head.text();
+  doc["same_user"] = report.same_user;
   out << doc.dump(2) << "\n";
 }
 

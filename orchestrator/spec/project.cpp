@@ -89,6 +89,7 @@ Project load_project_from(const std::filesystem::path& dir_in, const std::filesy
     }
   }
   if (v.contains("service")) p.service = v["service"].get<std::string>();
+  p.require_service = v.value("require_service", false);
   if (v.contains("sandbox") && v["sandbox"].contains("env")) {
     p.sandbox_env = v["sandbox"]["env"].get<std::vector<std::string>>();
   }

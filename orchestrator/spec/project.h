@@ -33,6 +33,7 @@ struct Project {
   // service: the socket of the densefeed service that serves this project
   // (absolute; empty: none, verbs run here).
   std::filesystem::path service;
+  bool require_service = false;  // audit fails on same-user experiments
   // sandbox.env: names (a trailing '*' matches a prefix) of densefeed's
   // environment variables that untrusted commands also get (untrusted_launch.h).
   std::vector<std::string> sandbox_env;

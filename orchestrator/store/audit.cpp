@@ -67,6 +67,21 @@ void audit_records(const Ledger& ledger, const std::string& trusted_ref, const A
     if (auto why = ledger.extends(h); !why.empty()) extends.failures.push_back(fmt::format("head {}: {}", h.text(), why));
   }
   if (!o.expected.empty()) checks.push_back(extends);
+  if (o.expected.empty() && o.strict) {
+    checks.push_back({"the chain extends a head recorded earlier (--strict)",
+                      {"no head was ever recorded for this ledger: give --head-file FILE (kept outside the ledger's reach) or "
+                       "--expect-head SEQ:HASH, or audit through the densefeed service, which checks its head log"}});
+  }
+  report.same_user = ledger.same_user_experiments();
+  if (o.require_service) {
+    AuditCheck served{"every experiment was submitted through a densefeed service (require_service: true)", {}};
+    for (const auto id : report.same_user) {
+      served.failures.push_back(fmt::format("experiment {} is same-user: recorded by densefeed on this machine as its user, not "
+                                            "through the project's service",
+                                            id));
+    }
+    checks.push_back(served);
+  }
 }
 
 void audit_gates(const GateStore& store, AuditReport& report) {

@@ -21,11 +21,20 @@ struct AuditOptions {
   bool allow_untrusted_gates = false;  // accept green results whose gates came from another ref
   bool allow_unsandboxed = false;      // accept green results whose untrusted commands ran without the sandbox
   std::vector<ChainHead> expected;     // heads the chain must still extend (--expect-head, --head-file)
+  // --strict: an audit with no head recorded earlier to check the chain
+  // against fails (a cut-off tail or a re-sealed copy is then invisible).
+  bool strict = false;
+  // The project's require_service: every experiment must have been
+  // submitted through a densefeed service (none same-user).
+  bool require_service = false;
 };
 
 struct AuditReport {
   std::vector<AuditCheck> checks;  // ledger checks, then one per gate of the store
   ChainHead head;                  // the chain's head now
+  // Experiments recorded without a service (Ledger::same_user_experiments):
+  // labelled same-user; a failure only under require_service.
+  std::vector<std::int64_t> same_user;
   bool ok() const;
 };
 

@@ -421,6 +421,10 @@ class Ledger {
   // --trust-worktree runs are a person's choice and are not listed.
   std::vector<std::string> green_results_not_from(const std::string& trusted_ref) const;
   std::vector<std::string> results_without_green_gate() const;
+  // Experiments recorded without a densefeed service (same-user): those whose
+  // first event's owner is not a service's "submit by LOGIN (uid N)" (a
+  // densefeed run, or a submit as this machine's user), in id order.
+  std::vector<std::int64_t> same_user_experiments() const;
   // Every table as {table: [rows]} (JSON columns kept as text).
   nlohmann::ordered_json export_tables() const;
   // One table's or view's column names and rows. Throws InputError when the

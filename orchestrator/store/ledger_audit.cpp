@@ -88,6 +88,14 @@ std::vector<std::string> Ledger::promotion_violations() const {
   return out;
 }
 
+std::vector<std::int64_t> Ledger::same_user_experiments() const {
+  Statement s(db_, "SELECT e.experiment_id FROM experiment_events e WHERE e.id = (SELECT MIN(f.id) FROM experiment_events f "
+                   "WHERE f.experiment_id = e.experiment_id) AND e.owner NOT LIKE 'submit by %' ORDER BY e.experiment_id");
+  std::vector<std::int64_t> ids;
+  while (s.step()) ids.push_back(s.column(0).get<std::int64_t>());
+  return ids;
+}
+
 std::vector<std::string> Ledger::results_without_green_gate() const {
   std::vector<std::string> out;
   const std::pair<const char*, const char*> checks[] = {

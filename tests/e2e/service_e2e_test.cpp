@@ -23,7 +23,10 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "service_wire.h"
+#include "sha256.h"
 #include "test_support.h"
+#include "unix_socket.h"
 
 namespace densefeed {
 namespace {
@@ -318,6 +321,112 @@ TEST_F(Service, AHeadThatDoesNotExtendTheLoggedOneFailsTheAudit) {
   audit = agent({"audit"});
   EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
   EXPECT_NE(audit.out.find("the chain has no link"), std::string::npos) << audit.out;
+}
+
+// Without a service, results are same-user: audit says so, --strict wants a
+// head recorded earlier, and require_service: true fails them. Through the
+// service (its head log, experiments submitted by a peer) the same audit passes.
+TEST_F(Service, ALedgerWrittenWithoutTheServiceIsSameUserAndAStrictAuditWantsAHead) {
+  const auto config = repo_ / "densefeed.yaml";
+  testing::write_file(config, testing::read_file(config) + "require_service: true\n");
+  ASSERT_EQ(testing::git_commit_all(repo_, "agents go through the service"), "");
+  const auto ledger = (dir_ / "mine.db").string();
+  const auto ran = testing::run_cli(kExe, {"run", "experiments/scan-merge-float16.yaml", "--no-bench", "--ledger", ledger}, repo_, env_);
+  ASSERT_EQ(ran.exit_code, 1) << ran.out << ran.err;
+  auto audit = testing::run_cli(kExe, {"audit", "--ledger", ledger}, repo_, env_);
+  EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
+  EXPECT_NE(audit.out.find("note same-user: experiment(s) 1 were recorded without a densefeed service"), std::string::npos) << audit.out;
+  EXPECT_NE(audit.out.find("FAIL every experiment was submitted through a densefeed service (require_service: true)"), std::string::npos)
+      << audit.out;
+  EXPECT_EQ(audit.out.find("FAIL the chain extends a head"), std::string::npos) << "not strict: " << audit.out;
+  audit = testing::run_cli(kExe, {"audit", "--ledger", ledger, "--strict", "--json"}, repo_, env_);
+  EXPECT_EQ(audit.exit_code, 1);
+  const auto doc = nlohmann::json::parse(audit.out);
+  EXPECT_EQ(doc["same_user"], nlohmann::json::array({1})) << doc.dump(1);
+  bool no_head = false;
+  for (const auto& c : doc["checks"]) no_head = no_head || (!c["ok"].get<bool>() && c["failures"][0].get<std::string>().find("no head was ever recorded") != std::string::npos);
+  EXPECT_TRUE(no_head) << doc.dump(1);
+  // Through the service: every experiment a peer's, the head its head log's.
+  start();
+  wait_for(submit("scan-merge-float16.yaml"));
+  for (int i = 0; i < 50 && !fs::exists(state_ / "head"); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  audit = agent({"audit", "--strict"});
+  EXPECT_EQ(audit.exit_code, 0) << audit.out << audit.err;
+  EXPECT_EQ(audit.out.find("same-user"), std::string::npos) << audit.out;
+}
+
+// A tag an agent pushed, named like the trusted ref, with loosened gates:
+// git resolves refs/tags/main before refs/heads/main, so the service keeps
+// tags out of refs/tags (a hostile trial got a float16 merge green this way).
+TEST_F(Service, ATagNamedLikeTheTrustedRefIsNeverTrusted) {
+  const auto pusher = clone("pusher");
+  ASSERT_EQ(testing::git(pusher, {"checkout", "-q", "-b", "loose"}).exit_code, 0);
+  const auto gate = pusher / "gates" / "scan-sharded.yaml";
+  std::string text = testing::read_file(gate);
+  for (std::size_t at = text.find("rel_l2: "); at != std::string::npos; at = text.find("rel_l2: ", at + 1)) {
+    const auto end = text.find_first_of(",}\n", at);
+    text.replace(at, end - at, "rel_l2: 0.5");
+  }
+  testing::write_file(gate, text);
+  const auto lock = testing::run_cli(kExe, {"--trust-worktree", "gate", "lock"}, pusher, env_);
+  ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
+  ASSERT_EQ(testing::git_commit_all(pusher, "looser"), "");
+  ASSERT_EQ(testing::git(pusher, {"tag", "main"}).exit_code, 0);
+  ASSERT_EQ(testing::git(pusher, {"push", "-q", "origin", "refs/tags/main"}).exit_code, 0);
+  start();
+  const auto shown = agent({"gate", "show", "scan-sharded", "--json"});
+  ASSERT_EQ(shown.exit_code, 0) << shown.err;
+  EXPECT_EQ(shown.out.find("0.5"), std::string::npos) << "the tag's gate is not the trusted one: " << shown.out.substr(0, 2000);
+  const auto doc = wait_for(submit("scan-merge-float16.yaml"));
+  EXPECT_EQ(doc["verdict"], "red") << doc.dump(1);
+}
+
+// The service's side of the wire, as a client other than densefeed's could
+// speak it: the child runs what the service parsed (never the request's own
+// words), a snapshot holding anything but files, folders and links is
+// refused, and idle connections past the limit leave it serving.
+TEST_F(Service, ARequestsOwnWordsAndOddSnapshotsNeverReachTheChild) {
+  start();
+  const auto call = [&](const WireRequest& request) {
+    const Fd fd = connect_unix(socket_);
+    send_request(fd.get(), request);
+    return receive_response(fd.get());
+  };
+  WireRequest peer;
+  peer.args = {"--peer=root (uid 0)", "ledger", "list"};
+  auto r = call(peer);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("--peer is the service's"), std::string::npos) << r.err;
+  // A FIFO in the snapshot's tar.
+  const auto tree = dir_ / "odd";
+  fs::create_directories(tree);
+  ASSERT_EQ(::mkfifo((tree / "pipe").c_str(), 0600), 0);
+  testing::write_file(tree / "f.txt", "x\n");
+  ASSERT_EQ(std::system(fmt::format("tar -c -f '{}' -C '{}' pipe f.txt", (dir_ / "odd.tar").string(), tree.string()).c_str()), 0);
+  WireRequest odd;
+  odd.args = {"submit", "--", "m.yaml"};
+  odd.inputs = {{"m.yaml", testing::read_file(agent_ / "experiments" / "scan-merge-float16.yaml")}};
+  odd.snapshot = WireSnapshot{testing::read_file(dir_ / "odd.tar"), "", ""};
+  odd.snapshot->sha256 = sha256_hex(odd.snapshot->tar);
+  r = call(odd);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("'pipe', which is not a file, a folder or a symbolic link"), std::string::npos) << r.err;
+  // Idle connections up to the limit and past it: the service answers
+  // "busy" beyond it and serves again once they are gone.
+  std::vector<Fd> idle;
+  for (int i = 0; i < 70; ++i) idle.push_back(connect_unix(socket_));
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  auto busy = agent({"ledger", "list"});
+  EXPECT_EQ(busy.exit_code, 3) << busy.out << busy.err;
+  EXPECT_NE(busy.err.find("busy"), std::string::npos) << busy.err;
+  idle.clear();
+  bool served = false;
+  for (int i = 0; i < 50 && !served; ++i) {
+    served = agent({"ledger", "list"}).exit_code == 0;
+    if (!served) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(served) << "the service serves again once the idle connections are gone";
 }
 
 TEST_F(Service, KilledOutrightAndRestartedItLosesNoExperimentAndLeavesNoProcess) {
