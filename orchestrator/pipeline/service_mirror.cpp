@@ -21,9 +21,15 @@ namespace {
 // Runs git or tar on the clone or a scratch folder: the repository may
 // belong to another user (the agents' team); nothing of its own
 // configuration is run by a fetch from it.
-ToolResult run_git(const std::vector<std::string>& argv, const std::filesystem::path& cwd, std::map<std::string, std::string> env = {},
-                   std::uint64_t fsize_limit = 0) {
+ToolResult run_git(const ServiceConfig& config, const std::vector<std::string>& argv, const std::filesystem::path& cwd,
+                   std::map<std::string, std::string> env = {}, std::uint64_t fsize_limit = 0) {
   for (auto& [k, v] : git_foreign_repository_env()) env.emplace(k, v);
+  // git clears GIT_CONFIG_COUNT for the upload-pack of a local clone or
+  // fetch (local_repo_env), which then refuses a repository of another
+  // user: safe.directory also comes from a global configuration of the
+  // service's own, in its state folder, and no system one is read.
+  env["GIT_CONFIG_GLOBAL"] = (config.state / "gitconfig").string();
+  env["GIT_CONFIG_NOSYSTEM"] = "1";
   return run_tool(argv, cwd, env, fsize_limit);
 }
 
@@ -47,13 +53,18 @@ void ServiceMirror::refresh() {
   const auto repo = config_.mirror();
   const auto git = [&](std::vector<std::string> args, const std::string& step) {
     args.insert(args.begin(), {"git", "-C", repo.string()});
-    const auto r = run_git(args, config_.state);
+    const auto r = run_git(config_, args, config_.state);
     if (!r.ok) throw InfraError(fmt::format("densefeed service: {} failed: {}", step, first_line(r.err)));
     return r.out;
   };
+  {
+    std::ofstream gitconfig(config_.state / "gitconfig", std::ios::trunc);
+    gitconfig << "# written by densefeed serve: the repository it fetches from belongs to another user\n[safe]\n\tdirectory = *\n";
+    if (!gitconfig) throw InfraError("cannot write " + (config_.state / "gitconfig").string());
+  }
   if (!std::filesystem::exists(repo / ".git")) {
     std::filesystem::remove_all(repo);
-    const auto r = run_git({"git", "clone", "-q", "--no-checkout", "--", config_.repository.string(), repo.string()}, config_.state);
+    const auto r = run_git(config_, {"git", "clone", "-q", "--no-checkout", "--", config_.repository.string(), repo.string()}, config_.state);
     if (!r.ok) throw InfraError(fmt::format("densefeed service: git clone of {} failed: {}", config_.repository.string(), first_line(r.err)));
   }
   // Tags go to a namespace of their own, never refs/tags: git resolves a
@@ -99,7 +110,7 @@ std::string ServiceMirror::resolve(const std::string& revision, const std::strin
     if (std::regex_match(revision, std::regex("^[0-9a-f]{4,40}$"))) candidates.push_back(revision);
   }
   for (const auto& c : candidates) {
-    const auto r = run_git({"git", "-C", config_.mirror().string(), "rev-parse", "--verify", "-q", "--end-of-options", c + "^{commit}"},
+    const auto r = run_git(config_, {"git", "-C", config_.mirror().string(), "rev-parse", "--verify", "-q", "--end-of-options", c + "^{commit}"},
                             config_.state);
     if (r.ok) return first_line(r.out);
   }
@@ -118,7 +129,7 @@ std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const s
   }
   // GNU tar's defaults refuse absolute names and '..', and extract links
   // that point out of the folder as placeholders; no owner or mode is kept.
-  const auto x = run_git({"tar", "-x", "-f", (work / "snapshot.tar").string(), "-C", tree.string(), "--no-same-owner",
+  const auto x = run_git(config_, {"tar", "-x", "-f", (work / "snapshot.tar").string(), "-C", tree.string(), "--no-same-owner",
                            "--no-same-permissions", "--no-overwrite-dir"},
                           work, {}, config_.snapshot_limit_bytes * 2);
   if (!x.ok) throw InputError("", {}, "snapshot", "the worktree snapshot is not a tar archive tar accepts: " + first_line(x.err));
@@ -144,7 +155,7 @@ std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const s
                                                   {"GIT_COMMITTER_EMAIL", "service@densefeed.service"}};
   const auto step = [&](std::vector<std::string> args, const std::string& what) {
     args.insert(args.begin(), "git");
-    const auto r = run_git(args, tree, env);
+    const auto r = run_git(config_, args, tree, env);
     if (!r.ok) throw InfraError(fmt::format("densefeed service: {} of a snapshot failed: {}", what, first_line(r.err)));
     return first_line(r.out);
   };
@@ -152,7 +163,7 @@ std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const s
   const auto tree_sha = step({"write-tree"}, "git write-tree");
   std::string parent = step({"rev-parse", "--verify", "-q", "refs/heads/" + config_.trusted_ref + "^{commit}"}, "finding the trusted ref");
   if (!snapshot.head.empty() && std::regex_match(snapshot.head, std::regex("^[0-9a-f]{40}$")) &&
-      run_git({"git", "cat-file", "-e", snapshot.head + "^{commit}"}, tree, env).ok) {
+      run_git(config_, {"git", "cat-file", "-e", snapshot.head + "^{commit}"}, tree, env).ok) {
     parent = snapshot.head;
   }
   const auto commit = step({"commit-tree", tree_sha, "-p", parent, "-m",
