@@ -5,6 +5,7 @@
 #include <iostream>
 
 #include "cli.h"
+#include "service_client.h"
 #include "install_paths.h"
 #include "mcp_server.h"
 #include "mcp_tools.h"
@@ -36,6 +37,7 @@ std::vector<CliVerb> add_mcp_verbs(CLI::App& app, CliContext& ctx) {
              config.project = ctx.project().dir;
              config.trust_worktree = ctx.trust_worktree;
              config.ledger = ctx.ledger_path();
+             config.service = configured_service(ctx);
              collect_verbs(&app, "", config.verbs);
              DensefeedMcpTools tools(config);
              McpServerOptions options;

@@ -105,9 +105,11 @@ Prepared prepare(const CLI::App& app, CliContext& ctx) {
     }
   }
   if (worktree_candidate) {
+    // The worktree's project folder, found without opening anything (no
+    // store, no ledger: nothing is written into the agent's checkout).
     std::filesystem::path dir = std::filesystem::current_path();
     try {
-      dir = ctx.project().dir;
+      dir = find_project(std::filesystem::current_path(), ctx.project_text).dir;
     } catch (const InputError&) {
     }
     p.request.snapshot = take_worktree_snapshot(dir, kClientSnapshotLimit);
@@ -132,14 +134,18 @@ std::optional<std::filesystem::path> service_for(const CLI::App& app, CliContext
   // A verb the service runs for a peer runs here (its child's densefeed.yaml
   // is the clone's, which may name the service itself).
   if (!ctx.peer.empty() || rule.to == ServedTo::nobody) return std::nullopt;
+  if (auto s = configured_service(ctx); !s.empty()) return s;
+  return std::nullopt;
+}
+
+std::filesystem::path configured_service(const CliContext& ctx) {
+  if (!ctx.service_text.empty()) return std::filesystem::absolute(ctx.service_text);
   try {
     // The worktree's densefeed.yaml only: nothing is opened or exported here.
-    const Project p = find_project(std::filesystem::current_path(), ctx.project_text);
-    if (!p.service.empty()) return p.service;
+    return find_project(std::filesystem::current_path(), ctx.project_text).service;
   } catch (const InputError&) {
-    // No project here: the verb runs here and says so itself.
+    return {};  // no project here: the verb runs here and says so itself
   }
-  return std::nullopt;
 }
 
 int call_service(const std::filesystem::path& socket, const CLI::App& app, CliContext& ctx) {

@@ -23,6 +23,11 @@ namespace densefeed {
 // --service names a service and the verb is not served.
 std::optional<std::filesystem::path> service_for(const CLI::App& app, CliContext& ctx);
 
+// The service configured for this command line: --service, else the
+// worktree project's densefeed.yaml `service:` (read without opening
+// anything); empty when none is.
+std::filesystem::path configured_service(const CliContext& ctx);
+
 // Sends the parsed verb, prints the service's stdout and stderr, writes the
 // files it sent back; returns the service's exit code. Throws InputError
 // for a file operand that cannot be read, InfraError when the service

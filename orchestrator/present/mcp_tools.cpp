@@ -173,7 +173,7 @@ struct DensefeedMcpTools::Impl {
   // an argument an agent sent (a name, an id, a path) is never read as an
   // option, whatever it holds. Option values go as --flag=VALUE for the same reason.
   std::vector<std::string> with_ledger(std::vector<std::string> verb, const std::vector<std::string>& operands = {}) const {
-    verb.push_back("--ledger=" + config.ledger.string());
+    if (config.service.empty()) verb.push_back("--ledger=" + config.ledger.string());
     return after_options(std::move(verb), operands);
   }
   static std::vector<std::string> after_options(std::vector<std::string> verb, const std::vector<std::string>& operands) {
@@ -282,6 +282,13 @@ struct DensefeedMcpTools::Impl {
   }
 
   McpToolResult run_queue(const J& a) {
+    if (!config.service.empty()) {
+      return {{{"started", false}, {"running", true}, {"service", config.service.string()}},
+              fmt::format("This project's densefeed service ({}) runs the queue itself: call get_status with wait_s to follow "
+                          "an experiment.",
+                          config.service.string()),
+              false};
+    }
     const std::lock_guard lock(worker_mutex);
     if (worker_alive()) {
       return {{{"started", false}, {"running", true}, {"log", worker_log.string()}},

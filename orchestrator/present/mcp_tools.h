@@ -41,7 +41,11 @@ struct McpToolConfig {
   std::filesystem::path densefeed;  // the CLI executable
   std::filesystem::path project;    // --project for every call (and the calls' working directory)
   bool trust_worktree = false;      // pass --trust-worktree on (the person who started the server said so)
-  std::filesystem::path ledger;     // --ledger for every call
+  std::filesystem::path ledger;     // --ledger for every call (none when `service` is set)
+  // The project's densefeed service (densefeed.yaml's service:; empty: none).
+  // Its calls then go there (the CLI routes them): without --ledger, which
+  // is the service's, and run_queue starts no worker, the service runs one.
+  std::filesystem::path service;
   // The verbs the CLI offers ("submit", "trace analyze", ...): a tool whose
   // verb is missing answers with a tool error instead of a usage message.
   std::set<std::string> verbs;

@@ -240,6 +240,41 @@ TEST_F(Service, AProjectThatNamesItsServiceSendsTheServedVerbsThere) {
   EXPECT_FALSE(fs::exists(agent_ / ".densefeed" / "ledger.db")) << "nothing ran in the agent's checkout";
 }
 
+// densefeed mcp in a project that names its service: the tools' verbs go to
+// the service (no --ledger of its own), and run_queue leaves the queue to it.
+TEST_F(Service, TheMcpServerOfAProjectWithAServiceSpeaksToIt) {
+  const auto config = agent_ / "densefeed.yaml";
+  testing::write_file(config, testing::read_file(config) + "service: " + socket_.string() + "\n");
+  start();
+  const nlohmann::json manifest = testing::read_file(agent_ / "experiments" / "scan-merge-float16.yaml");
+  std::string lines;
+  for (const nlohmann::json& m : {nlohmann::json{{"jsonrpc", "2.0"}, {"id", 1}, {"method", "initialize"},
+                                                 {"params", {{"protocolVersion", "2025-11-25"}, {"capabilities", nlohmann::json::object()},
+                                                             {"clientInfo", {{"name", "t"}, {"version", "1"}}}}}},
+                                  nlohmann::json{{"jsonrpc", "2.0"}, {"method", "notifications/initialized"}},
+                                  nlohmann::json{{"jsonrpc", "2.0"}, {"id", 2}, {"method", "tools/call"},
+                                                 {"params", {{"name", "submit_experiment"}, {"arguments", {{"manifest", manifest}}}}}},
+                                  nlohmann::json{{"jsonrpc", "2.0"}, {"id", 3}, {"method", "tools/call"},
+                                                 {"params", {{"name", "run_queue"}, {"arguments", nlohmann::json::object()}}}}}) {
+    lines += m.dump() + "\n";
+  }
+  testing::write_file(dir_ / "mcp.in", lines);
+  const auto mcp = testing::run_cli("/bin/sh", {"-c", "exec '" + kExe + "' mcp < '" + (dir_ / "mcp.in").string() + "'"}, agent_, env_);
+  ASSERT_EQ(mcp.exit_code, 0) << mcp.out << mcp.err;
+  std::map<int, nlohmann::json> answers;
+  std::istringstream in(mcp.out);
+  for (std::string line; std::getline(in, line);) {
+    const auto j = nlohmann::json::parse(line);
+    if (j.contains("id") && j["id"].is_number()) answers[j["id"].get<int>()] = j;
+  }
+  ASSERT_TRUE(answers.count(2) && answers.count(3)) << mcp.out;
+  EXPECT_FALSE(answers[2]["result"].value("isError", false)) << answers[2].dump(1).substr(0, 3000);
+  EXPECT_NE(answers[3].dump().find("densefeed service"), std::string::npos) << answers[3].dump(1);
+  // Queued in the service's ledger and run by its worker.
+  EXPECT_EQ(wait_for(1)["verdict"], "red");
+  EXPECT_FALSE(fs::exists(agent_ / ".densefeed" / "ledger.db")) << "nothing ran in the agent's checkout";
+}
+
 TEST_F(Service, ASnapshotSubmissionGetsTheVerdictsOfALocalRunAndRecordsWhoSubmitted) {
   start();
   const int red = submit("scan-merge-float16.yaml");
