@@ -275,6 +275,48 @@ TEST_F(Service, TheMcpServerOfAProjectWithAServiceSpeaksToIt) {
   EXPECT_FALSE(fs::exists(agent_ / ".densefeed" / "ledger.db")) << "nothing ran in the agent's checkout";
 }
 
+// The read verbs through the service, with the files they read uploaded and
+// the files they write sent back; the head witness is told every new head.
+TEST_F(Service, EveryReadVerbWorksThroughItWithTheFilesItReadsAndWrites) {
+  const auto witnessed = dir_ / "witnessed";
+  write_config("people: []\nhead_witness: [/bin/sh, -c, 'echo \"$0\" >> " + witnessed.string() + "']\n");
+  start();
+  const int id = submit("scan-merge-float16.yaml");
+  EXPECT_EQ(wait_for(id)["verdict"], "red");
+  const std::string sid = std::to_string(id);
+  auto r = agent({"report", sid, "-o", "page.html"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(testing::read_file(agent_ / "page.html").find("<html"), std::string::npos) << "the page came back";
+  r = agent({"ledger", "export", "--format", "json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NO_THROW((void)nlohmann::json::parse(r.out));
+  r = agent({"ledger", "compare", sid, sid, "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = agent({"ledger", "verify"});
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  r = agent({"cancel", sid});
+  EXPECT_EQ(r.err.find("not served"), std::string::npos) << r.err;
+  // compare and trace analyze read the agent's files, uploaded with the request.
+  ASSERT_EQ(std::system(fmt::format("cd '{}' && /usr/bin/python3 -c \"import numpy as n; n.save('a.npy', n.arange(8, dtype=n.float32)); "
+                                    "n.save('b.npy', n.arange(8, dtype=n.float32) + n.float32(1e-3))\"",
+                                    agent_.string())
+                            .c_str()),
+            0);
+  r = agent({"compare", "a.npy", "b.npy", "--json"});
+  EXPECT_TRUE(r.exit_code == 0 || r.exit_code == 1) << r.out << r.err;
+  EXPECT_NE(r.out.find("max_abs"), std::string::npos) << r.out;
+  testing::write_file(agent_ / "t.json", R"({"traceEvents": [{"name": "k", "ph": "X", "ts": 0, "dur": 5, "pid": 1, "tid": 7, "cat": "kernel"}]})");
+  r = agent({"trace", "analyze", "t.json", "--json"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  // The witness got the heads, the last one the service logged.
+  for (int i = 0; i < 50 && !fs::exists(witnessed); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1200));
+  std::string head = testing::read_file(state_ / "head");
+  head = head.substr(0, head.find('\n'));
+  const std::string told = testing::read_file(witnessed);
+  EXPECT_NE(told.find(head), std::string::npos) << "told: " << told << " head: " << head;
+}
+
 TEST_F(Service, ASnapshotSubmissionGetsTheVerdictsOfALocalRunAndRecordsWhoSubmitted) {
   start();
   const int red = submit("scan-merge-float16.yaml");
