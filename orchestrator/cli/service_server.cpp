@@ -12,6 +12,7 @@
 #include <iostream>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <thread>
 
 #include <fmt/format.h>
@@ -116,10 +117,20 @@ class Service {
     const PolicyDecision decision = service_policy(app, who, inputs, outputs, people_text(config_));
     if (!decision.allowed) return refuse(decision.refusal);
 
+    // A folder of its own, made here (never one left by an earlier process
+    // of the same pid), removed when the request is answered: what it
+    // carried is in the ledger (the manifest's text) and requests.log.
     const std::int64_t n = ++requests_;
-    const fs::path dir = config_.requests_dir() / fmt::format("{}-{}", ::getpid(), n);
-    fs::create_directories(dir);
+    const fs::path dir = config_.requests_dir() / fmt::format("{}-{}-{:x}", ::getpid(), n, std::random_device{}());
+    if (!fs::create_directory(dir)) throw InfraError(fmt::format("{}: exists already", dir.string()));
     ::chmod(dir.c_str(), 0700);
+    struct RemoveFolder {
+      fs::path dir;
+      ~RemoveFolder() {
+        std::error_code ec;
+        fs::remove_all(dir, ec);
+      }
+    } remove_folder{dir};
     std::string snapshot_commit;
     if (request.snapshot) {
       snapshot_commit = mirror_.commit_snapshot(*request.snapshot, dir / "snapshot", fmt::format("{} (uid {})", peer.user, peer.uid));

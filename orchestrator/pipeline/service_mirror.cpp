@@ -44,6 +44,43 @@ std::vector<std::string> split_lines(const std::string& s) {
   return lines;
 }
 
+// The most members a worktree snapshot may hold.
+constexpr std::size_t kMaxSnapshotMembers = 100000;
+
+// Refuses, before tar reads it, an archive whose extraction could hold more
+// than the archive itself: only an uncompressed POSIX or GNU tar (GNU tar
+// would otherwise inflate a gzip on its own: a hostile trial's 1 MB upload
+// became 1 GB on the service's disk), no sparse member (GNU 'S' or PAX
+// GNU.sparse), no device, FIFO or contiguous member, at most
+// kMaxSnapshotMembers members. Every member's bytes are then in the archive,
+// which the wire already bounds (snapshot_limit_mb). Layout: POSIX.1-2001
+// ustar headers of 512 bytes (size at 124, octal; typeflag at 156; magic
+// "ustar" at 257), data padded to 512.
+void check_snapshot_archive(const std::string& tar) {
+  const auto refuse = [](const std::string& why) { throw InputError("", {}, "snapshot", "the worktree snapshot " + why); };
+  if (tar.size() < 512 || tar.compare(257, 5, "ustar") != 0) refuse("is not an uncompressed tar archive (what densefeed's client sends)");
+  std::size_t at = 0, members = 0;
+  while (at + 512 <= tar.size()) {
+    const std::string_view block(tar.data() + at, 512);
+    if (block.find_first_not_of('\0') == std::string_view::npos) break;  // the end
+    if (block.compare(257, 5, "ustar") != 0) refuse(fmt::format("has a member header at byte {} that is not a tar header", at));
+    if (static_cast<unsigned char>(block[124]) & 0x80) refuse("has a member too large for an octal size field");
+    std::uint64_t size = 0;
+    for (std::size_t i = 124; i < 136 && block[i] >= '0' && block[i] <= '7'; ++i) size = size * 8 + static_cast<std::uint64_t>(block[i] - '0');
+    const char type = block[156];
+    const std::size_t data = at + 512;
+    if (type == 'S') refuse("has a sparse member");
+    if ((type == 'x' || type == 'g') && std::string_view(tar).substr(data, std::min<std::uint64_t>(size, tar.size() - std::min(data, tar.size()))).find("GNU.sparse") != std::string_view::npos) {
+      refuse("has a sparse member");
+    }
+    if (type == '3' || type == '4' || type == '6' || type == '7') refuse("has a member that is not a file, a folder or a link");
+    if (type != 'x' && type != 'g' && type != 'L' && type != 'K' && ++members > kMaxSnapshotMembers) {
+      refuse(fmt::format("has more than {} members", kMaxSnapshotMembers));
+    }
+    at = data + (size + 511) / 512 * 512;
+  }
+}
+
 }  // namespace
 
 ServiceMirror::ServiceMirror(ServiceConfig config) : config_(std::move(config)) {}
@@ -120,6 +157,7 @@ std::string ServiceMirror::resolve(const std::string& revision, const std::strin
 }
 
 std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const std::filesystem::path& work, const std::string& who) {
+  check_snapshot_archive(snapshot.tar);
   const auto tree = work / "tree";
   std::filesystem::create_directories(tree);
   {
@@ -210,6 +248,7 @@ std::string ServiceMirror::pin_manifest(const std::string& text, const std::stri
     std::string sha;
   };
   std::vector<Pin> pins;
+  std::map<std::string, std::string> shas;  // arm -> the commit pinned
   for (const char* arm : {"candidate", "base"}) {
     const std::string pointer = fmt::format("/{}/revision", arm);
     const auto& v = doc.value;
@@ -230,10 +269,25 @@ std::string ServiceMirror::pin_manifest(const std::string& text, const std::stri
     const auto [at, length] = scalar_span(text, doc.mark_of(pointer));
     if (at == std::string::npos) doc.fail(pointer, "expected the revision as a scalar on one line");
     pins.push_back({at, length, sha});
+    shas[arm] = sha;
   }
   std::string out = text;
   std::sort(pins.begin(), pins.end(), [](const Pin& a, const Pin& b) { return a.at > b.at; });
   for (const auto& p : pins) out.replace(p.at, p.length, p.sha);
+  // What is queued must say what was checked: the pinned text, parsed again,
+  // names exactly the pinned commits. An anchor and alias (a hostile trial:
+  // `base: {revision: *r}` whose anchor the pin overwrote, so that *r then
+  // meant another anchor, WORKTREE) or any other form whose text is not the
+  // value is refused, never queued.
+  const YamlDocument pinned = parse_yaml(out, path);
+  for (const auto& [arm, sha] : shas) {
+    const auto& v = pinned.value;
+    if (!v.contains(arm) || !v[arm].is_object() || !v[arm].contains("revision") || !v[arm]["revision"].is_string() ||
+        v[arm]["revision"].get<std::string>() != sha) {
+      doc.fail(fmt::format("/{}/revision", arm), "expected the revision written out as a plain value: anchors, aliases and tags are not "
+                                                  "served (the service pins it to a commit in the text it queues)");
+    }
+  }
   return out;
 }
 

@@ -488,7 +488,31 @@ TEST_F(Service, ARequestsOwnWordsAndOddSnapshotsNeverReachTheChild) {
   odd.snapshot->sha256 = sha256_hex(odd.snapshot->tar);
   r = call(odd);
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
-  EXPECT_NE(r.err.find("'pipe', which is not a file, a folder or a symbolic link"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("has a member that is not a file, a folder or a link"), std::string::npos) << r.err;
+  // A compressed archive, which GNU tar would inflate on its own (a 1 MB
+  // upload became 1 GB on the service's disk in a hostile trial).
+  ASSERT_EQ(std::system(fmt::format("tar -c -z -f '{}' -C '{}' f.txt", (dir_ / "odd.tgz").string(), tree.string()).c_str()), 0);
+  odd.snapshot = WireSnapshot{testing::read_file(dir_ / "odd.tgz"), "", ""};
+  odd.snapshot->sha256 = sha256_hex(odd.snapshot->tar);
+  r = call(odd);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("is not an uncompressed tar archive"), std::string::npos) << r.err;
+  // An anchor the pin overwrites, so that the alias would name another
+  // anchor's WORKTREE once queued (a hostile trial got a WORKTREE base
+  // queued this way): what is queued must parse to the pinned commits.
+  WireRequest alias;
+  alias.args = {"submit", "--", "m.yaml"};
+  alias.inputs = {{"m.yaml", "experiment: alias-trick\nauthor: a\nhypothesis: &r WORKTREE\npredicted_effect: &r main\ngate: scan-sharded\n"
+                              "candidate: {revision: main, params: {merge_dtype: float16}}\n"
+                              "base: {revision: *r, params: {merge_dtype: float32}}\n"}};
+  r = call(alias);
+  EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
+  EXPECT_NE(r.err.find("anchors, aliases and tags are not served"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out.find("queued"), std::string::npos) << r.out;
+  // Nothing of the requests is left in the state folder but the log.
+  std::size_t left = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(state_ / "requests")) ++left;
+  EXPECT_EQ(left, 0u) << "request folders are removed once answered";
   // Idle connections up to the limit and past it: the service answers
   // "busy" beyond it and serves again once they are gone.
   std::vector<Fd> idle;
