@@ -6,11 +6,14 @@
 #include <memory>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "cli.h"
 #include "exit_code.h"
 #include "experiment_runner.h"
 #include "experiment_summary.h"
 #include "report.h"
+#include "service_client.h"
 
 namespace densefeed {
 namespace {
@@ -55,6 +58,12 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
              options.bench = !a->no_bench;
              options.sandbox = !a->no_sandbox;
              options.executor = make_executor(a->executor_name);
+             if (const auto service = configured_service(ctx); !service.empty() && ctx.peer.empty()) {
+               // Said before it runs: a fresh-user trial ran here and never saw the service's ledger.
+               std::cerr << fmt::format("densefeed: note: this project names a densefeed service ({}); `run` records into a "
+                                        "local ledger as your user (audit labels it same-user): `densefeed submit` goes to the service\n",
+                                        service.string());
+             }
              const ExperimentOutcome outcome = run_experiment(a->manifest, options);
              print_run(outcome, options, ctx.json);
              return outcome.record ? exit_code_of(outcome.record->summary) : exit_code_of(outcome.verdict);

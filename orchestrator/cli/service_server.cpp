@@ -100,7 +100,7 @@ class Service {
   const ServiceConfig& config() const { return config_; }
   ServiceMirror& mirror() { return mirror_; }
 
-  WireResponse handle(const PeerCredentials& peer, WireRequest request) {
+  WireResponse handle(const PeerCredentials& peer, WireRequest& request) {
     CLI::App app;
     CliContext ctx;
     // The verbs own what their options write into: kept while `app` is used.
@@ -163,22 +163,21 @@ class Service {
       std::ifstream in(dir / name, std::ios::binary);
       if (in) r.outputs.push_back({name, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())});
     }
-    log_request(peer, request.args, r.exit_code, dir);
     return r;
+  }
+
+  // requests.log in the state folder: who asked what (as sent), its exit,
+  // and for a refused or failed one the first line of what it was told:
+  // an agent's attempts at a person's verb leave their trace.
+  void log_request(const PeerCredentials& peer, const std::vector<std::string>& args, const WireResponse& r) {
+    nlohmann::json line{{"at", utc_now()}, {"uid", peer.uid}, {"user", peer.user}, {"pid", peer.pid}, {"args", args}, {"exit", r.exit_code}};
+    if (r.exit_code != 0) line["said"] = r.err.substr(0, r.err.find('\n'));
+    std::lock_guard lock(log_);
+    std::ofstream(config_.state / "requests.log", std::ios::app) << line.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
   }
 
  private:
   bool is_person(uid_t uid) const { return std::find(config_.people.begin(), config_.people.end(), uid) != config_.people.end(); }
-
-  // requests.log in the state folder: who asked what, and its exit.
-  void log_request(const PeerCredentials& peer, const std::vector<std::string>& args, int exit_code, const fs::path& dir) {
-    std::lock_guard lock(log_);
-    std::ofstream(config_.state / "requests.log", std::ios::app)
-        << nlohmann::json{{"at", utc_now()}, {"uid", peer.uid}, {"user", peer.user}, {"pid", peer.pid}, {"args", args},
-                          {"exit", exit_code}, {"folder", dir.string()}}
-               .dump()
-        << "\n";
-  }
 
   ServiceConfig config_;
   ServiceMirror mirror_;
@@ -234,7 +233,7 @@ void watch_head(const ServiceConfig& c, const std::atomic<bool>& stop) {
           if (w.ok) {
             witnessed = logged;
           } else {
-            std::cerr << fmt::format("densefeed serve: warning: the head witness failed on {} (offered again): {}\n", logged, w.err);
+            std::cerr << fmt::format("densefeed serve: warning: the head witness failed on {} (offered again): {}\n", logged, w.what());
           }
         }
       }
@@ -281,13 +280,17 @@ void serve_connection(Service& service, Fd fd) {
     ::setsockopt(fd.get(), SOL_SOCKET, SO_RCVTIMEO, &deadline, sizeof deadline);
     const PeerCredentials peer = peer_credentials(fd.get());
     WireResponse r;
+    std::optional<std::vector<std::string>> args;
     try {
-      r = service.handle(peer, receive_request(fd.get(), service.config().snapshot_limit_bytes));
+      WireRequest request = receive_request(fd.get(), service.config().snapshot_limit_bytes);
+      args = request.args;
+      r = service.handle(peer, request);
     } catch (const InputError& e) {
       r = refuse(e.what());
     } catch (const std::exception& e) {
       r = refuse(e.what(), kExitError);
     }
+    service.log_request(peer, args.value_or(std::vector<std::string>{}), r);
     send_response(fd.get(), r);
   } catch (const std::exception& e) {
     std::cerr << "densefeed serve: a connection ended early: " << e.what() << "\n";

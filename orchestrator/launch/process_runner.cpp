@@ -102,7 +102,8 @@ extern "C" void on_termination(int sig) {
 std::filesystem::path resolve_executable(const std::string& name, const std::vector<std::filesystem::path>& exe_dirs) {
   if (name.find('/') != std::string::npos) return name;
   for (const auto& dir : exe_dirs) {
-    if (std::filesystem::is_regular_file(dir / name)) return dir / name;
+    std::error_code unreadable;  // a folder this user may not enter is passed over
+    if (std::filesystem::is_regular_file(dir / name, unreadable)) return dir / name;
   }
   auto found = bp::search_path(name);
   return found.empty() ? std::filesystem::path() : std::filesystem::path(found.string());

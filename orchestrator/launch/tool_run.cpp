@@ -33,8 +33,8 @@ ToolResult run_tool(const std::vector<std::string>& argv, const std::filesystem:
   spec.rlimit_fsize_bytes = fsize_limit;
   spec.output_cap_bytes = cap;
   const ProcessResult r = run_process(spec);
-  ToolResult t{r.ok(), r.started && !r.timed_out && r.signal == 0 ? r.exit_code : -1, read_all(spec.stdout_path), read_all(spec.stderr_path)};
-  if (!r.ok() && t.err.empty()) t.err = argv.front() + " " + r.describe();
+  ToolResult t{r.ok(), r.started && !r.timed_out && r.signal == 0 ? r.exit_code : -1, read_all(spec.stdout_path), read_all(spec.stderr_path),
+               r.signal, r.ok() ? "" : argv.front() + " " + r.describe()};
   std::filesystem::remove_all(scratch);
   return t;
 }

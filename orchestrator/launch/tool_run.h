@@ -16,7 +16,11 @@ struct ToolResult {
   bool ok = false;   // started and exited 0
   int exit_code = -1;  // its exit code; -1 when it did not start or end by itself (a signal, the timeout)
   std::string out;   // its stdout (at most `cap` bytes)
-  std::string err;   // its stderr, or why it did not run or end well
+  std::string err;   // its stderr, as it wrote it
+  int signal = 0;    // the signal that ended it (SIGXFSZ: past fsize_limit), 0 when none
+  std::string failure;  // how it ended when not ok (ProcessResult::describe()), '' when ok
+  // For messages: its stderr, or how it ended when it wrote none.
+  std::string what() const { return err.empty() ? failure : err; }
 };
 
 // Runs argv in `cwd` with `env` added to densefeed's environment;

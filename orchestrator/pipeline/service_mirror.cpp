@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "error.h"
+#include "text_lines.h"
 #include "tool_run.h"
 #include "project.h"
 #include "yaml_document.h"
@@ -33,16 +34,6 @@ ToolResult run_git(const ServiceConfig& config, const std::vector<std::string>& 
   return run_tool(argv, cwd, env, fsize_limit);
 }
 
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
-
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> lines;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);) {
-    if (!line.empty()) lines.push_back(line);
-  }
-  return lines;
-}
 
 // The most members a worktree snapshot may hold.
 constexpr std::size_t kMaxSnapshotMembers = 100000;
@@ -91,7 +82,7 @@ void ServiceMirror::refresh() {
   const auto git = [&](std::vector<std::string> args, const std::string& step) {
     args.insert(args.begin(), {"git", "-C", repo.string()});
     const auto r = run_git(config_, args, config_.state);
-    if (!r.ok) throw InfraError(fmt::format("densefeed service: {} failed: {}", step, first_line(r.err)));
+    if (!r.ok) throw InfraError(fmt::format("densefeed service: {} failed: {}", step, first_line(r.what())));
     return r.out;
   };
   {
@@ -102,7 +93,7 @@ void ServiceMirror::refresh() {
   if (!std::filesystem::exists(repo / ".git")) {
     std::filesystem::remove_all(repo);
     const auto r = run_git(config_, {"git", "clone", "-q", "--no-checkout", "--", config_.repository.string(), repo.string()}, config_.state);
-    if (!r.ok) throw InfraError(fmt::format("densefeed service: git clone of {} failed: {}", config_.repository.string(), first_line(r.err)));
+    if (!r.ok) throw InfraError(fmt::format("densefeed service: git clone of {} failed: {}", config_.repository.string(), first_line(r.what())));
   }
   // Tags go to a namespace of their own, never refs/tags: git resolves a
   // name to refs/tags/NAME before refs/heads/NAME, so a tag an agent pushed
@@ -113,7 +104,7 @@ void ServiceMirror::refresh() {
   git({"fetch", "-q", "--prune", "--force", "--no-tags", "origin", "+refs/heads/*:refs/remotes/origin/*",
        "+refs/tags/*:refs/densefeed/tags/*"},
       fmt::format("git fetch from {}", config_.repository.string()));
-  for (const auto& line : split_lines(git({"for-each-ref", "--format=%(refname)", "refs/tags/"}, "listing the clone's tags"))) {
+  for (const auto& line : nonempty_lines(git({"for-each-ref", "--format=%(refname)", "refs/tags/"}, "listing the clone's tags"))) {
     git({"update-ref", "-d", line}, "deleting a tag outside refs/densefeed/tags");
   }
   const std::string trusted = "refs/remotes/origin/" + config_.trusted_ref;
@@ -170,7 +161,7 @@ std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const s
   const auto x = run_git(config_, {"tar", "-x", "-f", (work / "snapshot.tar").string(), "-C", tree.string(), "--no-same-owner",
                            "--no-same-permissions", "--no-overwrite-dir"},
                           work, {}, config_.snapshot_limit_bytes * 2);
-  if (!x.ok) throw InputError("", {}, "snapshot", "the worktree snapshot is not a tar archive tar accepts: " + first_line(x.err));
+  if (!x.ok) throw InputError("", {}, "snapshot", "the worktree snapshot is not a tar archive tar accepts: " + first_line(x.what()));
   // A worktree holds files, folders and symbolic links; anything else
   // (device files, FIFOs, sockets) a tar member could make is refused.
   for (auto it = std::filesystem::recursive_directory_iterator(tree); it != std::filesystem::recursive_directory_iterator(); ++it) {
@@ -194,7 +185,7 @@ std::string ServiceMirror::commit_snapshot(const WireSnapshot& snapshot, const s
   const auto step = [&](std::vector<std::string> args, const std::string& what) {
     args.insert(args.begin(), "git");
     const auto r = run_git(config_, args, tree, env);
-    if (!r.ok) throw InfraError(fmt::format("densefeed service: {} of a snapshot failed: {}", what, first_line(r.err)));
+    if (!r.ok) throw InfraError(fmt::format("densefeed service: {} of a snapshot failed: {}", what, first_line(r.what())));
     return first_line(r.out);
   };
   step({"add", "-A", "-f", "."}, "git add");

@@ -195,7 +195,11 @@ struct DensefeedMcpTools::Impl {
     }
     const auto o = cli(with_ledger({"submit"}, {path.string()}), std::chrono::minutes(5), &cancel);
     std::string lead;
-    if (o.doc.is_object() && o.doc.contains("experiment_id")) {
+    if (o.doc.is_object() && o.doc.contains("experiment_id") && !config.service.empty()) {
+      lead = fmt::format("Queued as experiment {} with this project's densefeed service, whose worker runs it: call get_status "
+                         "with experiment_id {} and wait_s.",
+                         o.doc["experiment_id"].get<std::int64_t>(), o.doc["experiment_id"].get<std::int64_t>());
+    } else if (o.doc.is_object() && o.doc.contains("experiment_id")) {
       lead = fmt::format("Queued as experiment {}. It runs when a worker takes it: call run_queue (or start `densefeed worker`), "
                          "then get_status with experiment_id {} and wait_s.",
                          o.doc["experiment_id"].dump(), o.doc["experiment_id"].dump());

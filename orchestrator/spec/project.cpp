@@ -165,7 +165,8 @@ std::filesystem::path harness_python(const Project& project) {
     return found[key] = resolved;
   }
   for (const auto& candidate : {resolve_executable("python3"), std::filesystem::path("/usr/bin/python3")}) {
-    if (candidate.empty() || !std::filesystem::exists(candidate)) continue;
+    std::error_code unreadable;  // a PATH folder this user may not enter is passed over
+    if (candidate.empty() || !std::filesystem::exists(candidate, unreadable)) continue;
     tried.push_back(candidate);
     if (inside_project(candidate) || imports_numpy(candidate)) return found[key] = candidate;
   }

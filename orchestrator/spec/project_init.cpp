@@ -11,6 +11,7 @@
 #include "install_paths.h"
 #include "process_runner.h"
 #include "project.h"
+#include "text_lines.h"
 
 namespace densefeed {
 namespace {
@@ -22,7 +23,6 @@ std::string read_all(const std::filesystem::path& p) {
   return s.str();
 }
 
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
 
 }  // namespace
 

@@ -6,22 +6,9 @@
 #include <fmt/format.h>
 
 #include "process_runner.h"
+#include "text_lines.h"
 
 namespace densefeed {
-namespace {
-
-std::string first_line(const std::string& text) { return text.substr(0, text.find('\n')); }
-
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream lines(text);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.empty()) out.push_back(line);
-  }
-  return out;
-}
-
-}  // namespace
 
 std::string resolve_revision(const std::filesystem::path& dir, const std::string& revision) {
   // "--end-of-options" keeps a revision such as "--output=x" from being read as an option.
@@ -43,7 +30,7 @@ std::vector<std::string> uncommitted_files(const std::filesystem::path& dir) {
   const auto out = capture_output({"git", "-C", dir.string(), "status", "--porcelain", "--untracked-files=no", "--", "."}, dir);
   std::vector<std::string> files;
   if (!out) return files;
-  for (const auto& line : lines_of(*out)) {
+  for (const auto& line : nonempty_lines(*out)) {
     if (line.size() > 3) files.push_back(line.substr(3));
   }
   return files;
@@ -66,7 +53,7 @@ std::vector<std::string> changed_by_own_commits(const std::filesystem::path& dir
   argv.insert(argv.end(), paths.begin(), paths.end());
   const auto out = capture_output(argv, dir);
   if (!out) throw std::runtime_error(fmt::format("git diff of {} against its merge base failed", sha.substr(0, 12)));
-  return lines_of(*out);
+  return nonempty_lines(*out);
 }
 
 std::vector<std::string> changed_between(const std::filesystem::path& dir, const std::string& a, const std::string& b,
@@ -76,7 +63,7 @@ std::vector<std::string> changed_between(const std::filesystem::path& dir, const
   argv.insert(argv.end(), paths.begin(), paths.end());
   const auto out = capture_output(argv, dir);
   if (!out) throw std::runtime_error(fmt::format("git diff of {} against {} failed", b.substr(0, 12), a.substr(0, 12)));
-  return lines_of(*out);
+  return nonempty_lines(*out);
 }
 
 void export_revision(const std::filesystem::path& dir, const std::string& prefix, const std::string& sha,

@@ -81,7 +81,10 @@ std::filesystem::path trusted_python(const Project& project, const GateStore& st
       for (std::string entry; exe.empty() && std::getline(in, entry, ':');) {
         // The file too: a python3 outside that links into the project is skipped.
         const auto candidate = std::filesystem::path(entry) / "python3";
-        if (std::filesystem::is_regular_file(candidate) && ground.admits(candidate) &&
+        // A PATH folder this user may not enter (root's PATH under runuser:
+        // /root/.cargo/bin) is passed over, not an internal error.
+        std::error_code unreadable;
+        if (std::filesystem::is_regular_file(candidate, unreadable) && ground.admits(candidate) &&
             capture_output({candidate.string(), "-c", "import numpy"}, store.root, std::chrono::seconds(60))) {
           exe = candidate;
         }

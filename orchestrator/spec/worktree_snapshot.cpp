@@ -1,5 +1,7 @@
 #include "worktree_snapshot.h"
 
+#include <csignal>
+
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -52,7 +54,7 @@ WireSnapshot take_worktree_snapshot(const std::filesystem::path& dir, std::uint6
   if (!top_r.ok) throw InputError(dir.string(), {}, "", "a WORKTREE candidate is sent as a snapshot of its git repository, and this folder is in none");
   const std::filesystem::path top(top_r.out.substr(0, top_r.out.find('\n')));
   const auto listed = run_tool({"git", "-C", top.string(), "ls-files", "-z", "-c", "-o", "--exclude-standard"}, top);
-  if (!listed.ok) throw InfraError("git ls-files failed in " + top.string() + ": " + listed.err);
+  if (!listed.ok) throw InfraError("git ls-files failed in " + top.string() + ": " + listed.what());
   std::vector<std::string> files;
   for (auto& f : split_nul(listed.out)) {
     struct stat st{};
@@ -78,13 +80,13 @@ WireSnapshot take_worktree_snapshot(const std::filesystem::path& dir, std::uint6
   s.tar.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
   std::filesystem::remove_all(tmp);
   if (!tar.ok || s.tar.size() > limit_bytes) {
-    if (s.tar.size() > limit_bytes || tar.err.find("File size limit") != std::string::npos) {
+    if (s.tar.size() > limit_bytes || tar.signal == SIGXFSZ) {
       throw InputError(top.string(), {}, "",
                        fmt::format("the worktree snapshot passes {} bytes (the service's snapshot_limit_mb); the largest files: {}. "
                                    "Ignore build outputs in .gitignore, or commit and push and submit the commit",
                                    limit_bytes, largest_files(top, files)));
     }
-    throw InfraError("tar of the worktree failed: " + tar.err);
+    throw InfraError("tar of the worktree failed: " + tar.what());
   }
   s.sha256 = sha256_hex(s.tar);
   const auto head = run_tool({"git", "-C", top.string(), "rev-parse", "--verify", "-q", "HEAD"}, top);

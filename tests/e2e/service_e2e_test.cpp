@@ -214,6 +214,10 @@ TEST_F(Service, AnAgentIsRefusedEveryPersonsVerbAndOptionNamingIt) {
     EXPECT_EQ(r.exit_code, 2) << r.out << r.err;
     EXPECT_NE(r.err.find("is not served"), std::string::npos) << r.err;
   }
+  // Each attempt left its trace in the service's request log.
+  const std::string log = testing::read_file(state_ / "requests.log");
+  EXPECT_NE(log.find("`densefeed gate lock` is not served to you"), std::string::npos) << log;
+  EXPECT_NE(log.find("--trust-worktree is not served to you"), std::string::npos) << log;
   // Nothing was recorded by any of them: no review, no promotion.
   const auto show = agent({"ledger", "show", sid, "--json"});
   ASSERT_EQ(show.exit_code, 0) << show.err;
