@@ -44,7 +44,10 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
                          throw InputError("command line", {}, "--by", "expected the reviewer's name");
                        }
                        Ledger ledger(ctx.ledger_path());
-                       print_review_state(std::cout, id, record_review_decisions(ledger, id, d, args->by, args->note, args->categories), ctx.json);
+                       // Through a service the reviewer is the peer the kernel named,
+                       // "LOGIN (uid N)" (its policy made --by that login).
+                       const std::string by = ctx.peer.empty() ? args->by : ctx.peer;
+                       print_review_state(std::cout, id, record_review_decisions(ledger, id, d, by, args->note, args->categories), ctx.json);
                        return 0;
                      }});
   }
@@ -68,6 +71,7 @@ std::vector<CliVerb> add_review_verbs(CLI::App& app, CliContext& ctx) {
   verbs.push_back({promote, [&ctx, pa] {
                      const auto id = parse_experiment_id(pa->id);
                      if (pa->by.empty()) throw InputError("command line", {}, "--by", "expected who promotes ($USER is not set)");
+                     if (!ctx.peer.empty()) pa->by = ctx.peer;  // through a service: "LOGIN (uid N)", the peer the kernel named
                      Ledger ledger(ctx.ledger_path());
                      require_intact_chain(ledger);
                      const PromotionAccepts accepts{pa->accept_candidate_timing, pa->accept_beyond_bound, pa->accept_agent_base};

@@ -576,7 +576,7 @@ TEST_F(Service, APersonsDecisionIsRecordedUnderTheirOwnLogin) {
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   const auto doc = nlohmann::json::parse(agent({"ledger", "show", sid, "--json"}).out);
   ASSERT_EQ(doc["reviews"].size(), 1u) << doc.dump(1);
-  EXPECT_EQ(doc["reviews"][0]["reviewer"], me->pw_name);
+  EXPECT_EQ(doc["reviews"][0]["reviewer"], fmt::format("{} (uid {})", me->pw_name, ::geteuid())) << "name and uid, as the kernel named them";
 }
 
 // The client as another uid: CI runs as root, which can make a user and a
