@@ -402,6 +402,25 @@ TEST_F(Service, AHeadThatDoesNotExtendTheLoggedOneFailsTheAudit) {
   audit = agent({"audit"});
   EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
   EXPECT_NE(audit.out.find("the chain has no link"), std::string::npos) << audit.out;
+  // The old copy sealed anew in place with the service's own key: other
+  // experiments recorded into it past the logged head's link, every link
+  // valid under the key. Its history is not the logged one.
+  stop();
+  const std::map<std::string, std::string> with_key = {{"PATH", env_["PATH"]}, {"HOME", (dir_ / "home").string()},
+                                                       {"XDG_CONFIG_HOME", (state_ / "config").string()}};
+  const std::string live = (state_ / "ledger.db").string();
+  for (int i = 0; i < 2; ++i) {
+    const auto forged = testing::run_cli(kExe, {"run", "experiments/scan-merge-float32.yaml", "--no-bench", "--ledger", live}, repo_, with_key);
+    ASSERT_TRUE(forged.exit_code == 0 || forged.exit_code == 1) << forged.out << forged.err;
+  }
+  const auto verified = testing::run_cli(kExe, {"ledger", "verify", "--ledger", live}, dir_.path(), with_key);
+  ASSERT_EQ(verified.exit_code, 0) << "the re-sealed copy verifies under the key: " << verified.out << verified.err;
+  start();
+  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  EXPECT_EQ(testing::read_file(state_ / "head"), head_before) << "the head audits check never follows a rewritten history";
+  audit = agent({"audit"});
+  EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
+  EXPECT_NE(audit.out.find("the history was rewritten"), std::string::npos) << audit.out;
 }
 
 // Without a service, results are same-user: audit says so, --strict wants a
