@@ -152,13 +152,13 @@ class Service {
     args.insert(std::find(args.begin(), args.end(), "--"), decision.add_args.begin(), decision.add_args.end());
     auto argv = child_argv(config_, app, args);
     argv.insert(argv.begin() + 4, "--peer=" + fmt::format("{} (uid {})", peer.user.empty() ? "?" : peer.user, peer.uid));
-    const ToolResult ran = run_tool(argv, dir, {{"DENSEFEED_PEER_UID", std::to_string(peer.uid)}, {"DENSEFEED_PEER_USER", peer.user}},
-                                    0, std::chrono::hours(24), kWireFileMax);
+    const ToolResult ran = run_tool(argv, dir, {}, 0, std::chrono::hours(24), kWireFileMax);
     WireResponse r;
-    // A child that did not end by itself (killed, timed out) is the service's failure.
+    // A child that did not end by itself (killed, timed out) is the service's
+    // failure, and says how it ended when it wrote nothing.
     r.exit_code = ran.exit_code >= 0 ? ran.exit_code : kExitError;
     r.out = ran.out;
-    r.err = ran.err;
+    r.err = ran.exit_code >= 0 ? ran.err : ran.what();
     for (const auto& name : request.outputs) {
       std::ifstream in(dir / name, std::ios::binary);
       if (in) r.outputs.push_back({name, std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>())});
