@@ -470,13 +470,16 @@ TEST_F(SlurmE2E, AWorkerKilledOutrightLeavesAJobTheNextWorkerStartCancels) {
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const auto id = std::to_string(J::parse(submitted.out)["experiment_id"].get<int>());
   const std::string ledger = (repo_ / ".densefeed" / "ledger.db").string();
-  std::thread first([&] { df({"worker", "--executor", "slurm"}); });
+  std::thread first([&] { df({"worker", "--executor", "slurm", "--ledger", ledger}); });
   const std::string job = wait_running("-gate-candidate-000");
   ASSERT_NE(job, "");
   learn_prefix(job);
   // SIGKILL, the run first: nothing of densefeed is left to cancel its job.
-  for (int pid : testing::processes_mentioning("worker-run " + id)) ::kill(pid, SIGKILL);
-  for (int pid : testing::processes_mentioning(kExe + " worker --executor slurm")) ::kill(pid, SIGKILL);
+  // Only this test's processes, named by its ledger: a bare "worker-run 1"
+  // also matched another test's worker (CI of this stop: a service's
+  // experiment 1 in ServiceE2E.*, run beside this test, was killed).
+  for (int pid : testing::processes_mentioning("worker-run " + id + " --ledger " + ledger)) ::kill(pid, SIGKILL);
+  for (int pid : testing::processes_mentioning(kExe + " worker --executor slurm --ledger " + ledger)) ::kill(pid, SIGKILL);
   first.join();
   std::this_thread::sleep_for(std::chrono::seconds(2));
   EXPECT_EQ(jobs()[job].second, "RUNNING") << "the killed worker's job should still run";
