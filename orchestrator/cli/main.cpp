@@ -107,15 +107,12 @@ int main(int argc, char** argv) {
     if (!verb.app->parsed()) continue;
     ctx.store_use = verb.store;
     // A verb given while a densefeed service is configured goes to it.
-    std::optional<std::filesystem::path> service;
-    const int refused = run_verb({verb.app, [&] {
-                                    service = df::service_for(app, ctx);
-                                    return 0;
-                                  }},
-                                 ctx.json);
-    if (refused != 0) return refused;
-    if (service) return run_verb({verb.app, [&] { return df::call_service(*service, app, ctx); }}, ctx.json);
-    return run_verb(verb, ctx.json);
+    return run_verb({verb.app,
+                     [&] {
+                       if (const auto service = df::service_for(app, ctx)) return df::call_service(*service, app, ctx);
+                       return verb.run();
+                     }},
+                    ctx.json);
   }
   return df::kExitUsage;
 }

@@ -193,7 +193,7 @@ class Service {
 // a ledger replaced by a re-sealed copy) is logged as such and never
 // becomes the head audits check (head_file keeps the old one, so that
 // `audit` through the service fails until a person looks).
-void watch_head(const ServiceConfig& c, const std::atomic<bool>& stop) {
+[[noreturn]] void watch_head(const ServiceConfig& c) {
   std::optional<Ledger> ledger;
   ino_t inode = 0;
   std::string logged, witnessed, refused;
@@ -202,7 +202,7 @@ void watch_head(const ServiceConfig& c, const std::atomic<bool>& stop) {
     std::getline(in, logged);
   }
   witnessed = c.head_witness.empty() ? "" : logged;
-  while (!stop) {
+  for (;;) {
     try {
       struct stat st {};
       const bool present = ::stat(ledger_file(c).c_str(), &st) == 0;
@@ -241,15 +241,15 @@ void watch_head(const ServiceConfig& c, const std::atomic<bool>& stop) {
       std::cerr << "densefeed serve: warning: the head log could not be brought up to date: " << e.what() << "\n";
       ledger.reset();
     }
-    for (int i = 0; i < 10 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::seconds(1));
   }
 }
 
 // The worker for the queue: a child densefeed worker on the clone, started
 // again when it ends (a crash of one experiment never ends the worker, but
 // the worker itself may be killed).
-void supervise_worker(const ServiceConfig& c, const std::atomic<bool>& stop) {
-  while (!stop) {
+[[noreturn]] void supervise_worker(const ServiceConfig& c) {
+  for (;;) {
     std::vector<std::string> argv = {running_executable().string(), "--project", c.project_dir().string(), "--die-with-parent", "worker",
                                      "--ledger=" + ledger_file(c).string(), "--slots=" + std::to_string(c.worker.slots),
                                      "--profile=" + c.worker.profile, "--gpus=" + c.worker.gpus};
@@ -261,7 +261,6 @@ void supervise_worker(const ServiceConfig& c, const std::atomic<bool>& stop) {
     spec.stderr_path = c.state / "worker.stderr.log";
     spec.timeout = std::chrono::hours(24 * 365);
     const ProcessResult r = run_process(spec);
-    if (stop) return;
     std::cerr << fmt::format("densefeed serve: the worker {}; starting it again in 2 s\n", r.describe());
     std::this_thread::sleep_for(std::chrono::seconds(2));
   }
@@ -308,9 +307,9 @@ void serve(const ServiceConfig& config) {
   const Fd listener = listen_unix(config.socket, 0660, config.socket_group);
   std::cerr << fmt::format("densefeed serve: serving {} on {} (state {}, uid {})\n", config.project_dir().string(),
                            config.socket.string(), config.state.string(), ::geteuid());
-  std::atomic<bool> stop{false};
-  std::thread head([&] { watch_head(config, stop); });
-  std::thread worker([&] { supervise_worker(config, stop); });
+  // Both run as long as the service does (it ends by a signal, never by returning).
+  std::thread head([&] { watch_head(config); });
+  std::thread worker([&] { supervise_worker(config); });
   head.detach();
   worker.detach();
   std::atomic<int> open{0};
