@@ -302,6 +302,9 @@ void serve(const ServiceConfig& config) {
   prepare_state(config);
   // The ledger's key is made and read under the state folder, by the service and its children alike.
   ::setenv("XDG_CONFIG_HOME", config.config_home().c_str(), 1);
+  // The ledger (and its key) exist before the first request: a read verb
+  // never meets a ledger the worker is still creating, or none at all.
+  { Ledger create(ledger_file(config)); }
   Service service(config);
   service.mirror().refresh();
   const Fd listener = listen_unix(config.socket, 0660, config.socket_group);

@@ -9,6 +9,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <map>
+#include <thread>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -23,6 +24,11 @@ using namespace ledger_sql;
 namespace {
 
 constexpr int kSchemaVersion = 9;
+
+// How long a reader waits for an empty SQLite file to become a ledger: a
+// writer creating one (a run, a submit, the service's worker) leaves the file
+// empty for the milliseconds between creating it and committing its schema.
+constexpr double kCreationWaitS = 5;
 
 // Puts the file in WAL mode (persistent: done once per file). Switching a
 // rollback-journal file needs its exclusive lock, and SQLite answers
@@ -203,6 +209,10 @@ std::int64_t check_is_ledger(sqlite3* db, const std::filesystem::path& path, boo
     any_table.step();
     tables = any_table.column(0).get<std::int64_t>();
   }
+  if (version == 0 && tables == 0 && read_only) {
+    throw InputError(path.string(), {}, "", fmt::format("an empty SQLite file, not yet a densefeed ledger (waited {:g} s for a run or "
+                                                        "submit creating it to finish)", kCreationWaitS));
+  }
   if (version == 0 && (read_only || tables > 0)) {
     throw InputError(path.string(), {}, "", "an SQLite database but not a densefeed ledger (no schema_info table); "
                                             "densefeed will not add its tables to it");
@@ -264,12 +274,33 @@ void check_v2_chain(sqlite3* db, const std::filesystem::path& path) {
   }
 }
 
+// Waits (at most kCreationWaitS, polling every 20 ms) while the opened file is
+// an SQLite database without a single table, so that a reader opening a
+// ledger another process is creating reads the finished ledger instead of
+// refusing the empty file. Returns at once for anything else (a ledger, a
+// foreign database, a file that is not SQLite: check_is_ledger names those).
+void wait_while_being_created(sqlite3* db) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(kCreationWaitS);
+  for (;;) {
+    sqlite3_stmt* st = nullptr;
+    if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM sqlite_schema", -1, &st, nullptr) != SQLITE_OK) {
+      sqlite3_finalize(st);
+      return;
+    }
+    const bool empty = sqlite3_step(st) == SQLITE_ROW && sqlite3_column_int64(st, 0) == 0;
+    sqlite3_finalize(st);
+    if (!empty || std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 }  // namespace
 
 Ledger::Ledger(const std::filesystem::path& path, Mode mode) : path_(path), heartbeat_s_(default_heartbeat_s()) {
   const bool read_only = mode == Mode::read_only;
   db_ = open_file(path_, read_only);
   try {
+    if (read_only) wait_while_being_created(db_);
     const std::int64_t version = check_is_ledger(db_, path_, read_only);
     if (read_only || mode == Mode::audit) open_for_reading(mode, version);
     else open_for_writing();

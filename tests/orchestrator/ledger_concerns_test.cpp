@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
+#include <chrono>
 #include <fstream>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -82,6 +84,35 @@ TEST_F(LedgerConcerns, OpenRefusesASchemaEditedOutsideDensefeedAndAuditListsIt) 
   EXPECT_EQ(open_refusal(dir_ / "absent.db", Ledger::Mode::read_only),
             "no ledger here (it is created by the first 'densefeed run' or 'submit')");
   EXPECT_FALSE(std::filesystem::exists(dir_ / "absent.db"));
+}
+
+// ledger_open.cpp: a reader that opens the ledger while another process is
+// creating it (the file exists, empty, until the writer commits its schema)
+// waits and reads the finished ledger; an empty file nobody fills is refused
+// as one, after the wait (CI's service test read the empty file its worker
+// was creating and called it another program's database).
+TEST_F(LedgerConcerns, OpenWaitsForALedgerAnotherWriterIsCreating) {
+  std::ofstream(db_path()).close();  // what sqlite3_open_v2 leaves before the schema's commit
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(400));
+    Ledger ledger(db_path());
+    submit(ledger, "tf32");
+  });
+  std::string refusal;
+  try {
+    Ledger reader(db_path(), Ledger::Mode::read_only);
+    EXPECT_GT(reader.head().seq, 0);
+  } catch (const InputError& e) {
+    refusal = e.message();
+  }
+  writer.join();
+  EXPECT_EQ(refusal, "");
+
+  const auto empty = dir_ / "empty.db";
+  std::ofstream(empty).close();
+  EXPECT_EQ(open_refusal(empty, Ledger::Mode::read_only),
+            "an empty SQLite file, not yet a densefeed ledger (waited 5 s for a run or submit creating it to finish)");
+  EXPECT_EQ(std::filesystem::file_size(empty), 0u);  // the reader wrote nothing
 }
 
 // ledger_chain.cpp: verify finds a row edited by someone who set the
