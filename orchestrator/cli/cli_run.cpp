@@ -1,7 +1,12 @@
 // run: one experiment, now, in this process (experiment_runner.h), printed
 // as report.h renders it.
+#include <unistd.h>
+
 #include <algorithm>
+#include <cmath>
+#include <csignal>
 #include <cstdint>
+#include <cstring>
 #include <iostream>
 #include <memory>
 #include <thread>
@@ -9,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "bench_progress.h"
+#include "executor.h"
 #include "exit_code.h"
 #include "experiment_runner.h"
 #include "experiment_summary.h"
@@ -21,6 +28,14 @@ namespace {
 void print_run(const ExperimentOutcome& outcome, const RunOptions& options, bool json) {
   if (json) std::cout << report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
   else std::cout << render_text_report(outcome);
+}
+
+// SIGTERM or SIGINT (a `timeout`, a Ctrl-C) while `run` runs: every launch
+// ends, the experiment is recorded interrupted with what it had
+// (experiment_runner.h); a second one ends densefeed at once.
+void stop_on_signal(int signal_number) {
+  request_interrupt(signal_number);
+  std::signal(signal_number, SIG_DFL);
 }
 
 }  // namespace
@@ -48,10 +63,22 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
   run->add_flag("--no-bench", a->no_bench, "stop after the gate");
   run->add_flag("--no-sandbox", a->no_sandbox, "run candidate and base commands without bwrap (recorded in the report)");
   run->add_flag("--json", ctx.json, "print one JSON document");
+  auto budget = std::make_shared<double>(0);
+  run->add_option("--bench-seconds", *budget,
+                  "the bench's measurement budget per case, seconds of timed rounds (default: the gate's bench.max_seconds_per_case; "
+                  "what an inconclusive case's next step asks for)")
+      ->check(CLI::Range(1.0, 86400.0));
   add_executor_option(run, a->executor_name);
   return {{run,
-           [&ctx, a] {
+           [&ctx, a, budget] {
              RunOptions options = run_options(ctx);
+             if (*budget > 0) options.bench_budget_s = *budget;
+             // Seen while it runs: a terminal gets a line per warm-up and round.
+             if (::isatty(STDERR_FILENO)) {
+               options.on_bench_progress = [](const BenchProgress& p) { std::cerr << "densefeed: " << bench_progress_line(p) << std::endl; };
+             }
+             std::signal(SIGTERM, stop_on_signal);
+             std::signal(SIGINT, stop_on_signal);
              options.profile = a->options.profile;
              options.jobs = a->options.jobs;
              if (a->seed->count() > 0) options.seed = parse_unsigned("--seed", a->seed_text, UINT64_MAX);
@@ -65,6 +92,10 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
                                         service.string());
              }
              const ExperimentOutcome outcome = run_experiment(a->manifest, options);
+             if (const int sig = interrupt_signal()) {
+               std::cerr << fmt::format("densefeed: {} received: experiment {} stopped and recorded as interrupted, with the results "
+                                        "it had\n", strsignal(sig), outcome.experiment_id);
+             }
              print_run(outcome, options, ctx.json);
              return outcome.record ? exit_code_of(outcome.record->summary) : exit_code_of(outcome.verdict);
            },

@@ -119,6 +119,12 @@ class Executor {
 // jobs, and nothing is retried.
 void request_cancel();
 const std::atomic<bool>& cancel_requested();
+// A signal (SIGTERM, SIGINT) told this process to stop: as request_cancel,
+// and interrupt_signal() says which. Async-signal-safe (lock-free atomic
+// stores only): a signal handler calls it.
+void request_interrupt(int signal_number);
+// The signal request_interrupt was given; 0: none.
+int interrupt_signal();
 
 // One launch in an allocation of its own on `executor` (a gate case, a
 // trace, an acceptance run, a build command). request.launches is set to 1.

@@ -31,6 +31,9 @@ class LocalExecutor : public Executor {
 };
 
 std::atomic<bool> g_cancel{false};
+std::atomic<int> g_interrupt{0};
+static_assert(std::atomic<bool>::is_always_lock_free && std::atomic<int>::is_always_lock_free,
+              "request_interrupt is called from a signal handler");
 
 }  // namespace
 
@@ -44,6 +47,13 @@ Executor& given_or_local(Executor* given) {
 void request_cancel() { g_cancel = true; }
 
 const std::atomic<bool>& cancel_requested() { return g_cancel; }
+
+void request_interrupt(int signal_number) {
+  g_interrupt = signal_number;
+  g_cancel = true;
+}
+
+int interrupt_signal() { return g_interrupt; }
 
 LaunchResult run_launch(Executor& executor, const Launch& launch, AllocationRequest request) {
   request.launches = 1;

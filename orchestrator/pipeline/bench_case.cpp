@@ -90,8 +90,54 @@ BenchCaseRun start_bench_case(const BenchRun& run, std::size_t ci) {
   cr.input.threshold = bc.threshold;
   cr.input.looks = gate.bench.looks;
   cr.input.seed = options.seed;
+  cr.budget_s = options.budget_s.value_or(gate.bench.max_seconds_per_case);
   cr.start = std::chrono::steady_clock::now();
   return cr;
+}
+
+bool rerun_late_round(BenchCaseRun& cr, int round, bool outside) {
+  BenchCaseResult& bc = cr.bc;
+  if (static_cast<int>(cr.late_rounds.size()) >= kMaxLateReruns || bc.base_walls.empty() || bc.candidate_walls.empty()) return false;
+  for (const auto& [walls, arm] : {std::pair{&bc.base_walls, "base"}, std::pair{&bc.candidate_walls, "candidate"}}) {
+    const RoundWall& last = walls->back();
+    std::vector<double> earlier;
+    for (std::size_t i = 0; i + 1 < walls->size(); ++i) {
+      if ((*walls)[i].iterations == last.iterations) earlier.push_back((*walls)[i].wall_s);
+    }
+    if (earlier.size() < 2) continue;
+    const double typical = median(earlier);
+    if (!(last.wall_s > kLateRoundFactor * typical)) continue;
+    cr.late_rounds.push_back({{"round", round}, {"arm", arm}, {"wall_s", last.wall_s}, {"median_wall_s", typical},
+                              {"iterations", last.iterations}});
+    // Out of both arms: a round is a pair.
+    bc.base.pop_back();
+    bc.candidate.pop_back();
+    bc.base_walls.pop_back();
+    bc.candidate_walls.pop_back();
+    if (outside) {
+      for (int a = 0; a < 2; ++a) {
+        if (!cr.clock_rounds[a].empty()) cr.clock_rounds[a].pop_back();
+        if (!cr.own_overhead_ms[a].empty()) cr.own_overhead_ms[a].pop_back();
+      }
+    }
+    return true;
+  }
+  return false;
+}
+
+void report_round(const BenchRun& run, const BenchCaseRun& cr, int round) {
+  if (!run.options.progress) return;
+  BenchProgress p;
+  p.case_label = cr.bench_case->label;
+  p.case_index = cr.index;
+  p.cases = run.gate.bench.cases.size();
+  p.phase = "round";
+  p.rounds = round + 1;
+  p.decision = decide(cr.input);
+  p.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - cr.start).count();
+  p.budget_s = cr.budget_s;
+  if (p.decision.more_rounds > 0) p.eta_s = p.decision.more_rounds * p.elapsed_s / p.rounds;
+  run.options.progress(p);
 }
 
 bool round_ends_case(const BenchRun& run, BenchCaseRun& cr, int round) {
@@ -110,7 +156,8 @@ bool round_ends_case(const BenchRun& run, BenchCaseRun& cr, int round) {
   };
   if (!run.options.fixed_rounds && should_stop(cr.input) && !unconfirmed()) return true;
   const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - cr.start).count();
-  if (elapsed > run.gate.bench.max_seconds_per_case && round + 1 < run.max_rounds) {
+  // An interval needs two rounds: the budget ends a case from its second on.
+  if (elapsed > cr.budget_s && round >= 1 && round + 1 < run.max_rounds) {
     bc.capped = true;
     return true;
   }
@@ -121,11 +168,40 @@ void decide_bench_case(const BenchRun& run, BenchCaseRun& cr, const std::optiona
   const GateSpec& gate = run.gate;
   BenchCaseResult& bc = cr.bc;
   bc.decision = decide(cr.input);
+  // What the rounds said before the budget ended them (a self-timed faster
+  // still waiting for densefeed's clock to confirm it is named as such).
+  const BenchVerdict before_cap = bc.decision.verdict;
+  const double timed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - cr.start).count();
+  const double per_round_s = bc.base.empty() ? 0 : timed_s / static_cast<double>(bc.base.size());
   if (bc.capped) {
     bc.decision.verdict = BenchVerdict::inconclusive;
-    bc.decision.reason = fmt::format("inconclusive: the case's wall-time cap of {} s was reached after {} rounds ({})",
-                                     gate.bench.max_seconds_per_case, bc.base.size(), bc.decision.reason);
+    const int more = bc.decision.more_rounds;
+    const std::string need =
+        more > 0 ? fmt::format("at the noise seen (paired log-ratio sd {:.2g}) a verdict needs about {} more rounds, about {:.0f} s more",
+                               bc.decision.log_ratio_sd, more, more * per_round_s)
+                 : "at the noise seen no number of rounds the gate allows decides (the speedup sits on the band's edge, or "
+                   "a guard holds)";
+    bc.decision.reason = fmt::format("inconclusive: the case's measurement budget of {:g} s (timed rounds only; warm-up apart) "
+                                     "was spent after {} rounds; {} ({})",
+                                     cr.budget_s, bc.base.size(), need, bc.decision.reason);
   }
+  bc.base_warmup_s = cr.warmup_s[0];
+  bc.candidate_warmup_s = cr.warmup_s[1];
+  bc.budget_s = cr.budget_s;
+  bc.more_rounds = bc.decision.more_rounds;
+  if (bc.more_rounds > 0) bc.more_seconds = bc.more_rounds * per_round_s;
+  bc.checks["warmup"] = {{"base_s", cr.warmup_s[0]},
+                         {"candidate_s", cr.warmup_s[1]},
+                         {"max_warmup_seconds", gate.bench.max_warmup_seconds},
+                         {"what", "each arm's first call in bench mode (compilation, autotuning, caches), before the first timed "
+                                  "round and outside the measurement budget; its samples are not kept"}};
+  bc.checks["budget"] = {{"budget_s", cr.budget_s},
+                         {"timed_s", timed_s},
+                         {"rounds", bc.base.size()},
+                         {"more_rounds", bc.decision.more_rounds},
+                         {"more_seconds", bc.decision.more_rounds > 0 ? nlohmann::ordered_json(bc.decision.more_rounds * per_round_s)
+                                                                      : nlohmann::ordered_json(nullptr)},
+                         {"late_rounds", cr.late_rounds}};
   // densefeed's own cross-checks of the timings (timing_checks.h).
   for (const auto& [walls, arm] : {std::pair{&bc.base_walls, "base"}, std::pair{&bc.candidate_walls, "candidate"}}) {
     for (auto& f : check_round_sums(*walls, arm)) bc.flags.push_back(std::move(f));
@@ -149,7 +225,7 @@ void decide_bench_case(const BenchRun& run, BenchCaseRun& cr, const std::optiona
   for (auto& f : check_wall_growth(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed, credit_base_untimed)) {
     bc.flags.push_back(std::move(f));
   }
-  if (!run.driven && bc.decision.verdict == BenchVerdict::faster && bc.flags.empty()) {
+  if (!run.driven && before_cap == BenchVerdict::faster && bc.flags.empty()) {
     if (auto f = check_wall_confirms(bc.base_walls, bc.candidate_walls, base_claimed, candidate_claimed)) bc.flags.push_back(std::move(*f));
   }
   if (freeze) bc.checks["freeze"] = *freeze;  // how the other arm's session was held still

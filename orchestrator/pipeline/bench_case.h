@@ -89,11 +89,41 @@ struct BenchCaseRun {
   std::vector<double> own_overhead_ms[2];  // per arm and round: the median of its own empty brackets
   std::vector<double> least_empty;         // the empty brackets (ms) of the round of either arm with the least median so far
   int long_factor = 2;
+  double warmup_s[2] = {0, 0};  // each arm's warm-up call (base, candidate), wall seconds
+  double budget_s = 600;        // the measurement budget: seconds of timed rounds (BenchOptions::budget_s or the gate's)
+  // Rounds run again because an arm's wall time was far above its others'
+  // (a late compile): what each was, at most kMaxLateReruns per case.
+  nlohmann::ordered_json late_rounds = nlohmann::ordered_json::array();
 };
+
+// How many rounds of one case may be run again as late (rerun_late_round).
+constexpr int kMaxLateReruns = 2;
+// A round is late when an arm's wall time is more than this many times the
+// median of its earlier rounds of the same length (at least two of them):
+// ours, far above the round-to-round spread of a warm process (a few %),
+// as far below a late compile (the H200's FLA run: 176 s against 2.4 s).
+constexpr double kLateRoundFactor = 3;
 
 // The case gate.bench.cases[ci] before its first round. Throws InfraError
 // when it was not gated in this run (reference_out given without it).
 BenchCaseRun start_bench_case(const BenchRun& run, std::size_t ci);
+
+// Each arm's warm-up call, base first, before the case's first timed round
+// (bench_round.cpp): its wall time kept in c.warmup_s, its samples not;
+// outside the measurement budget, at most the gate's
+// bench.max_warmup_seconds. false: the stage ended (run.result says why).
+bool warm_up_arms(BenchRun& run, BenchCaseRun& c);
+
+// After round `round`: when an arm's wall time in it was late (more than
+// kLateRoundFactor x the median of its earlier rounds of the same length)
+// and fewer than kMaxLateReruns rounds were run again, the round is taken
+// out of both arms (so the pairs stay paired), recorded in c.late_rounds,
+// and true is returned: the caller runs it again.
+bool rerun_late_round(BenchCaseRun& c, int round, bool outside);
+
+// What the case has reached after `round` + 1 rounds, for
+// BenchOptions::progress.
+void report_round(const BenchRun& run, const BenchCaseRun& c, int round);
 
 // Round `round` of the case, both arms (ABBA: rounds 0 and 3 mod 4 start
 // with the base), each launched, read and checked (bench_round.cpp). false:

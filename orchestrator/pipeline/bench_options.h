@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "arm_context.h"
+#include "bench_progress.h"
 #include "case_grid.h"
 #include "reference_run.h"
 #include "timing_checks.h"
@@ -62,6 +63,12 @@ struct BenchOptions {
   // run's, RunOptions::executor); nullptr: this machine's. A test passes a
   // scripted one.
   Executor* executor = nullptr;
+  // Called after each arm's warm-up and each paired round (on the bench's
+  // thread); unset: nobody watches.
+  std::function<void(const BenchProgress&)> progress;
+  // The measurement budget per case, seconds, in place of the gate's
+  // bench.max_seconds_per_case (run --bench-seconds); unset: the gate's.
+  std::optional<double> budget_s;
 };
 
 }  // namespace densefeed

@@ -367,13 +367,17 @@ bool gate_timed_outputs(BenchRun& run, BenchCaseRun& cr, int round, const std::f
 
 // One arm's part of a round: its folder emptied, its command launched
 // (under the outside clock when run.outside), its samples read and checked.
-// false: the stage ended (run.result says why).
-bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int iters) {
+// `warmup` (round -1): the arm's warm-up call, at most the gate's
+// bench.max_warmup_seconds, whose wall time is kept and whose samples and
+// outputs are not. false: the stage ended (run.result says why).
+bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int iters, bool warmup = false) {
   const GateSpec& gate = run.gate;
   const Case& c = *cr.bench_case;
   BenchResult& result = run.result;
   BenchCaseResult& bc = cr.bc;
-  const auto dir = run.options.work_dir / fmt::format("bench-{:02}-round-{:02}-{}", cr.index, round, is_base ? "base" : "candidate");
+  const char* arm_name = is_base ? "base" : "candidate";
+  const auto dir = run.options.work_dir / (warmup ? fmt::format("bench-{:02}-warmup-{}", cr.index, arm_name)
+                                                  : fmt::format("bench-{:02}-round-{:02}-{}", cr.index, round, arm_name));
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   std::filesystem::create_directories(dir / "out", ec);
@@ -381,6 +385,7 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
   ArmContext driver_arm;
   std::vector<std::uint64_t> round_seeds;  // warm-up first, then the timed iterations'
   HarnessCall call = bench_call(run, cr, dir, is_base, iters, driver_arm, round_seeds);
+  if (warmup) call.timeout = harness_timeout(gate.bench.max_warmup_seconds);
   std::optional<OutsideClock> clock;
   if (run.outside) {
     clock.emplace();
@@ -410,6 +415,15 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
                                   "failure: error)", c.label, is_base ? "base" : "candidate", round, ran.infrastructure);
       return false;
     }
+    if (warmup && pr.timed_out) {
+      result.verdict = is_base ? Verdict::error : Verdict::red;
+      result.failure = Failure{FailureKind::timeout, who, {}, {}, "", "warmup",
+                               fmt::format("max_warmup_seconds {:g}", gate.bench.max_warmup_seconds)};
+      result.reason = fmt::format("case {}: the {} arm's warm-up call (its first in bench mode: compilation, autotuning, caches) "
+                                  "did not end within the gate's bench.max_warmup_seconds of {:g} s, so it was never timed",
+                                  c.label, arm_name, gate.bench.max_warmup_seconds);
+      return false;
+    }
     if (!launched.ok() && !arm_launch.session_failure.empty()) {
       failure = failure_value(who, launched);
       failure.detail = arm_launch.session_failure;
@@ -419,6 +433,12 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
       failure = failure_value(who, launched);
       const LogTail tail = log_tail(harness_log(call, "stdout"), harness_log(call, "stderr"), 4);
       throw std::runtime_error(fmt::format("it {}{}", launched.describe(), tail.text.empty() ? "" : "; " + tail.stream + ": " + tail.text));
+    }
+    if (warmup) {
+      // Its samples and outputs are not kept: what it cost is.
+      cr.warmup_s[is_base ? 0 : 1] = pr.wall_s;
+      std::filesystem::remove_all(dir / "out" / "timed", ec);
+      return true;
     }
     ArmRound r = read_samples(dir / "out" / "samples.json");
     if (r.samples_ms.size() != static_cast<std::size_t>(iters)) {
@@ -443,13 +463,32 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
     failure.who = who;
     result.verdict = is_base ? Verdict::error : Verdict::red;
     result.failure = failure;
-    result.reason = fmt::format("case {}: the {} arm in bench mode: {}", c.label, is_base ? "base" : "candidate", e.what());
+    result.reason = fmt::format("case {}: the {} arm in bench mode{}: {}", c.label, arm_name, warmup ? " (its warm-up call)" : "",
+                                e.what());
     return false;
   }
   return true;
 }
 
 }  // namespace
+
+bool warm_up_arms(BenchRun& run, BenchCaseRun& cr) {
+  for (const bool is_base : {true, false}) {
+    if (!run_arm_round(run, cr, -1, is_base, run.gate.bench.iters, true)) return false;
+    if (run.options.progress) {
+      BenchProgress p;
+      p.case_label = cr.bench_case->label;
+      p.case_index = cr.index;
+      p.cases = run.gate.bench.cases.size();
+      p.phase = "warmup";
+      p.arm = is_base ? "base" : "candidate";
+      p.warmup_s = cr.warmup_s[is_base ? 0 : 1];
+      p.budget_s = cr.budget_s;
+      run.options.progress(p);
+    }
+  }
+  return true;
+}
 
 bool run_paired_round(BenchRun& run, BenchCaseRun& cr, int round) {
   // ABBA ordering: rounds 0 and 3 (mod 4) start with the base. Odd rounds

@@ -169,6 +169,19 @@ void judge_across_cases(const GateSpec& gate, const BenchOptions& options, bool 
   }
 }
 
+// The stage as a stop (densefeed cancel, a signal) left it: a round the
+// stop cut short failed by being killed, which is nobody's verdict; green
+// with what was measured, the experiment's state saying how it ended.
+BenchResult& stopped(BenchResult& result) {
+  if (cancel_requested()) {
+    result.verdict = Verdict::green;
+    result.failure = Failure{};
+    result.reason = interrupt_signal() ? fmt::format("stopped by signal {} (the rounds it had are kept)", interrupt_signal())
+                                       : "cancelled (the rounds it had are kept)";
+  }
+  return result;
+}
+
 }  // namespace
 
 BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_params,
@@ -185,7 +198,8 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   request.name = "bench";
   request.gpus = gate.gpus;
   request.time_limit = std::chrono::seconds(static_cast<long long>(
-      std::ceil(static_cast<double>(gate.bench.cases.size()) * (gate.bench.max_seconds_per_case + 2 * gate.timeout_s))));
+      std::ceil(static_cast<double>(gate.bench.cases.size()) *
+                (options.budget_s.value_or(gate.bench.max_seconds_per_case) + 2 * gate.bench.max_warmup_seconds + 2 * gate.timeout_s))));
   Executor& ex = given_or_local(options.executor);
   const std::unique_ptr<Allocation> allocation = ex.allocate(request);
   const bool sessions = gate.sessions && !driven && ex.name() == "local";
@@ -205,12 +219,47 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
                sessions, max_rounds, run_arm, draw, result};
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     BenchCaseRun c = start_bench_case(run, ci);
+    // Compilation, autotuning and caches before the first timed round: the
+    // measurement budget counts timed rounds only.
+    if (!warm_up_arms(run, c)) return stopped(result);
+    c.start = std::chrono::steady_clock::now();
+    bool stop = false;
     for (int round = 0; round < max_rounds; ++round) {
-      if (!run_paired_round(run, c, round)) return result;
-      if (round_ends_case(run, c, round)) break;
+      if (cancel_requested() || !run_paired_round(run, c, round)) {
+        // densefeed cancel, or a signal to run (the caller records how
+        // it ended): the rounds it had are kept, as inconclusive; a round
+        // a stop cut short (its second arm killed) is not one.
+        if (!cancel_requested()) return result;
+        stop = true;
+        stopped(result);
+        const std::size_t whole = std::min(c.bc.base.size(), c.bc.candidate.size());
+        c.bc.base.resize(whole);
+        c.bc.candidate.resize(whole);
+        c.bc.base_walls.resize(std::min(whole, c.bc.base_walls.size()));
+        c.bc.candidate_walls.resize(std::min(whole, c.bc.candidate_walls.size()));
+        for (auto& r : c.clock_rounds) r.resize(std::min(whole, r.size()));
+        c.input.base = c.bc.base;
+        c.input.candidate = c.bc.candidate;
+        break;
+      }
+      if (rerun_late_round(c, round, run.outside)) {
+        --round;  // the same round again: its order (ABBA) and length stay
+        continue;
+      }
+      const bool ends = round_ends_case(run, c, round);
+      report_round(run, c, round);
+      if (ends) break;
     }
+    if (stop && c.bc.base.empty()) return result;
     decide_bench_case(run, c, arm_sessions.freeze_mechanism());
+    if (stop) {
+      c.bc.decision.verdict = BenchVerdict::inconclusive;
+      c.bc.decision.reason = fmt::format("inconclusive: stopped after {} rounds ({}) ({})", c.bc.base.size(),
+                                         interrupt_signal() ? fmt::format("signal {}", interrupt_signal()) : "cancelled",
+                                         c.bc.decision.reason);
+    }
     result.cases.push_back(std::move(c.bc));
+    if (stop) return result;
   }
   judge_across_cases(gate, options, driven, result);
   return result;

@@ -11,6 +11,7 @@
 #include "gate_lock.h"
 #include "ledger.h"
 #include "manifest.h"
+#include "statistics.h"
 #include "sha256.h"
 #include "statistics.h"
 #include "trusted_arm.h"
@@ -29,6 +30,9 @@ CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& 
     options.seed = seed + static_cast<std::uint64_t>(i);
     options.base = options.candidate = arm;
     options.trusted = trusted;
+    // A fixed number of rounds: an A/A on a noisy host never settles inside
+    // a 1% band, and its budget would be spent for every comparison.
+    options.fixed_rounds = kCalibrationRounds;
     const BenchResult bench = run_bench(gate, params, params, options);
     if (bench.verdict != Verdict::green) {
       result.verdict = Verdict::error;
@@ -36,21 +40,19 @@ CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& 
       return result;
     }
     for (std::size_t c = 0; c < bench.cases.size(); ++c) {
-      result.cases[c].verdicts.push_back(bench.cases[c].decision.verdict);
-      result.cases[c].speedups.push_back(bench.cases[c].decision.speedup);
+      const BenchCaseResult& bc = bench.cases[c];
+      result.cases[c].verdicts.push_back(bc.decision.verdict);
+      result.cases[c].speedups.push_back(bc.decision.speedup);
+      for (std::size_t r = 0; r < bc.base.size() && r < bc.candidate.size(); ++r) {
+        result.cases[c].round_deviations.push_back(std::fabs(median(bc.base[r].samples_ms) / median(bc.candidate[r].samples_ms) - 1));
+      }
     }
   }
   for (auto& cc : result.cases) {
-    std::vector<double> deviation;
     std::size_t wrong = 0;
-    for (std::size_t k = 0; k < cc.speedups.size(); ++k) {
-      deviation.push_back(std::fabs(cc.speedups[k] - 1));
-      wrong += cc.verdicts[k] == BenchVerdict::faster || cc.verdicts[k] == BenchVerdict::slower;
-    }
-    if (!deviation.empty()) {
-      cc.noise_floor = quantile(deviation, 0.95);
-      cc.false_verdict_rate = static_cast<double>(wrong) / static_cast<double>(deviation.size());
-    }
+    for (const auto v : cc.verdicts) wrong += v == BenchVerdict::faster || v == BenchVerdict::slower;
+    if (!cc.round_deviations.empty()) cc.noise_floor = quantile(cc.round_deviations, 0.95);
+    if (!cc.verdicts.empty()) cc.false_verdict_rate = static_cast<double>(wrong) / static_cast<double>(cc.verdicts.size());
   }
   return result;
 }

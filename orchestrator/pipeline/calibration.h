@@ -20,11 +20,21 @@
 
 namespace densefeed {
 
+// Rounds per calibration comparison (fixed: no stopping rule).
+constexpr int kCalibrationRounds = 8;
+
 struct CalibrationCase {
   std::string case_label;
   std::vector<BenchVerdict> verdicts;  // one per A/A comparison
   std::vector<double> speedups;
-  double noise_floor = 0;         // 95th percentile of |speedup - 1| (type-7 quantile)
+  // 95th percentile (type 7) of one A/A round's |base / candidate - 1| (the
+  // ratio of the arms' medians in that round) over every round of every
+  // comparison: a difference one round of the same code shows 1 time in 20,
+  // so a band of at least this is what the host's noise hides (issue 29;
+  // before it, the spread of whole comparisons' speedups, which shrinks with
+  // their rounds and left a noisy host's band too narrow to call anything same).
+  double noise_floor = 0;
+  std::vector<double> round_deviations;  // those |ratio - 1|, one per round
   double false_verdict_rate = 0;  // fraction of comparisons that ended faster or slower
 };
 

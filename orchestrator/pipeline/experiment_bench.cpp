@@ -71,6 +71,12 @@ BenchOptions bench_options_of(const ExperimentOutcome& out, Ledger& ledger, cons
     };
   }
   if (auto ceilings = bench_ceilings(out, ledger, bench_options.gpu)) bench_options.ceilings = std::move(*ceilings);
+  bench_options.budget_s = options.bench_budget_s;
+  // Watched while it runs: the run folder's progress.jsonl (status --json), and whoever started the run.
+  bench_options.progress = [file = out.work_dir / "progress.jsonl", tell = options.on_bench_progress](const BenchProgress& p) {
+    append_bench_progress(file, p);
+    if (tell) tell(p);
+  };
   return bench_options;
 }
 

@@ -46,6 +46,12 @@ struct RunOptions {
   // bench's allocation, sessions, traces, revision builds. The CLI's
   // --executor (executor_factory.h make_executor); a test passes a fake.
   std::shared_ptr<Executor> executor = make_local_executor();
+  // The bench's measurement budget per case, seconds, in place of the
+  // gate's bench.max_seconds_per_case (run --bench-seconds); unset: the gate's.
+  std::optional<double> bench_budget_s;
+  // Told after each arm's warm-up and each paired round of the bench (a
+  // terminal's progress line); the run folder's progress.jsonl gets them too.
+  std::function<void(const BenchProgress&)> on_bench_progress;
 };
 
 struct ExperimentOutcome {

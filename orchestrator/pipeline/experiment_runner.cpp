@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <thread>
 
@@ -196,6 +197,19 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
     done = true;
     watcher.join();
   }
+  if (interrupt_signal() != 0) {
+    // SIGTERM or SIGINT to run (a `timeout`, a Ctrl-C): every launch was
+    // ended; what the stages had is recorded, and so is how it ended.
+    std::string had;
+    if (out.bench && !out.bench->cases.empty()) {
+      const auto& c = out.bench->cases.back();
+      had = fmt::format("; the bench stage had {} rounds of case {} (recorded, inconclusive)", c.base.size(), c.bench_case.label);
+    }
+    ledger.record_event(out.experiment_id, ExperimentEvent::interrupted, "run",
+                        fmt::format("interrupted by signal {} ({}){}", interrupt_signal(), strsignal(interrupt_signal()), had));
+    out.record = ledger.record(out.experiment_id);
+    return out;
+  }
   if (cancel_requested()) {
     ledger.record_event(out.experiment_id, ExperimentEvent::cancelled, "run", "cancelled while running");
     out.record = ledger.record(out.experiment_id);
@@ -235,8 +249,9 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   run.runs_dir = out.work_dir.parent_path();
   gate_experiment(out, ledger, options, run);
   record_gate_experiment(out, ledger, options, run);
-  bench_experiment(out, ledger, options, run);
-  trace_experiment(out, ledger, options, run);
+  // After a cancel or a signal no stage starts (run_experiment records how it ended).
+  if (!cancel_requested()) bench_experiment(out, ledger, options, run);
+  if (!cancel_requested()) trace_experiment(out, ledger, options, run);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_progress.h"
 #include "error_trend.h"
 #include "gate_result.h"
 #include "gate_spec.h"
@@ -186,6 +187,8 @@ nlohmann::ordered_json experiment_document(const ExperimentRecord& e, const Gate
   doc["stages"] = {{"gate", gate_stage(e, gate, work_dir)}, {"bench", bench_stage(e)}, {"trace", trace_stage(e)}, {"acceptance", acceptance}};
   doc["review"] = {{"categories", e.categories}, {"promotion", e.promotion}};
   doc["next"] = next_steps_json(next_steps(facts_from_record(e, gate, work_dir)));
+  // While it runs: the bench's last warm-ups and rounds (bench_progress.h).
+  doc["progress"] = read_bench_progress(work_dir / "progress.jsonl", 20);
   return doc;
 }
 

@@ -91,6 +91,11 @@ void print_bench_cases(std::ostream& out, const ExperimentRecord& e) {
     out << fmt::format("  bench {}: {} — speedup {:.3f}x [{:.3f}, {:.3f}], p = {:.3g}, {} rounds; base {:.4g} {}, candidate {:.4g} {}\n",
                        one_line(b.label), one_line(b.verdict), b.speedup, b.lo, b.hi, b.p_value, b.rounds, b.base_median, one_line(b.unit),
                        b.candidate_median, one_line(b.unit));
+    if (b.base_warmup_s && b.candidate_warmup_s) {
+      out << fmt::format("    warm-up: base {:.1f} s, candidate {:.1f} s (outside the measurement budget)\n", *b.base_warmup_s,
+                         *b.candidate_warmup_s);
+    }
+    if (b.verdict == "inconclusive") out << "    " << one_line(b.reason) << "\n";
     out << (b.timing == "driver" ? "    timed by the gate's trusted driver\n"
                                  : "    timed by the candidate (promotion needs --accept-candidate-timing)\n");
     for (const auto& f : b.timing_flags) out << fmt::format("    {}: {}\n", one_line(f.value("kind", "")), one_line(f.value("reason", "")));

@@ -23,6 +23,20 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
+// Where the case's interval lies against the +-threshold band, in words
+// (it reached no verdict: it crosses an edge, or no interval was recorded).
+std::string interval_text(const BenchFact& b) {
+  if (!std::isfinite(b.lo) || !std::isfinite(b.hi)) return "no interval yet (fewer than 2 rounds)";
+  const double up = 1 + b.threshold, down = 1 / (1 + b.threshold);
+  const auto pct = 100 * b.threshold;
+  if (b.lo > up || b.hi < down) return fmt::format("the interval is beyond the +-{:.1f}% band, but a guard or a timing check held the verdict back", pct);
+  if (b.lo > down && b.hi < up) return fmt::format("the interval is inside the +-{:.1f}% band", pct);
+  const bool crosses_up = b.lo <= up && b.hi >= up, crosses_down = b.lo <= down && b.hi >= down;
+  return fmt::format("the interval crosses the band's {} edge{} ({:.3f}{})", crosses_up && crosses_down ? "two" : crosses_up ? "upper" : "lower",
+                     crosses_up && crosses_down ? "s" : "", crosses_up && !crosses_down ? up : down,
+                     crosses_up && crosses_down ? fmt::format(" and {:.3f}", up) : "");
+}
+
 // "relative spread base 21.2%, candidate 14.0% (limit < 10%)": the spread
 // guard's figures (bench_statistics.cpp says the same in its reason).
 std::string spread_text(const BenchFact& b) {
@@ -474,28 +488,41 @@ void add_bench_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
     if (b.verdict == "inconclusive") {
       // Which guard held the decision back decides what helps (bench_statistics.h BenchGuard).
       const auto held = [&](BenchGuard g) { return b.guards && std::find(b.guards->begin(), b.guards->end(), g) != b.guards->end(); };
-      if (held(BenchGuard::spread)) {
-        s.kind = "rerun-bench";
-        s.suggestion = "resubmit when the machine is idle (nothing else on its CPUs or GPU): the timings are too noisy to decide";
-        s.why = fmt::format("{}; {}: an arm's spread of 10% or more blocks any verdict, and calibration does not lower it", figures,
-                            spread_text(b));
-      } else if (held(BenchGuard::clock) || held(BenchGuard::throttle)) {
+      const std::string where = interval_text(b);
+      if (held(BenchGuard::clock) || held(BenchGuard::throttle)) {
         s.kind = "rerun-bench";
         s.suggestion = "resubmit with the GPU's clocks steady (locked application clocks, a cool idle GPU)";
         s.why = fmt::format("{}; the arms did not run at the same clock, so their times are not comparable", figures);
+      } else if (b.more_rounds && *b.more_rounds > 0 && b.more_seconds && b.budget_s) {
+        // The budget ran out before the noise allowed a verdict: the run that would reach one.
+        const double budget = std::ceil((*b.budget_s + *b.more_seconds) * 1.25);
+        s.kind = "rerun-bench";
+        if (!f.manifest_path.empty()) {
+          s.command = {"densefeed", "run", f.manifest_path, "--bench-seconds", fmt::format("{:.0f}", budget)};
+        }
+        s.suggestion = fmt::format("rerun with a measurement budget of {:.0f} s per case (densefeed run MANIFEST --bench-seconds "
+                                   "{:.0f}): at the noise seen a verdict needs about {} more rounds",
+                                   budget, budget, *b.more_rounds);
+        s.why = fmt::format("{}{}; {}; about {:.0f} s more of timed rounds would narrow it to a verdict", figures,
+                            b.capped ? fmt::format(", ended by the measurement budget of {:g} s", *b.budget_s) : "", where,
+                            *b.more_seconds);
+      } else if (held(BenchGuard::spread)) {
+        s.kind = "rerun-bench";
+        s.suggestion = "resubmit when the machine is idle (nothing else on its CPUs or GPU): the paired rounds are too noisy to decide";
+        s.why = fmt::format("{}; {}; {}: no number of rounds the gate allows narrows the interval enough at this noise", figures,
+                            where, spread_text(b));
       } else if (b.threshold <= 0.01 && !calibrate_suggested) {
         s.kind = "calibrate";
         s.command = {"densefeed", "bench", "calibrate", f.gate, "--comparisons", "20"};
         s.suggestion = fmt::format("measure this host's noise floor (densefeed bench calibrate {} --comparisons 20), then resubmit",
                                    f.gate);
-        s.why = fmt::format("{}{}: the interval reaches into the +-{:.1f}% band; a calibrated floor says whether a difference of "
-                            "this size is measurable here at all",
-                            figures, b.capped ? ", ended by the wall-time cap" : "", 100 * b.threshold);
+        s.why = fmt::format("{}{}; {}: a calibrated floor says whether a difference of this size is measurable here at all",
+                            figures, b.capped ? ", ended by the measurement budget" : "", where);
         calibrate_suggested = true;
       } else {
         s.kind = "rerun-bench";
         s.suggestion = "resubmit on an idle machine, or accept that the effect is below what this host can resolve";
-        s.why = fmt::format("{}{}", figures, b.capped ? ", ended by the wall-time cap before a decision" : "");
+        s.why = fmt::format("{}{}; {}", figures, b.capped ? ", ended by the measurement budget before a decision" : "", where);
       }
     } else if (b.verdict == "slower") {
       s.kind = "profile";
@@ -724,6 +751,7 @@ nlohmann::ordered_json next_steps_json(const std::vector<NextStep>& steps) {
 ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   ResultFacts f;
   f.experiment_id = o.experiment_id;
+  f.manifest_path = o.record ? o.record->manifest_path : o.manifest.doc.path;
   f.gate = o.manifest.gate;
   f.gate_verdict = to_string(o.gate_result.verdict);
   f.gate_reason = o.gate_result.reason;
@@ -772,6 +800,11 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
       b.guards = guards_of(d);
       b.base_spread = d.base_relative_spread;
       b.candidate_spread = d.candidate_relative_spread;
+      b.base_warmup_s = c.base_warmup_s;
+      b.candidate_warmup_s = c.candidate_warmup_s;
+      b.budget_s = c.budget_s;
+      b.more_rounds = c.more_rounds;
+      b.more_seconds = c.more_seconds;
       f.bench.push_back(std::move(b));
     }
   }
@@ -804,6 +837,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
 ResultFacts facts_from_record(const ExperimentRecord& e, const GateSpec* gate, const std::filesystem::path& work_dir) {
   ResultFacts f;
   f.experiment_id = e.id();
+  f.manifest_path = e.manifest_path;
   f.state = e.summary.state;
   if (!e.events.empty()) f.state_detail = e.events.back().detail;
   f.gate = e.summary.gate;

@@ -47,6 +47,7 @@ struct ResultFacts {
   ExperimentState state = ExperimentState::finished;  // the ledger's (experiment_state.h)
   std::string state_detail;        // why (interrupted, rejected, cancelled)
   std::string gate;
+  std::string manifest_path;  // as the run was given it (a rerun's command names it)
   std::string gate_verdict = "pending";  // green | red | error | pending
   std::string gate_reason;
   std::vector<std::string> lock_problems;  // non-empty: red before any case ran (text for people)

@@ -295,6 +295,9 @@ std::string bench_lines(const ExperimentOutcome& o) {
       s += fmt::format("    base median {:.4g} {} (spread {:.1f}%), candidate median {:.4g} {} (spread {:.1f}%)\n",
                        d.base_median_ms, c.unit, 100 * d.base_relative_spread, d.candidate_median_ms, c.unit,
                        100 * d.candidate_relative_spread);
+      s += fmt::format("    warm-up: base {:.1f} s, candidate {:.1f} s (each arm's first call, outside the measurement budget of "
+                       "{:g} s)\n",
+                       c.base_warmup_s, c.candidate_warmup_s, c.budget_s);
       if (c.predicted_speedup) {
         s += fmt::format("    predicted {:.3f}x, measured {:.3f}x: prediction error {:+.1f}%\n", *c.predicted_speedup,
                          d.speedup, 100 * c.prediction_error.value_or(NAN));

@@ -438,7 +438,7 @@ void bench_section(Page& page, const ExperimentRecord& record) {
   Table summary;
   summary.id = "bench";
   summary.head = {"bench case", "verdict", "speedup", "interval", "confidence", "predicted", "noise threshold", "p", "rounds",
-                  "base median", "candidate median", "reason"};
+                  "warm-up (base / candidate)", "base median", "candidate median", "reason"};
   for (const auto& b : cases) {
     const std::string unit = b.unit;
     std::vector<BenchSample> samples;
@@ -479,6 +479,8 @@ void bench_section(Page& page, const ExperimentRecord& record) {
     summary.rows.push_back({td(label), tdv(m.verdict), tdn(fixed3(m.speedup)), tdn(fmt::format("[{}, {}]", fixed3(m.lo), fixed3(m.hi))),
                             tdn(fmt::format("{:.1f} %", 100 * known(b.ci_confidence).value_or(0))), tdn(fixed3(m.predicted)),
                             tdn(fmt::format("{:.1f} %", 100 * m.threshold.value_or(0))), tdn(general(known(b.p_value))), tdn(std::to_string(b.rounds)),
+                            tdn(b.base_warmup_s && b.candidate_warmup_s ? fmt::format("{:.1f} s / {:.1f} s", *b.base_warmup_s, *b.candidate_warmup_s)
+                                                                        : std::string("not recorded")),
                             tdn(general(known(b.base_median)) + " " + unit), tdn(general(known(b.candidate_median)) + " " + unit), td(b.reason)});
     summary.red.push_back(m.verdict == "slower");
   }

@@ -44,6 +44,12 @@ struct BenchCaseResult {
   std::vector<RoundWall> candidate_walls;
   std::vector<TimingFlag> flags;            // densefeed's cross-checks that failed (timing_checks.h)
   nlohmann::ordered_json checks = nlohmann::ordered_json::object();  // their figures: wall fits, work, ceilings used
+  double base_warmup_s = 0, candidate_warmup_s = 0;  // each arm's warm-up call, wall seconds (checks.warmup)
+  double budget_s = 0;       // the measurement budget, seconds of timed rounds (checks.budget)
+  // An undecided case: rounds and seconds more the noise seen would need
+  // (Decision::more_rounds at the mean round's wall time; -1: none would).
+  int more_rounds = 0;
+  std::optional<double> more_seconds;
 };
 
 struct BenchResult {

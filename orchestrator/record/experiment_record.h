@@ -88,6 +88,15 @@ struct BenchCaseRow {
   nlohmann::ordered_json timing_flags = nlohmann::ordered_json::array();   // timing_checks.h flags, as recorded
   nlohmann::ordered_json timing_checks = nlohmann::ordered_json::object();  // their figures, as recorded
   std::vector<BenchRoundSamples> samples;  // per round, in order (rounds_json)
+  // Each arm's warm-up call, wall seconds (timing_checks.warmup; unset for
+  // a case recorded before issue 29 kept them).
+  std::optional<double> base_warmup_s, candidate_warmup_s;
+  // The measurement budget (seconds of timed rounds) and, for an undecided
+  // case, the rounds and seconds more the noise seen would need
+  // (timing_checks.budget; more_rounds -1: none would; unset: not recorded).
+  std::optional<double> budget_s;
+  std::optional<std::int64_t> more_rounds;
+  std::optional<double> more_seconds;
 };
 
 // One trace check's finding on one arm (trace_findings).

@@ -361,6 +361,8 @@ void read_bench(const YamlDocument& doc, const Json& v, GateSpec& gate) {
   gate.bench.warmup = b.value("warmup", 1);
   gate.bench.iters = b.value("iters", 5);
   gate.bench.max_seconds_per_case = b.value("max_seconds_per_case", gate.bench.max_seconds_per_case);
+  gate.bench.max_warmup_seconds = b.value("max_warmup_seconds", gate.bench.max_warmup_seconds);
+  gate.bench.looks = default_looks(b.value("max_rounds", 200));
   read_bench_cases(doc, b, gate);
   if (b.contains("driver")) gate.bench.driver = read_bench_driver(doc, b["driver"], gate);
 }

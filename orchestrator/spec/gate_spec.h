@@ -10,6 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_statistics.h"
 #include "build_spec.h"
 #include "case_grid.h"
 #include "process_limits.h"
@@ -58,8 +59,9 @@ struct OutputSpec {
 
 // How the benchmark stage runs: interleaved base/candidate rounds of
 // `warmup` + `iters` harness iterations each, on `cases` (a subset of the
-// gate's correctness cases), checked at `looks` rounds until a decision, at
-// most `max_seconds_per_case` of wall time per case (then inconclusive).
+// gate's correctness cases), each arm warmed up by one call first (at most
+// `max_warmup_seconds`), checked at `looks` rounds until a decision, at most
+// `max_seconds_per_case` of timed rounds per case (then inconclusive).
 // A frozen benchmark driver (gate file: bench.driver): trusted code from the
 // gate store that loads one arm's kernel and times it itself, so the samples
 // that decide a speedup are not the candidate's word. `command` is rendered in
@@ -94,8 +96,16 @@ struct BenchWork {
 struct BenchSpec {
   int warmup = 1;
   int iters = 5;
-  std::vector<int> looks = {9, 15, 25};
+  // The rounds the decision is looked at (bench_statistics.h
+  // default_looks(max_rounds)); the last is the most rounds a case runs.
+  std::vector<int> looks = default_looks(200);
+  // The measurement budget of a case: seconds of its timed rounds (each
+  // arm's warm-up call apart), then inconclusive with the rounds a verdict
+  // would need.
   double max_seconds_per_case = 600;
+  // The cap on each arm's warm-up call of a case (its first: compilation,
+  // autotuning, caches), seconds; past it the bench stage ends, named.
+  double max_warmup_seconds = 1800;
   std::vector<Case> cases;
   std::optional<BenchDriver> driver;  // absent: the candidate's harness times itself ("timed by the candidate")
   BenchWork work;

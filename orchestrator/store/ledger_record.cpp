@@ -129,6 +129,17 @@ BenchCaseRow bench_case_row(const J& b) {
   if (at(b, "timing").is_string()) r.timing = text(b, "timing");
   if (at(b, "timing_flags").is_array()) r.timing_flags = at(b, "timing_flags");
   if (at(b, "timing_checks").is_object()) r.timing_checks = at(b, "timing_checks");
+  // Written by densefeed (bench_case.cpp), inside the chained row: read as numbers or not at all.
+  const auto checked = [&](const char* group, const char* key) -> std::optional<double> {
+    const J& g = at(r.timing_checks, group);
+    if (!g.is_object() || !g.contains(key) || !g[key].is_number()) return std::nullopt;
+    return g[key].get<double>();
+  };
+  r.base_warmup_s = checked("warmup", "base_s");
+  r.candidate_warmup_s = checked("warmup", "candidate_s");
+  r.budget_s = checked("budget", "budget_s");
+  if (const auto more = checked("budget", "more_rounds")) r.more_rounds = static_cast<std::int64_t>(*more);
+  r.more_seconds = checked("budget", "more_seconds");
   for (const auto& round : array_or_empty(at(b, "rounds_json"))) {
     BenchRoundSamples samples;
     for (const auto& x : array_or_empty(at(round, "base_ms"))) samples.base_ms.push_back(x.get<double>());

@@ -108,7 +108,7 @@ TEST_F(CliEndToEnd, Tf32IsRedWithATableOfErrorAgainstShardsAndTf32x3IsGreenWithA
   EXPECT_GT(b["speedup"].get<double>(), 0);
   EXPECT_LE(b["speedup_ci"][0].get<double>(), b["speedup"].get<double>());
   EXPECT_GE(b["speedup_ci"][1].get<double>(), b["speedup"].get<double>());
-  EXPECT_GE(b["rounds"].get<int>(), 9);  // the first look
+  EXPECT_GE(b["rounds"].get<int>(), 4);  // the first look
   // tf32x3 does three products where tf32 does one: on the CPU path it is
   // about half as fast. Timing is not asserted here (tests/perf measures the
   // decision); only that a loaded machine can at worst make it inconclusive,

@@ -77,7 +77,7 @@ TEST_F(PythonHarness, TheStableKernelIsGreenAndBenchmarked) {
   ASSERT_EQ(r["stages"]["bench"]["status"], "measured") << r["stages"]["bench"].dump(1);
   const auto& c = r["stages"]["bench"]["cases"][0];
   EXPECT_EQ(c["case"], "rows=64 cols=1000 scale=1");
-  EXPECT_GE(c["rounds"].get<int>(), 9);
+  EXPECT_GE(c["rounds"].get<int>(), 4);
   EXPECT_EQ(c["timing"], "driver");  // the gate's frozen softmax_driver.py timed it
   // What was timed was gated: the bench-mode y.npy passed against the reference.
   EXPECT_TRUE(c["verdict"] == "faster" || c["verdict"] == "slower" || c["verdict"] == "same" || c["verdict"] == "inconclusive");

@@ -164,7 +164,7 @@ std::string gate(const std::string& name, const std::string& cases, const std::s
          "default: honest}\n  t0: {type: number, default: 0}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - " + cases + "\n" + (extra.empty() ? "profiles: {quick: {}, full: {}}\n" : extra) +
-         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 16\n  max_seconds_per_case: 120\n" + bench +
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 16\n  max_seconds_per_case: 120\n  max_rounds: 25\n" + bench +
          "freezes: [h.py, drv.py]\n";
 }
 
@@ -509,11 +509,16 @@ TEST_F(TimingForge, TimingAFastWrongPathIsRedUnderTheDriverWhichGatesEveryTimedI
   nothing_recorded_faster(r["experiment_id"].get<std::int64_t>());
 }
 
+// Caught by densefeed's clocks: the outside clock around each iteration
+// (clock_disagrees, from the first rounds) or the wall time's growth
+// (unseen_time, once enough rounds fit it); since issue 29 a benchmark may
+// stop at 4 rounds, where the outside clock is what catches it.
 TEST_F(TimingForge, AKernelThatSlowsTheDriversClockAndPutsItBackIsCaughtByTheWallTime) {
   const auto [code, r] = run("driven", "patchclock");
   EXPECT_EQ(code, 1) << r.dump(1);
   EXPECT_EQ(r["stages"]["bench"]["status"], "red") << r["stages"]["bench"].dump(1);
-  EXPECT_TRUE(has(flag_kinds(r), "unseen_time")) << r["stages"]["bench"].dump(1);
+  EXPECT_TRUE(has(flag_kinds(r), "unseen_time") || has(flag_kinds(r), "clock_disagrees")) << r["stages"]["bench"].dump(1);
+  EXPECT_EQ(r["record"]["stages"]["bench"]["failure"]["who"], "candidate") << r["record"].dump(1);
   nothing_recorded_faster(r["experiment_id"].get<std::int64_t>());
 }
 

@@ -278,7 +278,7 @@ TEST_F(StageExecutor, TheBenchHoldsOneAllocationForBothArmsInterleavedAndDecides
   const auto& c = r.cases[0];
   EXPECT_EQ(c.base.size(), 9u);
   EXPECT_EQ(c.candidate.size(), 9u);
-  EXPECT_EQ(ex.launches.size(), 18u);
+  EXPECT_EQ(ex.launches.size(), 20u);  // each arm's warm-up call, then 9 paired rounds
   // Rounds alternate the iteration count (iters, then a long round of 2 to
   // 16 x iters: timing_checks.h long_round_factor, which the 0.2 s start-up
   // of this harness against its 50 ms of iterations raises) for the wall fit.
@@ -324,12 +324,13 @@ TEST_F(StageExecutor, AnInfrastructureFailureOfTheBaseIsAnErrorWithNoCase) {
   EXPECT_TRUE(r.cases.empty());
 }
 
-// A candidate that fails in its third launch (round 2, the candidate
-// first): the stage is red at once, its failure typed as the process
-// ended, the case not kept, and nothing after that launch runs.
+// A candidate that fails in its fourth launch (after its warm-up call, in
+// round 2, the candidate first): the stage is red at once, its failure
+// typed as the process ended, the case not kept, and nothing after that
+// launch runs.
 TEST_F(StageExecutor, ACandidateRoundThatFailsMidwayEndsTheBenchWithItsFailureTyped) {
   BenchScript script;
-  script.candidate_fails_at = 3;
+  script.candidate_fails_at = 4;
   ScriptedExecutor ex(std::ref(script));
   const auto r = bench(gate_, dir_.path(), ex);
   EXPECT_EQ(r.verdict, Verdict::red) << r.reason;
@@ -338,8 +339,8 @@ TEST_F(StageExecutor, ACandidateRoundThatFailsMidwayEndsTheBenchWithItsFailureTy
   EXPECT_EQ(r.failure.exit_code, 7);
   EXPECT_EQ(r.reason.rfind("case n=4: the candidate arm in bench mode: it ", 0), 0u) << r.reason;
   EXPECT_TRUE(r.cases.empty());
-  // Rounds 0 (base, candidate) and 1 (candidate, base), then round 2's candidate.
-  ASSERT_EQ(ex.launches.size(), 5u);
+  // Both warm-ups, rounds 0 (base, candidate) and 1 (candidate, base), then round 2's candidate.
+  ASSERT_EQ(ex.launches.size(), 7u);
   EXPECT_NE(ex.launches.back().untrusted.env.at("DENSEFEED_OUT").find("bench-00-round-02-candidate"), std::string::npos);
   EXPECT_EQ(r.placement, "scripted job 7 on node7");
 }
@@ -443,7 +444,7 @@ TEST_F(StageExecutor, AnExperimentRunsEveryJobOnTheExecutorItIsGiven) {
     (l.untrusted.env.at("DENSEFEED_MODE") == "gate" ? gate_launches : bench_launches) += 1;
   }
   EXPECT_EQ(gate_launches, 4u);
-  EXPECT_EQ(bench_launches, 2 * out.bench->cases.at(0).base.size());
+  EXPECT_EQ(bench_launches, 2 * out.bench->cases.at(0).base.size() + 2);  // and each arm's warm-up call
   for (const auto& c : out.gate_result.cases) EXPECT_EQ(to_string(c.candidate_placement), "scripted job 7 on node7");
 }
 
@@ -621,7 +622,8 @@ TEST_F(HarnessCommand, ASessionCallIsToldItsModeOnly) {
 TEST_F(HarnessCommand, TheGatesAndTheBenchsLaunchesCarryExactlyTheProtocolEnvironment) {
   const auto timeout = std::chrono::milliseconds(static_cast<long long>(gate_.timeout_s * 1000));
   gate_.limits.processes = 99;
-  const auto expect_launch = [&](const Launch& l, const Env& env, const CommandLimits& limits) {
+  const auto expect_launch = [&](const Launch& l, const Env& env, const CommandLimits& limits,
+                                 std::chrono::milliseconds want_timeout = std::chrono::milliseconds(0)) {
     const UntrustedCommand& u = l.untrusted;
     EXPECT_EQ(u.env, env);
     const std::filesystem::path out = env.at("DENSEFEED_OUT");
@@ -629,7 +631,7 @@ TEST_F(HarnessCommand, TheGatesAndTheBenchsLaunchesCarryExactlyTheProtocolEnviro
     EXPECT_EQ(u.writable, std::vector<std::filesystem::path>{out});
     EXPECT_EQ(u.stdout_path, out.parent_path() / "stdout.log");
     EXPECT_EQ(u.stderr_path, out.parent_path() / "stderr.log");
-    EXPECT_EQ(u.timeout, timeout);
+    EXPECT_EQ(u.timeout, want_timeout.count() ? want_timeout : timeout);
     EXPECT_EQ(u.limits.processes, limits.processes);
     EXPECT_TRUE(u.sandbox);
     EXPECT_TRUE(u.rank_env.empty());
@@ -651,20 +653,27 @@ TEST_F(HarnessCommand, TheGatesAndTheBenchsLaunchesCarryExactlyTheProtocolEnviro
   BenchScript script;
   ScriptedExecutor bench_ex(std::ref(script));
   ASSERT_EQ(bench(gate_, dir_.path(), bench_ex).verdict, Verdict::green);
-  ASSERT_EQ(bench_ex.launches.size(), 18u);
+  ASSERT_EQ(bench_ex.launches.size(), 20u);
   for (std::size_t i = 0; i < bench_ex.launches.size(); ++i) {
     const Launch& l = bench_ex.launches[i];
-    const int round = static_cast<int>(i / 2);
+    // Each arm's warm-up call (base first), then the paired rounds.
+    const int round = i < 2 ? -1 : static_cast<int>((i - 2) / 2);
     // ABBA: rounds 0 and 3 (mod 4) start with the base.
-    const bool base = (i % 2 == 0) == (round % 4 == 0 || round % 4 == 3);
-    const auto out = dir_ / "bench" / fmt::format("bench-00-round-{:02}-{}", round, base ? "base" : "candidate") / "out";
+    const bool base = i < 2 ? i == 0 : ((i - 2) % 2 == 0) == (round % 4 == 0 || round % 4 == 3);
+    const auto out = dir_ / "bench" /
+                     (i < 2 ? fmt::format("bench-00-warmup-{}", base ? "base" : "candidate")
+                            : fmt::format("bench-00-round-{:02}-{}", round, base ? "base" : "candidate")) /
+                     "out";
     EXPECT_EQ(l.untrusted.argv, (std::vector<std::string>{"cand", "4", out.string()}));
     expect_launch(l,
                   Env{{"DENSEFEED_CASE", R"({"n":4})"}, {"DENSEFEED_ITERS", l.untrusted.env.at("DENSEFEED_ITERS")},
                       {"DENSEFEED_MODE", "bench"}, {"DENSEFEED_OUT", out.string()}, {"DENSEFEED_SEED", "5"},
                       {"DENSEFEED_WARMUP", "1"}},
-                  gate_.limits);
-    if (round % 2 == 0) EXPECT_EQ(l.untrusted.env.at("DENSEFEED_ITERS"), "5");
+                  gate_.limits,
+                  // A warm-up call's limit is the gate's bench.max_warmup_seconds, not its timeout_s.
+                  round < 0 ? std::chrono::milliseconds(static_cast<long long>(gate_.bench.max_warmup_seconds * 1000))
+                            : std::chrono::milliseconds(0));
+    if (round % 2 == 0 || round < 0) EXPECT_EQ(l.untrusted.env.at("DENSEFEED_ITERS"), "5");
   }
 }
 }  // namespace
