@@ -241,14 +241,18 @@ bench_seconds=()
 [ -n "${BENCH_SECONDS:-}" ] && bench_seconds=(--bench-seconds "$BENCH_SECONDS")
 sandbox=(--no-sandbox)
 [ "$SANDBOX" = 1 ] && sandbox=()
-budget=$(( $(left) - 20 ))
+budget=$(( $(left) - 75 ))
 (( budget > 60 )) || fail 6 "only $budget s left for densefeed's run"
 say "densefeed run $MANIFEST --profile $PROFILE ${sandbox[*]} --jobs $JOBS --seed $SEED (at most $budget s)"
 t_run=$SECONDS
 run_rc=0
-( cd "$here" && timeout -k 10 "$budget" "$DENSEFEED" --trust-worktree run "$MANIFEST" --profile "$PROFILE" "${sandbox[@]}" \
+( cd "$here" && timeout -k 60 "$budget" "$DENSEFEED" --trust-worktree run "$MANIFEST" --profile "$PROFILE" "${sandbox[@]}" \
     --jobs "$JOBS" --seed "$SEED" --ledger "$RUN/ledger.db" "${bench_seconds[@]}" --json ) > "$OUT/run.json" 2> >(tee "$OUT/run.err" >&2) || run_rc=$?
 run_s=$(( SECONDS - t_run ))
+# What the run saw, round by round (densefeed's progress events), and any
+# harness or driver left behind by a run the timeout stopped.
+for f in $(find "$RUN/ledger-runs" -name progress.jsonl 2> /dev/null); do cp "$f" "$OUT/progress.jsonl"; done
+ps -eo pid,ppid,etimes,args | grep -E "densefeed|bench_driver|kda" | grep -v grep >> "$LOG" || true
 say "densefeed run: exit $run_rc in $run_s s"
 ( cd "$here" && timeout 30 "$DENSEFEED" --trust-worktree ledger show 1 --ledger "$RUN/ledger.db" ) >> "$LOG" 2>&1 || true
 du -sh "$caches"/* 2> /dev/null | tee -a "$LOG" || true
