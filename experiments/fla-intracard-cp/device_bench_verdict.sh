@@ -251,8 +251,8 @@ run_rc=0
 run_s=$(( SECONDS - t_run ))
 # What the run saw, round by round (densefeed's progress events), and any
 # harness or driver left behind by a run the timeout stopped.
-for f in $(find "$RUN/ledger-runs" -name progress.jsonl 2> /dev/null); do cp "$f" "$OUT/progress.jsonl"; done
-ps -eo pid,ppid,etimes,args | grep -E "densefeed|bench_driver|kda" | grep -v grep >> "$LOG" || true
+find "$RUN/ledger-runs" -name progress.jsonl -exec cp {} "$OUT/progress.jsonl" \; 2> /dev/null || true
+pgrep -af "densefeed|bench_driver|kda" >> "$LOG" || true
 say "densefeed run: exit $run_rc in $run_s s"
 ( cd "$here" && timeout 30 "$DENSEFEED" --trust-worktree ledger show 1 --ledger "$RUN/ledger.db" ) >> "$LOG" 2>&1 || true
 du -sh "$caches"/* 2> /dev/null | tee -a "$LOG" || true
@@ -348,5 +348,5 @@ sys.exit(5 if ratio is None else 0 if ok_slower and ok_interval and ok_time else
 PY
 rc=${PIPESTATUS[0]}
 set -e
-say "done in $(( SECONDS - T0 )) s: exit $rc (summary.txt, summary.json, run.json, run.err, inprocess.jsonl, logs.txt)"
+say "done in $(( SECONDS - T0 )) s: exit $rc (summary.txt, summary.json, run.json, run.err, progress.jsonl, inprocess.jsonl, logs.txt)"
 exit "$rc"
