@@ -226,9 +226,18 @@ struct LogRatios {
   double mean = 0, sd = 0;
 };
 
-LogRatios log_ratios_of(const DecisionInput& in, std::size_t rounds) {
+// Per round, log(centre(base) / centre(candidate)): the median (what
+// decides) or, `total`, the mean of the round's samples (the arms' total
+// time, which a stall in a few iterations cannot hide from).
+LogRatios log_ratios_of(const DecisionInput& in, std::size_t rounds, bool total = false) {
   LogRatios out;
-  for (std::size_t i = 0; i < rounds; ++i) out.r.push_back(std::log(median(in.base[i].samples_ms) / median(in.candidate[i].samples_ms)));
+  const auto centre = [total](const std::vector<double>& v) {
+    if (!total) return median(v);
+    double sum = 0;
+    for (double x : v) sum += x;
+    return sum / static_cast<double>(v.size());
+  };
+  for (std::size_t i = 0; i < rounds; ++i) out.r.push_back(std::log(centre(in.base[i].samples_ms) / centre(in.candidate[i].samples_ms)));
   double sum = 0;
   for (double v : out.r) sum += v;
   out.mean = rounds ? sum / static_cast<double>(rounds) : std::numeric_limits<double>::quiet_NaN();
@@ -267,6 +276,8 @@ Decision evaluate(const DecisionInput& in, std::size_t rounds, double a, bool wi
     d.speedup = d.p_value = d.base_median_ms = d.candidate_median_ms = nan;
     d.base_relative_spread = d.candidate_relative_spread = d.log_ratio_sd = nan;
     d.speedup_ci = {nan, nan};
+    d.total_speedup = nan;
+    d.total_speedup_ci = {nan, nan};
     d.more_rounds = -1;
     return d;
   }
@@ -284,6 +295,14 @@ Decision evaluate(const DecisionInput& in, std::size_t rounds, double a, bool wi
   }
   d.speedup_ci = {std::exp(ci.lo), std::exp(ci.hi)};
   d.p_value = with_p ? wilcoxon_signed_rank_p(lr.r) : nan;
+  const LogRatios tt = log_ratios_of(in, rounds, true);
+  Interval total_ci{nan, nan};
+  if (rounds >= 2) {
+    const double hw = t_quantile(a, static_cast<double>(rounds - 1)) * tt.sd / std::sqrt(static_cast<double>(rounds));
+    total_ci = {tt.mean - hw, tt.mean + hw};
+  }
+  d.total_speedup = std::exp(tt.mean);
+  d.total_speedup_ci = {std::exp(total_ci.lo), std::exp(total_ci.hi)};
 
   const std::vector<double> base_all = pooled(in.base, rounds);
   const std::vector<double> candidate_all = pooled(in.candidate, rounds);
@@ -315,7 +334,17 @@ Decision evaluate(const DecisionInput& in, std::size_t rounds, double a, bool wi
   const bool above = interval && ci.lo > bound;
   const bool below = interval && ci.hi < -bound;
   const bool inside = interval && ci.lo > -bound && ci.hi < bound;
-  if (below) {
+  // The arms' total time: slower when its interval is, whatever the medians
+  // say; a median verdict of faster (same) its point estimate does not bear
+  // out (at most +bound; below -bound) is a stall the medians hide.
+  const bool total_below = interval && total_ci.hi < -bound;
+  d.guard_stall = !below && !total_below && ((above && tt.mean <= bound) || (inside && tt.mean < -bound));
+  if (d.guard_stall) {
+    guards.push_back(fmt::format("the arms' total time does not bear the medians out: mean per-round log(mean base / mean "
+                                 "candidate) {:.3f} (speedup {:.3f}x), so a few iterations stall by what the others gained",
+                                 tt.mean, d.total_speedup));
+  }
+  if (below || total_below) {
     // A slowdown stands whatever the guards: noise, clocks or throttling
     // (which the harness reports) must never make a candidate look better
     // than slower.
@@ -336,6 +365,11 @@ Decision evaluate(const DecisionInput& in, std::size_t rounds, double a, bool wi
   std::string why;
   for (const auto& g : guards) why += g + "; ";
   const char* relation = above || below ? "beyond" : inside ? "inside" : "crosses";
+  if (total_below && !below) {
+    why += fmt::format("the arms' total time is slower: mean per-round log(mean base / mean candidate) {:.3f} (speedup {:.3f}x), "
+                       "{:.3g}% CI [{:.3f}, {:.3f}] below -{:.1f}% (what the medians say follows); ", tt.mean,
+                       d.total_speedup, 100 * confidence, d.total_speedup_ci.lo, d.total_speedup_ci.hi, 100 * in.threshold);
+  }
   d.reason = fmt::format("{}: {}mean log-ratio {:.3f} (speedup {:.3f}x), {:.3g}% CI [{:.3f}, {:.3f}] {} +-{:.1f}% after {} rounds "
                          "(level {:.2g}); Wilcoxon p = {:.2g}",
                          to_string(d.verdict), why, lr.mean, d.speedup, 100 * confidence, d.speedup_ci.lo, d.speedup_ci.hi,
@@ -345,6 +379,7 @@ Decision evaluate(const DecisionInput& in, std::size_t rounds, double a, bool wi
                             100 * d.candidate_relative_spread,
                             d.guard_spread ? "the paired ratios are too spread to decide" : "reported: the paired ratios decide");
   }
+  d.look_reason = d.reason;
   return d;
 }
 
@@ -365,6 +400,7 @@ Sequential run_looks(const DecisionInput& in, bool with_p) {
       const std::size_t more = n - rounds;
       Decision d = last ? evaluate(in, static_cast<std::size_t>(in.looks[last_k]), last->alpha_at_look, with_p)
                         : evaluate(in, rounds, alpha_at_look(in.alpha, static_cast<int>(k + 1)), with_p);
+      d.look_reason = last ? d.reason : std::string();
       d.reason = fmt::format("needs {} more round{}", more, more == 1 ? "" : "s") + (last ? " (" + d.reason + ")" : std::string());
       d.verdict = BenchVerdict::inconclusive;
       if (!last) d.more_rounds = static_cast<int>(more);
@@ -389,12 +425,13 @@ const char* to_string(BenchGuard g) {
     case BenchGuard::spread: return "spread";
     case BenchGuard::clock: return "clock";
     case BenchGuard::throttle: return "throttle";
+    case BenchGuard::stall: return "stall";
   }
   return "?";
 }
 
 std::optional<BenchGuard> bench_guard_from(const std::string& text) {
-  for (const auto g : {BenchGuard::spread, BenchGuard::clock, BenchGuard::throttle}) {
+  for (const auto g : {BenchGuard::spread, BenchGuard::clock, BenchGuard::throttle, BenchGuard::stall}) {
     if (text == to_string(g)) return g;
   }
   return std::nullopt;
@@ -405,6 +442,7 @@ std::vector<BenchGuard> guards_of(const Decision& d) {
   if (d.guard_spread) out.push_back(BenchGuard::spread);
   if (d.guard_clock) out.push_back(BenchGuard::clock);
   if (d.guard_throttle) out.push_back(BenchGuard::throttle);
+  if (d.guard_stall) out.push_back(BenchGuard::stall);
   return out;
 }
 

@@ -91,6 +91,10 @@ struct Decision {
   // 1.113] beyond +-1.0% at look 2 (4 rounds); Wilcoxon p = 0.12"; starts
   // with "needs N more rounds" when the next look has not been reached.
   std::string reason;
+  // The reason of the look the figures come from, without any "needs N more
+  // rounds" before it; '' when no look was reached (fewer rounds than the
+  // first). What a budget-capped case quotes.
+  std::string look_reason;
   int rounds_used = 0;            // the look the figures come from (all rounds when before the first look)
   double speedup = 0;             // exp(median of per-round log-ratios); > 1: the candidate is faster (the interval is the mean's)
   Interval speedup_ci;            // exp of the Student t interval of the mean log-ratio at 1 - alpha_at_look (NaN with < 2 rounds)
@@ -111,15 +115,28 @@ struct Decision {
   bool guard_spread = false;
   bool guard_clock = false;       // both arms report clocks and their medians differ by more than 1%
   bool guard_throttle = false;    // more than 10% of all samples throttled
+  // The per-round medians say faster (or same) but the arms' total time does
+  // not: the mean over rounds of log(mean(base) / mean(candidate)) (each
+  // round's mean of its samples) is at most +log(1 + threshold) (below
+  // -log(1 + threshold) for same). A candidate fast in most iterations and
+  // stalling in a few (deferred work, issue 29's hostile trial) hides the
+  // stalls from every median; its total time does not. Verdict inconclusive,
+  // more_rounds -1 (more rounds of the same kernel do not clear it).
+  bool guard_stall = false;
+  // exp of that mean (the arms' total-time ratio) and its Student t interval
+  // at the same level; when that interval is below -log(1 + threshold) the
+  // verdict is slower, whatever the medians say.
+  double total_speedup = 0;
+  Interval total_speedup_ci;
 };
 
 // A guard that holds a decision back (Decision::guard_*): the values the
 // ledger stores (bench_cases.guards) and next steps read; the reason's words
 // are for people only.
-enum class BenchGuard { spread, clock, throttle };
-const char* to_string(BenchGuard g);           // "spread" | "clock" | "throttle"
+enum class BenchGuard { spread, clock, throttle, stall };
+const char* to_string(BenchGuard g);           // "spread" | "clock" | "throttle" | "stall"
 std::optional<BenchGuard> bench_guard_from(const std::string& text);  // unknown text: nullopt
-// The guards that held in `d`, in the order spread, clock, throttle.
+// The guards that held in `d`, in the order spread, clock, throttle, stall.
 std::vector<BenchGuard> guards_of(const Decision& d);
 
 // The verdict of the sequential test on the rounds in `in` (issue 29).

@@ -65,13 +65,16 @@ double variance(const std::vector<double>& v, std::size_t from, std::size_t to) 
 std::string ms(double v) { return fmt::format("{:.4g} ms", v); }
 
 // A drift flag: `how` says what moved ("over 9 rounds in order (t = 5.1)").
-TimingFlag drift_flag(double change, const std::string& how, double threshold, nlohmann::ordered_json figures) {
+TimingFlag drift_flag(double change, double ratio_change, const std::string& how, double threshold,
+                      nlohmann::ordered_json figures) {
   TimingFlag f;
   f.kind = TimingFlagKind::drift;
   f.arm = "both";
-  f.reason = fmt::format("the machine drifted: both arms' times {} by {:.1f}% {}, more than the {:.1f}% noise threshold; a "
-                         "clock or thermal change moves both arms, so no verdict",
-                         change > 0 ? "rose" : "fell", std::expm1(std::abs(change)) * 100, how, threshold * 100);
+  f.reason = fmt::format("the machine drifted: both arms' times {} by {:.1f}% {}, more than the {:.1f}% noise threshold, and "
+                         "the base/candidate ratio {} by {:.1f}% with them; a clock or thermal change that moves the ratio "
+                         "makes the speedup depend on when the rounds ran, so no verdict",
+                         change > 0 ? "rose" : "fell", std::expm1(std::abs(change)) * 100, how, threshold * 100,
+                         ratio_change > 0 ? "rose" : "fell", std::expm1(std::abs(ratio_change)) * 100);
   f.figures = std::move(figures);
   return f;
 }
@@ -317,27 +320,34 @@ std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, c
                                       double threshold, const std::vector<double>& clocks) {
   const std::size_t n = base_medians.size();
   if (n < 6 || candidate_medians.size() != n) return std::nullopt;
-  std::vector<double> x, common, lb, lc;
+  std::vector<double> x, common, lb, lc, ratio;
   for (std::size_t i = 0; i < n; ++i) {
     if (!(base_medians[i] > 0) || !(candidate_medians[i] > 0)) return std::nullopt;
     x.push_back(static_cast<double>(i));
     lb.push_back(std::log(base_medians[i]));
     lc.push_back(std::log(candidate_medians[i]));
     common.push_back((lb.back() + lc.back()) / 2);
+    ratio.push_back(lb.back() - lc.back());
   }
   const double bar = std::log1p(std::max(threshold, 0.0));
+  const auto t_of = [](double d, double se) { return se > 0 ? std::abs(d) / se : (d != 0 ? INFINITY : 0); };
   nlohmann::ordered_json figures = {{"rounds", n}, {"threshold", threshold}};
   if (!clocks.empty()) figures["sm_clock_mhz"] = clocks;
-  // Trend: the common mode's least-squares slope, total change over the rounds.
+  // Trend: the common mode's least-squares slope, total change over the
+  // rounds, and the paired log-ratio's over the same rounds.
   const LineFit t = least_squares(x, common);
-  const LineFit tb = least_squares(x, lb), tc = least_squares(x, lc);
-  if (t.ok && tb.ok && tc.ok) {
-    const double total = t.slope * static_cast<double>(n - 1);
-    const double z = t.slope_se > 0 ? std::abs(t.slope) / t.slope_se : (t.slope != 0 ? INFINITY : 0);
-    if (std::abs(total) > bar && z > kDriftTrendZ && (tb.slope > 0) == (tc.slope > 0)) {
+  const LineFit tb = least_squares(x, lb), tc = least_squares(x, lc), tr = least_squares(x, ratio);
+  if (t.ok && tb.ok && tc.ok && tr.ok) {
+    const double total = t.slope * static_cast<double>(n - 1), moved = tr.slope * static_cast<double>(n - 1);
+    const double z = t_of(t.slope, t.slope_se), zr = t_of(tr.slope, tr.slope_se);
+    if (std::abs(total) > bar && z > kDriftTrendZ && (tb.slope > 0) == (tc.slope > 0) &&
+        std::abs(moved) > kDriftRatioShare * bar && zr > kDriftRatioT) {
       figures["trend_total"] = std::expm1(total);
       figures["trend_t"] = z;
-      return drift_flag(total, fmt::format("over {} rounds in order (t = {:.1f})", n, z), threshold, figures);
+      figures["ratio_change"] = std::expm1(moved);
+      figures["ratio_t"] = zr;
+      return drift_flag(total, moved, fmt::format("over {} rounds in order (t = {:.1f}; the ratio's t = {:.1f})", n, z, zr),
+                        threshold, figures);
     }
   }
   // Step: the best split with at least 3 rounds on each side.
@@ -346,7 +356,7 @@ std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, c
   for (std::size_t s = 3; s + 3 <= n; ++s) {
     const double d = mean(common, s, n) - mean(common, 0, s);
     const double se = std::sqrt(variance(common, 0, s) / static_cast<double>(s) + variance(common, s, n) / static_cast<double>(n - s));
-    const double z = se > 0 ? std::abs(d) / se : (d != 0 ? INFINITY : 0);
+    const double z = t_of(d, se);
     if (std::abs(d) > std::abs(best_d) && z > kDriftStepZ) {
       best_d = d;
       best_z = z;
@@ -355,11 +365,17 @@ std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, c
   }
   if (best_s > 0 && std::abs(best_d) > bar) {
     const double db = mean(lb, best_s, n) - mean(lb, 0, best_s), dc = mean(lc, best_s, n) - mean(lc, 0, best_s);
-    if ((db > 0) == (dc > 0)) {
+    const double dr = mean(ratio, best_s, n) - mean(ratio, 0, best_s);
+    const double zr = t_of(dr, std::sqrt(variance(ratio, 0, best_s) / static_cast<double>(best_s) +
+                                         variance(ratio, best_s, n) / static_cast<double>(n - best_s)));
+    if ((db > 0) == (dc > 0) && std::abs(dr) > kDriftRatioShare * bar && zr > kDriftRatioT) {
       figures["step_at_round"] = best_s;
       figures["step"] = std::expm1(best_d);
       figures["step_t"] = best_z;
-      return drift_flag(best_d, fmt::format("from round {} on (Welch t = {:.1f})", best_s, best_z), threshold, figures);
+      figures["ratio_change"] = std::expm1(dr);
+      figures["ratio_t"] = zr;
+      return drift_flag(best_d, dr, fmt::format("from round {} on (Welch t = {:.1f}; the ratio's t = {:.1f})", best_s, best_z, zr),
+                        threshold, figures);
     }
   }
   return std::nullopt;

@@ -24,7 +24,7 @@ enum class TimingFlagKind {
   claims_unrepeated,    // its samples say more per iteration than its wall time grows by per iteration
   flat_timer,           // per-iteration time flat across cases whose work (or base time) grows: the timer does not see the work
   faster_than_machine,  // achieved bytes/s or FLOP/s above the machine's measured ceiling
-  drift,                // both arms' times moved together in round order (trend or step)
+  drift,                // both arms' times moved together in round order (trend or step), the ratio with them
   beyond_bound,         // a speedup above the gate's max_speedup: a person must accept it
   wall_unreliable,      // the wall times cannot judge: the base's own growth contradicts its claims, or the candidate's excess is within what load does to untimed work
   wall_unconfirmed,     // a self-timed candidate claims faster, but densefeed's wall-time growth does not show it faster
@@ -157,6 +157,14 @@ inline constexpr double kFlatWork = 4.0;
 inline constexpr double kCeilingMargin = 1.15;
 inline constexpr double kDriftTrendZ = 4.0;
 inline constexpr double kDriftStepZ = 5.0;
+// Common-mode drift blocks a verdict only when the paired log-ratio moved
+// with it: by more than kDriftRatioShare of the band (log(1 + threshold);
+// half the band is enough to carry a verdict across it) with |t| >
+// kDriftRatioT (two-sided 5 %). Drift both arms share cancels in the paired
+// ratio (issue 29's 40-run tables: blocking on it cost 5 % of A/A runs and
+// 35 % of 1.1x runs their verdict).
+inline constexpr double kDriftRatioShare = 0.5;
+inline constexpr double kDriftRatioT = 2.0;
 
 // Rounds whose samples add up to more than their wall time (+ kWallSlackMs),
 // one flag per arm naming the first such round. `arm` names it.
@@ -267,7 +275,9 @@ std::optional<TimingFlag> check_wall_confirms(const std::vector<RoundWall>& base
 // (mean of both arms' log medians) has a least-squares trend whose total
 // change over the rounds exceeds log(1 + threshold) with |t| > kDriftTrendZ,
 // or a step (best split, at least 3 rounds each side) larger than that with
-// Welch |t| > kDriftStepZ, and both arms moved in the same direction.
+// Welch |t| > kDriftStepZ, and both arms moved in the same direction, and
+// over the same rounds (the trend, or the step's split) the paired
+// log-ratio log(base / candidate) moved too (kDriftRatioShare, kDriftRatioT).
 // `clocks` (MHz per round, both arms, may be empty) is recorded in figures.
 std::optional<TimingFlag> check_drift(const std::vector<double>& base_medians, const std::vector<double>& candidate_medians,
                                       double threshold, const std::vector<double>& clocks);

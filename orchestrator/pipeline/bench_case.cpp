@@ -85,7 +85,10 @@ BenchCaseRun start_bench_case(const BenchRun& run, std::size_t ci) {
     throw InfraError(fmt::format("bench case {} was not gated in this run: every benchmarked case is gated first", c.label));
   }
   if (ref != options.reference_out.end()) cr.gate_reference = ref->second;
-  cr.pool = run.driven ? input_set_seeds(options.seed, input_set_count(gate.bench.warmup, gate.bench.iters)) : std::vector<std::uint64_t>{};
+  if (run.driven) {
+    cr.pool_seed = run.draw();
+    cr.pool = input_set_seeds(cr.pool_seed, input_set_count(gate.bench.iters));
+  }
   if (ref != options.reference_out.end()) cr.set_reference[options.seed] = ref->second;
   cr.input.threshold = bc.threshold;
   cr.input.looks = gate.bench.looks;
@@ -181,9 +184,14 @@ void decide_bench_case(const BenchRun& run, BenchCaseRun& cr, const std::optiona
                                bc.decision.log_ratio_sd, more, more * per_round_s)
                  : "at the noise seen no number of rounds the gate allows decides (the speedup sits on the band's edge, or "
                    "a guard holds)";
+    // The figures are the last look's (which may be fewer rounds than ran);
+    // its own words, not the wait for the next look, which the cap ended.
+    const std::string& look = bc.decision.look_reason;
     bc.decision.reason = fmt::format("inconclusive: the case's measurement budget of {:g} s (timed rounds only; warm-up apart) "
-                                     "was spent after {} rounds; {} ({})",
-                                     cr.budget_s, bc.base.size(), need, bc.decision.reason);
+                                     "was spent after {} rounds; {}{}",
+                                     cr.budget_s, bc.base.size(), need,
+                                     look.empty() ? std::string(", before the first look")
+                                                  : fmt::format(" (the last look, after {} rounds: {})", bc.decision.rounds_used, look));
   }
   bc.base_warmup_s = cr.warmup_s[0];
   bc.candidate_warmup_s = cr.warmup_s[1];
@@ -232,12 +240,13 @@ void decide_bench_case(const BenchRun& run, BenchCaseRun& cr, const std::optiona
   if (run.driven) {
     bc.checks["inputs"] = {
         {"sets", cr.pool.size()},
+        {"pool_seed", cr.pool_seed},
         {"gated", cr.rotated},
         {"reference_runs", cr.reference_runs},
         {"reference_wall_s", cr.reference_wall_s},
-        {"what", fmt::format("every iteration of a round has an input set of its own, drawn in a random order from {} sets "
-                             "(input_sets.h); each timed iteration of the candidate is gated against the reference of its "
-                             "set", cr.pool.size())}};
+        {"what", fmt::format("every timed iteration of a round has an input set of its own, drawn in a random order from {} "
+                             "sets of a pool seed no arm was told (input_sets.h); warm-ups get sets outside the pool; each "
+                             "timed iteration of the candidate is gated against the reference of its set", cr.pool.size())}};
   }
   bc.checks["wall_fit"] = {{"base", fit_json(fit_wall(bc.base_walls))}, {"candidate", fit_json(fit_wall(bc.candidate_walls))},
                            {"base_claimed_ms", base_claimed}, {"candidate_claimed_ms", candidate_claimed},

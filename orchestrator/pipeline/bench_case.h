@@ -73,10 +73,13 @@ struct BenchCaseRun {
   // The gate stage's reference outputs of this case (same seed); unset:
   // not checked (calibration, BenchOptions::reference_out empty).
   std::optional<std::filesystem::path> gate_reference;
-  // The driver's input sets (input_sets.h): a pool per case, a fresh random
-  // order of distinct sets of it every round; the reference's outputs of
-  // each set a timed iteration of the candidate used, run once per set (set
-  // 0, the run's seed, is the gate stage's).
+  // The driver's input sets (input_sets.h): a pool per case from a seed of
+  // densefeed's own (pool_seed, std::random_device via BenchRun::draw; never
+  // the run's seed, which the arms see), a fresh random order of distinct
+  // sets of it every timed round; the reference's outputs of each set a
+  // timed iteration of the candidate used, run once per set (the run's
+  // seed's, for a driver that records no sets, is the gate stage's).
+  std::uint64_t pool_seed = 0;
   std::vector<std::uint64_t> pool;
   std::map<std::uint64_t, std::filesystem::path> set_reference;
   std::size_t reference_runs = 0;

@@ -176,13 +176,30 @@ void check_timed_outputs(const GateSpec& gate, const Case& c, const std::filesys
 }
 
 
+// A copy of the arm's driver cache `cache` at `copy` (emptied first; the
+// cache need not exist yet), symlinks copied as links. Returns `copy`.
+// Throws InfraError naming the folder when it cannot be copied.
+std::filesystem::path round_cache_copy(const std::filesystem::path& cache, const std::filesystem::path& copy) {
+  std::error_code ec;
+  std::filesystem::remove_all(copy, ec);
+  std::filesystem::create_directories(copy, ec);
+  if (!ec && std::filesystem::exists(cache, ec)) {
+    std::filesystem::copy(cache, copy, std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks, ec);
+  }
+  if (ec) throw InfraError(fmt::format("{}: cannot copy the driver cache {} for a timed round: {}", copy.string(), cache.string(), ec.message()));
+  return copy;
+}
+
 // The call of one arm's round (harness_command.h), run from `dir`: the
 // gate's driver from the trusted tree loading the arm's kernel (its context
 // is `driver_arm`, which must outlive the launch), or the arm's own harness;
 // with a driver, `round_seeds` gets the round's input sets (warm-up first,
-// then the timed iterations').
+// then the timed iterations'). `warmup`: the arm's warm-up call, whose
+// inputs are all outside the pool and which writes the arm's driver cache;
+// a timed round's driver gets a throwaway copy of that cache (dir/
+// driver-cache), so nothing one round writes is there for the next.
 HarnessCall bench_call(BenchRun& run, const BenchCaseRun& cr, const std::filesystem::path& dir, bool is_base, int iters,
-                       ArmContext& driver_arm, std::vector<std::uint64_t>& round_seeds) {
+                       bool warmup, ArmContext& driver_arm, std::vector<std::uint64_t>& round_seeds) {
   const GateSpec& gate = run.gate;
   const BenchOptions& options = run.options;
   const Case& c = *cr.bench_case;
@@ -204,6 +221,12 @@ HarnessCall bench_call(BenchRun& run, const BenchCaseRun& cr, const std::filesys
     // harness's (arm_context.h).
     driver_arm.cache_dir = arm.cache_dir.empty() ? std::filesystem::path()
                                                  : arm.cache_dir.parent_path() / (arm.cache_dir.filename().string() + "-driver");
+    // A timed round runs with a copy of it, thrown away with the round's
+    // folder: a kernel that stores what it computed (issue 29's hostile
+    // trial: results keyed by input, read back by a later round) finds
+    // nothing of another round's there. The warm-up call fills the cache
+    // itself (compilation, autotuning): that is what it is for.
+    if (!warmup && !driver_arm.cache_dir.empty()) driver_arm.cache_dir = round_cache_copy(driver_arm.cache_dir, dir / "driver-cache");
     // The driver is told no params: the arm's go in DENSEFEED_PARAMS.
     call.command = d.command;
     call.values.params = nlohmann::ordered_json::object();
@@ -237,7 +260,12 @@ HarnessCall bench_call(BenchRun& run, const BenchCaseRun& cr, const std::filesys
   call.warmup = gate.bench.warmup;
   call.iters = iters;
   if (run.driven) {
-    round_seeds = draw_round_seeds(cr.pool, static_cast<std::size_t>(gate.bench.warmup + iters), run.draw);
+    // Warm-up iterations (and the whole warm-up call) outside the pool.
+    round_seeds = fresh_seeds(static_cast<std::size_t>(gate.bench.warmup + (warmup ? iters : 0)), cr.pool, run.draw);
+    if (!warmup) {
+      const auto timed = draw_round_seeds(cr.pool, static_cast<std::size_t>(iters), run.draw);
+      round_seeds.insert(round_seeds.end(), timed.begin(), timed.end());
+    }
     call.input_seeds = round_seeds;
   }
   if (run.assigns_gpus) call.gpu = options.gpu;
@@ -384,7 +412,7 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
   if (ec) throw InfraError(fmt::format("{}: cannot create: {}", dir.string(), ec.message()));
   ArmContext driver_arm;
   std::vector<std::uint64_t> round_seeds;  // warm-up first, then the timed iterations'
-  HarnessCall call = bench_call(run, cr, dir, is_base, iters, driver_arm, round_seeds);
+  HarnessCall call = bench_call(run, cr, dir, is_base, iters, warmup, driver_arm, round_seeds);
   if (warmup) call.timeout = harness_timeout(gate.bench.max_warmup_seconds);
   std::optional<OutsideClock> clock;
   if (run.outside) {
@@ -457,8 +485,10 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
     }
     // Every timed iteration's outputs were gated (or, the base's, are
     // not): their hashes stay in timed.json, the files go (one per
-    // iteration and output: a large case's would fill the disk).
+    // iteration and output: a large case's would fill the disk), and so
+    // does the round's copy of the driver cache.
     std::filesystem::remove_all(dir / "out" / "timed", ec);
+    std::filesystem::remove_all(dir / "driver-cache", ec);
   } catch (const std::runtime_error& e) {
     failure.who = who;
     result.verdict = is_base ? Verdict::error : Verdict::red;

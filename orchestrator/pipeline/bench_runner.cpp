@@ -157,6 +157,16 @@ void judge_across_cases(const GateSpec& gate, const BenchOptions& options, bool 
       } else if (new_words) {
         bc.decision.verdict = BenchVerdict::inconclusive;
         bc.decision.reason = fmt::format("inconclusive: {} ({})", f.reason, bc.decision.reason);
+        // densefeed's clock could not yet confirm a speedup the samples
+        // show: as many rounds again is what its fits need (more rounds of
+        // two lengths narrow the slopes), not a calibration.
+        if (f.kind == TimingFlagKind::wall_unconfirmed && bc.more_rounds <= 0 && !bc.base.empty()) {
+          bc.more_rounds = static_cast<int>(bc.base.size());
+          const double timed_s = bc.checks["budget"].value("timed_s", 0.0);
+          if (timed_s > 0) bc.more_seconds = timed_s;
+          bc.checks["budget"]["more_rounds"] = bc.more_rounds;
+          bc.checks["budget"]["more_seconds"] = bc.more_seconds ? nlohmann::ordered_json(*bc.more_seconds) : nlohmann::ordered_json(nullptr);
+        }
       }
       if (f.kind == TimingFlagKind::drift || f.kind == TimingFlagKind::wall_unreliable || f.kind == TimingFlagKind::wall_unconfirmed) continue;
       const std::string text = fmt::format("case {}: {}", bc.bench_case.label, f.reason);
@@ -175,6 +185,7 @@ void judge_across_cases(const GateSpec& gate, const BenchOptions& options, bool 
 BenchResult& stopped(BenchResult& result) {
   if (cancel_requested()) {
     result.verdict = Verdict::green;
+    result.interrupted = true;
     result.failure = Failure{};
     result.reason = interrupt_signal() ? fmt::format("stopped by signal {} (the rounds it had are kept)", interrupt_signal())
                                        : "cancelled (the rounds it had are kept)";
@@ -254,9 +265,13 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
     decide_bench_case(run, c, arm_sessions.freeze_mechanism());
     if (stop) {
       c.bc.decision.verdict = BenchVerdict::inconclusive;
-      c.bc.decision.reason = fmt::format("inconclusive: stopped after {} rounds ({}) ({})", c.bc.base.size(),
+      // The figures are the last look's, when one was reached (bench_case.cpp, as for a capped case).
+      const std::string& look = c.bc.decision.look_reason;
+      const std::size_t n = c.bc.base.size();
+      c.bc.decision.reason = fmt::format("inconclusive: stopped after {} round{} ({}){}", n, n == 1 ? "" : "s",
                                          interrupt_signal() ? fmt::format("signal {}", interrupt_signal()) : "cancelled",
-                                         c.bc.decision.reason);
+                                         look.empty() ? std::string(", before the first look")
+                                                      : fmt::format(" (the last look, after {} rounds: {})", c.bc.decision.rounds_used, look));
     }
     result.cases.push_back(std::move(c.bc));
     if (stop) return result;

@@ -1,5 +1,6 @@
 #include "calibration.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 
@@ -43,15 +44,16 @@ CalibrationResult calibrate(const GateSpec& gate, const nlohmann::ordered_json& 
       const BenchCaseResult& bc = bench.cases[c];
       result.cases[c].verdicts.push_back(bc.decision.verdict);
       result.cases[c].speedups.push_back(bc.decision.speedup);
-      for (std::size_t r = 0; r < bc.base.size() && r < bc.candidate.size(); ++r) {
-        result.cases[c].round_deviations.push_back(std::fabs(median(bc.base[r].samples_ms) / median(bc.candidate[r].samples_ms) - 1));
-      }
     }
   }
   for (auto& cc : result.cases) {
     std::size_t wrong = 0;
     for (const auto v : cc.verdicts) wrong += v == BenchVerdict::faster || v == BenchVerdict::slower;
-    if (!cc.round_deviations.empty()) cc.noise_floor = quantile(cc.round_deviations, 0.95);
+    std::vector<double> deviations;
+    for (const double s : cc.speedups) {
+      if (s > 0 && std::isfinite(s)) deviations.push_back(std::max(s, 1 / s) - 1);
+    }
+    if (!deviations.empty()) cc.noise_floor = quantile(deviations, 0.95);
     if (!cc.verdicts.empty()) cc.false_verdict_rate = static_cast<double>(wrong) / static_cast<double>(cc.verdicts.size());
   }
   return result;

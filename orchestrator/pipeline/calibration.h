@@ -27,14 +27,16 @@ struct CalibrationCase {
   std::string case_label;
   std::vector<BenchVerdict> verdicts;  // one per A/A comparison
   std::vector<double> speedups;
-  // 95th percentile (type 7) of one A/A round's |base / candidate - 1| (the
-  // ratio of the arms' medians in that round) over every round of every
-  // comparison: a difference one round of the same code shows 1 time in 20,
-  // so a band of at least this is what the host's noise hides (issue 29;
-  // before it, the spread of whole comparisons' speedups, which shrinks with
-  // their rounds and left a noisy host's band too narrow to call anything same).
+  // 95th percentile (type 7) over the A/A comparisons of max(s, 1/s) - 1,
+  // s being a comparison's speedup (the median round's base / candidate
+  // ratio over its kCalibrationRounds rounds): a change a whole comparison
+  // of the same code shows 1 time in 20, so a band of at least this is what
+  // the host's noise hides (issue 29). Not one round's |ratio - 1|: the
+  // paired interval already carries a round's noise, and on a loaded host a
+  // single round's deviation (159% beside two CPU burners, tests/perf) made
+  // a band no real speedup could leave. Not the spread of adaptive
+  // comparisons either (before issue 29): those shrink with their rounds.
   double noise_floor = 0;
-  std::vector<double> round_deviations;  // those |ratio - 1|, one per round
   double false_verdict_rate = 0;  // fraction of comparisons that ended faster or slower
 };
 

@@ -203,7 +203,8 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
     std::string had;
     if (out.bench && !out.bench->cases.empty()) {
       const auto& c = out.bench->cases.back();
-      had = fmt::format("; the bench stage had {} rounds of case {} (recorded, inconclusive)", c.base.size(), c.bench_case.label);
+      had = fmt::format("; the bench stage had {} round{} of case {} (recorded, inconclusive)", c.base.size(),
+                        c.base.size() == 1 ? "" : "s", c.bench_case.label);
     }
     ledger.record_event(out.experiment_id, ExperimentEvent::interrupted, "run",
                         fmt::format("interrupted by signal {} ({}){}", interrupt_signal(), strsignal(interrupt_signal()), had));

@@ -38,9 +38,10 @@ void print_ledger_list(std::ostream& out, const nlohmann::ordered_json& rows) {
   for (const auto& r : rows) {
     std::string tail;
     for (const auto& s : r["speedups"]) {
-      tail += fmt::format("{}{}: {} {:.3f}x [{:.3f}, {:.3f}]", tail.empty() ? "" : "; ", line(s["case"]),
-                          line(s["verdict"]), s["speedup"].get<double>(), s["speedup_lo"].get<double>(),
-                          s["speedup_hi"].get<double>());
+      // null: a run stopped before the case had a round (or two, for the interval).
+      const auto f3 = [](const nlohmann::ordered_json& v) { return v.is_number() ? fmt::format("{:.3f}", v.get<double>()) : "-"; };
+      tail += fmt::format("{}{}: {} {}x [{}, {}]", tail.empty() ? "" : "; ", line(s["case"]), line(s["verdict"]), f3(s["speedup"]),
+                          f3(s["speedup_lo"]), f3(s["speedup_hi"]));
     }
     if (tail.empty()) tail = line(r["reason"]);
     out << fmt::format("{:>4}  {:<32} {:<20} {:<11} {:<8} {:<7} {:<21} {}\n", r["id"].get<std::int64_t>(), line(r["name"]),
@@ -111,8 +112,14 @@ void print_ledger_show(std::ostream& out, const ExperimentRecord& e) {
                      one_line(e.hypothesis), one_line(e.predicted_effect));
   out << fmt::format("  candidate {} {}   base {} {}\n", one_line(e.candidate.revision), e.candidate.params.dump(), one_line(e.base.revision),
                      e.base.params.dump());
-  out << fmt::format("  verdict: {}{}{}\n", one_line(s.verdict), s.verdict_stage.empty() ? "" : " (" + one_line(s.verdict_stage) + ")",
-                     dash(s.reason));
+  if (s.verdict == "pending" && !is_running(s.state)) {
+    // Stopped before a verdict (interrupted, cancelled, rejected): how it ended, not "pending".
+    out << fmt::format("  verdict: none ({}{})\n", to_string(s.state),
+                       e.events.empty() || e.events.back().detail.empty() ? "" : ": " + one_line(e.events.back().detail));
+  } else {
+    out << fmt::format("  verdict: {}{}{}\n", one_line(s.verdict), s.verdict_stage.empty() ? "" : " (" + one_line(s.verdict_stage) + ")",
+                       dash(s.reason));
+  }
   for (const auto& o : s.stages) {
     out << fmt::format("  stage {:<10} {}{}{}\n", o.stage, to_string(o.verdict), failure_text(o.failure), dash(o.reason));
   }

@@ -462,6 +462,22 @@ void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const
 }
 
 void add_bench_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
+  // An arm's warm-up call (bench_round.cpp) ran past the gate's
+  // bench.max_warmup_seconds: nothing was timed, and neither "fix bench
+  // mode" nor "check the base builds" is what helps.
+  if ((f.bench_status == "red" || f.bench_status == "error") && f.bench_failure.kind == FailureKind::timeout &&
+      f.bench_failure.metric == "warmup") {
+    NextStep s;
+    const bool candidate = f.bench_status == "red";
+    s.kind = candidate ? "fix-bench-mode" : "rerun-bench";
+    s.suggestion = candidate ? "make the candidate's first call in bench mode cheaper (fewer kernel variants to compile or "
+                               "autotune), or ask a person to raise the gate's bench.max_warmup_seconds (a gate change)"
+                             : "rerun once the base's compile caches are warm (its warm-up call compiles and autotunes), or ask a "
+                               "person to raise the gate's bench.max_warmup_seconds (a gate change)";
+    s.why = f.bench_reason;
+    steps.push_back(s);
+    return;
+  }
   if (f.bench_status == "red") {
     NextStep s;
     s.kind = "fix-bench-mode";
@@ -489,7 +505,13 @@ void add_bench_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
       // Which guard held the decision back decides what helps (bench_statistics.h BenchGuard).
       const auto held = [&](BenchGuard g) { return b.guards && std::find(b.guards->begin(), b.guards->end(), g) != b.guards->end(); };
       const std::string where = interval_text(b);
-      if (held(BenchGuard::clock) || held(BenchGuard::throttle)) {
+      if (held(BenchGuard::stall)) {
+        s.kind = "profile";
+        s.suggestion = "find the iterations that stall (the candidate's samples per round in rounds_json: a few far above the "
+                       "rest) and the work they do that the others defer; the arms' total time is what counts";
+        s.why = fmt::format("{}; its typical iteration is faster but its total time is not: the medians hide a few long "
+                            "iterations, and more rounds do not change that", figures);
+      } else if (held(BenchGuard::clock) || held(BenchGuard::throttle)) {
         s.kind = "rerun-bench";
         s.suggestion = "resubmit with the GPU's clocks steady (locked application clocks, a cool idle GPU)";
         s.why = fmt::format("{}; the arms did not run at the same clock, so their times are not comparable", figures);
@@ -646,7 +668,22 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     steps.push_back(s);
     return steps;
   }
-  if (f.state == ExperimentState::cancelled || f.state == ExperimentState::interrupted || f.state == ExperimentState::rejected) {
+  if (f.state == ExperimentState::interrupted) {
+    // Stopped from outside (a signal: a timeout, Ctrl-C; a worker that
+    // died): nothing about the candidate is wrong, the run only needs to
+    // be let finish. What it measured is kept in the record.
+    NextStep s;
+    s.kind = "resubmit";
+    if (!f.manifest_path.empty()) s.command = {"densefeed", "run", f.manifest_path};
+    s.suggestion = fmt::format("run it again where nothing stops it first (densefeed run {}; under a timeout, allow the "
+                               "gate's cases and each bench case's measurement budget)",
+                               f.manifest_path.empty() ? "MANIFEST" : f.manifest_path);
+    s.why = fmt::format("it was stopped before a verdict{}; the rounds it had are kept in the record",
+                        f.state_detail.empty() ? "" : ": " + f.state_detail);
+    steps.push_back(s);
+    return steps;
+  }
+  if (f.state == ExperimentState::cancelled || f.state == ExperimentState::rejected) {
     NextStep s;
     s.kind = "resubmit";
     s.suggestion = "resubmit the manifest (densefeed submit MANIFEST) once the cause is fixed";
@@ -782,6 +819,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   f.candidate_arm = o.provenance.candidate_arm;
   f.bench_status = !o.bench ? "skipped" : o.bench->verdict == Verdict::green ? "measured" : to_string(o.bench->verdict);
   f.bench_reason = o.bench ? o.bench->reason : o.bench_skipped;
+  if (o.bench) f.bench_failure = o.bench->failure;
   if (o.bench) {
     for (const auto& c : o.bench->cases) {
       const Decision& d = c.decision;
@@ -874,6 +912,7 @@ ResultFacts facts_from_record(const ExperimentRecord& e, const GateSpec* gate, c
   } else if (bench_stage.verdict == StageVerdict::red || bench_stage.verdict == StageVerdict::error) {
     f.bench_status = to_string(bench_stage.verdict);
     f.bench_reason = bench_stage.reason;
+    f.bench_failure = bench_stage.failure;
   } else {
     f.bench_status = f.bench.empty() ? "none" : "measured";
   }

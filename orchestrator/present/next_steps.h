@@ -61,6 +61,7 @@ struct ResultFacts {
   nlohmann::ordered_json candidate_params;  // as run (object)
   std::string bench_status;                 // measured | skipped | red | error | none
   std::string bench_reason;
+  Failure bench_failure;                    // the bench stage's failure as a value (none when measured)
   std::vector<BenchFact> bench;
   std::vector<TraceFact> trace;
   std::vector<std::string> risk;             // declared risk categories

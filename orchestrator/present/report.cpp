@@ -273,13 +273,14 @@ std::string bench_lines(const ExperimentOutcome& o) {
   std::string s;
   s += "\nbench: ";
   if (!o.bench) {
-    s += "not run (" + printable(o.bench_skipped) + ")\n";
+    s += "not run (" + (o.bench_skipped.empty() ? std::string("the run ended before it") : printable(o.bench_skipped)) + ")\n";
   } else if (o.bench->verdict != Verdict::green) {
     s += fmt::format("{} — {}\n", to_string(o.bench->verdict), printable(o.bench->reason));
     for (const auto& c : o.bench->cases) {
       for (const auto& f : c.flags) s += fmt::format("  {}: {}: {}\n", c.bench_case.label, to_string(f.kind), printable(f.reason));
     }
   } else {
+    if (o.bench->interrupted) s += "interrupted — " + printable(o.bench->reason) + "; what it measured: ";
     s += "candidate vs base, interleaved rounds (speedup = base time / candidate time)";
     if (!o.bench->placement.empty() && o.bench->placement != "local") s += "; every round in " + o.bench->placement;
     s += "\n";
@@ -289,9 +290,14 @@ std::string bench_lines(const ExperimentOutcome& o) {
                      is_agent_base(origin.kind) ? "; a base the agent wrote: promotion needs --accept-agent-base" : "");
     for (const auto& c : o.bench->cases) {
       const Decision& d = c.decision;
-      s += fmt::format("  {}: {} — speedup {:.3f}x, {:.1f}% CI [{:.3f}, {:.3f}], p = {:.3g}, {} rounds, threshold {:.2f}% ({})\n",
-                       c.bench_case.label, to_string(d.verdict), d.speedup, 100 * (1 - d.alpha_at_look), d.speedup_ci.lo,
-                       d.speedup_ci.hi, d.p_value, c.base.size(), 100 * c.threshold, threshold_source(c));
+      // Fewer than two rounds (a run stopped early) have no interval.
+      const std::string ci = std::isfinite(d.speedup_ci.lo) && std::isfinite(d.speedup_ci.hi)
+                                 ? fmt::format("{:.1f}% CI [{:.3f}, {:.3f}], p = {:.3g}", 100 * (1 - d.alpha_at_look), d.speedup_ci.lo,
+                                               d.speedup_ci.hi, d.p_value)
+                                 : std::string("no interval yet");
+      s += fmt::format("  {}: {} — speedup {:.3f}x, {}, {} round{}, threshold {:.2f}% ({})\n", c.bench_case.label,
+                       to_string(d.verdict), d.speedup, ci, c.base.size(), c.base.size() == 1 ? "" : "s", 100 * c.threshold,
+                       threshold_source(c));
       s += fmt::format("    base median {:.4g} {} (spread {:.1f}%), candidate median {:.4g} {} (spread {:.1f}%)\n",
                        d.base_median_ms, c.unit, 100 * d.base_relative_spread, d.candidate_median_ms, c.unit,
                        100 * d.candidate_relative_spread);
@@ -315,7 +321,7 @@ std::string trace_lines(const ExperimentOutcome& o) {
   std::string s;
   s += "\ntrace: ";
   if (!o.trace) {
-    s += "not run (" + printable(o.trace_skipped) + ")\n";
+    s += "not run (" + (o.trace_skipped.empty() ? std::string("the run ended before it") : printable(o.trace_skipped)) + ")\n";
   } else {
     s += fmt::format("{}{}\n", to_string(o.trace->verdict), o.trace->reason.empty() ? "" : " — " + printable(o.trace->reason));
     for (const auto& arm : o.trace->arms) {
@@ -355,8 +361,14 @@ std::string closing_lines(const ExperimentOutcome& o) {
     for (const auto& [verdict, n] : count) bench_summary += fmt::format("{}{} {} of {}", bench_summary.empty() ? "" : ", ", verdict, n, o.bench->cases.size());
     bench_summary = "; benchmark: " + bench_summary;
   }
-  const std::string verdict = o.record ? o.record->summary.verdict : to_string(o.verdict);
-  const std::string decided_by = o.record ? (o.record->summary.verdict_stage.empty() ? "every stage" : o.record->summary.verdict_stage) : "gate";
+  std::string verdict = o.record ? o.record->summary.verdict : to_string(o.verdict);
+  std::string decided_by = o.record ? (o.record->summary.verdict_stage.empty() ? "every stage" : o.record->summary.verdict_stage) : "gate";
+  // A run stopped before its verdict has none: say how it ended, not "pending".
+  if (o.record && verdict == "pending" && !is_running(o.record->summary.state)) {
+    verdict = "none";
+    decided_by = to_string(o.record->summary.state);
+    if (!o.record->events.empty() && !o.record->events.back().detail.empty()) decided_by += ": " + printable(o.record->events.back().detail);
+  }
   s += fmt::format("\nverdict: {} ({}){}   (experiment {}, {:.1f} s{})\n", verdict, decided_by, bench_summary, o.experiment_id,
                    o.wall_s, have_logs ? ", harness logs in " + o.work_dir.string() : "");
   return s;

@@ -65,6 +65,10 @@ struct BenchResult {
   // Where its rounds ran (executor.h): "local", or the Slurm job(s) that held
   // the benchmark, "slurm job 42 on node1" (two, "; "-joined, after a retry).
   std::string placement;
+  // A stop (densefeed cancel, SIGTERM/SIGINT) ended it before every case
+  // decided: verdict stays green (nothing failed) and the cases hold the
+  // rounds they had; the ledger records the stage `interrupted`.
+  bool interrupted = false;
 };
 
 }  // namespace densefeed

@@ -5,6 +5,7 @@
 
 #include <sqlite3.h>
 
+#include <limits>
 #include <map>
 
 #include <fmt/format.h>
@@ -98,8 +99,12 @@ std::vector<ExperimentSummary> Ledger::summaries_where(const ListFilter& filter,
     if (it == index.end()) continue;
     auto& e = out[it->second];
     if (e.stage("gate").verdict != StageVerdict::green || e.stage("bench").verdict != StageVerdict::green) continue;
-    e.speedups.push_back({b.column(1).get<std::string>(), b.column(2).get<std::string>(), b.column(3).get<double>(),
-                          b.column(4).get<double>(), b.column(5).get<double>()});
+    // NULL (migration 10): a case stopped before a round, or two, has none.
+    const auto real = [&](int i) {
+      const auto v = b.column(i);
+      return v.is_number() ? v.get<double>() : std::numeric_limits<double>::quiet_NaN();
+    };
+    e.speedups.push_back({b.column(1).get<std::string>(), b.column(2).get<std::string>(), real(3), real(4), real(5)});
   }
   return out;
 }

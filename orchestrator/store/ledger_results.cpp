@@ -85,7 +85,7 @@ void Ledger::record_bench(std::int64_t experiment_id, std::int64_t gate_run_id, 
   Transaction t(db_);
   StageOutcome stage;
   stage.stage = "bench";
-  stage.verdict = stage_verdict_from(to_string(bench.verdict));
+  stage.verdict = bench.interrupted ? StageVerdict::interrupted : stage_verdict_from(to_string(bench.verdict));
   stage.failure = bench.failure;
   if (bench.verdict != Verdict::green && !stage.failure.failed()) stage.failure.kind = FailureKind::unknown;
   stage.reason = bench.reason;

@@ -34,7 +34,7 @@ params:
   mode:
     type: string
     enum: [honest, nan, zeros, few-wrong, fixed-seed, pow2-only, wrong-dtype, wrong-shape,
-           truncated, crash, hang, exit-nonzero, no-output, bench-differs]
+           truncated, crash, hang, exit-nonzero, no-output, bench-differs, hang-bench-round-2]
     default: honest
   slowdown: {type: number, default: 1}
 outputs:
@@ -267,6 +267,49 @@ TEST_F(GateCheats, KillingDensefeedKillsItsHarnessesAndRecordsTheRunInterrupted)
   ASSERT_TRUE(std::filesystem::exists(out_dir / "hang.pid"));  // it was running when densefeed was stopped
   // Found by its command line (its output folder), sandboxed or not.
   EXPECT_EQ(testing::processes_left_mentioning(out_dir.string()), std::vector<int>{}) << "a harness outlived densefeed";
+}
+
+// Issue 29: a run stopped during a case's second timed round has one round
+// of it: a speedup and no interval. Recording it failed (NOT NULL
+// bench_cases.speedup_lo) and left the experiment `started`; now the stage
+// is `interrupted`, the case holds its round with NULL bounds, and what is
+// printed says how it ended, not "pending" or "green".
+TEST_F(GateCheats, ABenchStoppedInItsSecondRoundIsRecordedInterruptedWithItsOneRound) {
+  const auto manifest = dir_ / "hang-bench.yaml";
+  testing::write_file(manifest, "experiment: hang-bench\nhypothesis: h\npredicted_effect: p\ngate: cheat\n"
+                                "candidate: {revision: WORKTREE, params: {mode: hang-bench-round-2}}\n"
+                                "base: {revision: WORKTREE, params: {mode: honest}}\n");
+  const auto ledger = dir_ / "ledger.db";
+  // densefeed in the background; SIGTERM once the candidate's round 2 hangs.
+  const std::string script =
+      "\"$0\" --project \"$1\" --trust-worktree run \"$2\" --ledger \"$3\" --jobs 1 > \"$4/out.txt\" 2> \"$4/err.txt\" & p=$!; "
+      "for i in $(seq 600); do ls \"$4\"/ledger-runs/1/bench-*-candidate/out/hang.pid > /dev/null 2>&1 && break; sleep 0.05; done; "
+      "kill -TERM $p; wait $p; echo $?";
+  const auto r = testing::run_cli("/bin/bash", {"-c", script, kExe, root_.string(), manifest.string(), ledger.string(), dir_.path().string()},
+                                  dir_.path(), kEnv);
+  EXPECT_EQ(r.out, "3\n") << r.out << r.err << testing::read_file(dir_ / "err.txt");  // README: interrupted
+  const auto show = testing::run_cli(kExe, {"--project", root_.string(), "--trust-worktree", "ledger", "show", "1", "--ledger",
+                                            ledger.string(), "--json"}, dir_.path(), kEnv);
+  ASSERT_EQ(show.exit_code, 0) << show.out << show.err;
+  const auto doc = nlohmann::json::parse(show.out);
+  ASSERT_EQ(doc["bench_cases"].size(), 1u) << show.out;
+  const auto& c = doc["bench_cases"][0];
+  EXPECT_EQ(c["rounds"], 1) << c.dump(1);
+  EXPECT_TRUE(c["speedup_lo"].is_null() && c["speedup_hi"].is_null()) << c.dump(1);
+  EXPECT_TRUE(c["speedup"].is_number()) << c.dump(1);
+  EXPECT_EQ(c["verdict"], "inconclusive");
+  EXPECT_NE(c["reason"].get<std::string>().find("stopped after 1 round (signal 15), before the first look"), std::string::npos)
+      << c["reason"];
+  const std::string text = testing::read_file(dir_ / "out.txt");
+  EXPECT_NE(text.find("verdict: none (interrupted: interrupted by signal 15"), std::string::npos) << text;
+  EXPECT_NE(text.find("no interval yet, 1 round,"), std::string::npos) << text;
+  EXPECT_NE(text.find("bench: interrupted"), std::string::npos) << text;
+  EXPECT_EQ(text.find("verdict: pending"), std::string::npos) << text;
+  const auto human = testing::run_cli(kExe, {"--project", root_.string(), "--trust-worktree", "ledger", "show", "1", "--ledger",
+                                             ledger.string()}, dir_.path(), kEnv);
+  EXPECT_NE(human.out.find("stage bench      interrupted"), std::string::npos) << human.out;
+  EXPECT_NE(human.out.find("verdict: none (interrupted"), std::string::npos) << human.out;
+  EXPECT_EQ(testing::processes_left_mentioning((dir_ / "ledger-runs" / "1").string()), std::vector<int>{});
 }
 
 TEST_F(GateCheats, AStaleOutputFromBeforeTheRunIsNeverCompared) {

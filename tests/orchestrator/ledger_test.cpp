@@ -1,5 +1,8 @@
 // The ledger's invariants are the database's: each test tries to break one
 // through plain SQL, as anyone with sqlite3 could.
+#include <cmath>
+#include <limits>
+
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
@@ -68,6 +71,51 @@ TEST_F(LedgerInvariants, NoSpeedupOnARedGateThroughTheApi) {
   bench.cases[0].decision.speedup = 2.0;
   EXPECT_THROW(ledger.record_bench(experiment_, gate_run_, bench, Environment{}, "", "", false), InfraError);
   EXPECT_EQ(ledger.show(experiment_)["bench_cases"].size(), 0u);
+}
+
+// Issue 29: a run stopped (SIGTERM, a timeout) after a case's first round
+// has a speedup but no interval, and before it not even that; recording it
+// failed on NOT NULL and left the experiment 'started'. Now its NaNs are
+// NULLs, read back as none, and the chain still verifies.
+TEST_F(LedgerInvariants, ACaseStoppedBeforeTwoRoundsIsRecordedWithoutAnInterval) {
+  Ledger ledger(db_path());
+  const auto second = ledger.record_experiment({&manifest_, {{"precision", "tf32x3"}}, {{"precision", "tf32"}}});
+  GateResult green;
+  const auto green_run = ledger.record_gate_run(second, {"cp-affine-chain", std::string(64, 'f'), {}, "quick", 1, utc_now(), &green});
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  BenchResult bench;
+  BenchCaseResult one;  // one round: a ratio, no interval, no p
+  one.bench_case.label = "T=8192";
+  one.base.push_back(ArmRound{});
+  one.base[0].samples_ms = {2.0, 2.1};
+  one.candidate.push_back(ArmRound{});
+  one.candidate[0].samples_ms = {1.0, 1.1};
+  one.decision.verdict = BenchVerdict::inconclusive;
+  one.decision.speedup = 2.0;
+  one.decision.speedup_ci = {nan, nan};
+  one.decision.p_value = nan;
+  BenchCaseResult none = one;  // stopped before its first round
+  none.bench_case.label = "T=16384";
+  none.base.clear();
+  none.candidate.clear();
+  none.decision.speedup = none.decision.base_median_ms = none.decision.candidate_median_ms = nan;
+  none.decision.base_relative_spread = none.decision.candidate_relative_spread = nan;
+  bench.cases = {one, none};
+  ASSERT_NO_THROW(ledger.record_bench(second, green_run, bench, Environment{}, "", "", false));
+  EXPECT_EQ(sql_one_value(db_path(), "SELECT COUNT(*) FROM bench_cases WHERE speedup_lo IS NULL AND speedup_hi IS NULL AND p_value IS NULL"), "2");
+  EXPECT_EQ(sql_one_value(db_path(), "SELECT COUNT(*) FROM bench_cases WHERE speedup IS NULL AND base_median IS NULL"), "1");
+  const auto record = ledger.record(second);
+  ASSERT_EQ(record.bench_cases.size(), 2u);
+  EXPECT_DOUBLE_EQ(record.bench_cases[0].speedup, 2.0);
+  EXPECT_TRUE(std::isnan(record.bench_cases[0].lo) && std::isnan(record.bench_cases[0].hi));
+  EXPECT_TRUE(std::isnan(record.bench_cases[1].speedup));
+  EXPECT_EQ(record.bench_cases[0].rounds, 1);
+  const auto chain = ledger.verify();
+  EXPECT_TRUE(chain.ok) << chain.problem;
+  // Still append-only after migration 10 made the table again.
+  EXPECT_EQ(plain_sql(db_path(), "UPDATE bench_cases SET speedup = 9"), "bench_cases is append-only");
+  EXPECT_EQ(plain_sql(db_path(), "DELETE FROM bench_cases"), "bench_cases is append-only");
+  EXPECT_NE(plain_sql(db_path(), bench_insert(experiment_, green_run)), "");  // and the red-gate trigger is back
 }
 
 TEST_F(LedgerInvariants, SpeedupNeedsTheGreenRunOfTheSameExperiment) {

@@ -158,27 +158,41 @@ TEST(TimingChecks, DelayedShortRoundsOfAnHonestArmDoNotMakeItsClaimsLookForged) 
   EXPECT_EQ(flags[0].kind, TimingFlagKind::claims_unrepeated);
 }
 
-TEST(TimingChecks, DriftOfBothArmsTogetherIsFlaggedOppositeOrSteadyArmsNot) {
-  std::vector<double> base, cand, steady_b, steady_c;
+TEST(TimingChecks, DriftThatMovesTheRatioIsFlaggedDriftThePairingCancelsOppositeOrSteadyArmsNot) {
+  std::vector<double> base, cand, uneven, steady_b, steady_c;
   for (int r = 0; r < 15; ++r) {
-    const double slow = 1 + 0.01 * r;  // +14 % over 15 rounds, both arms
+    const double slow = 1 + 0.01 * r;  // +14 % over 15 rounds
     const double noise = (r % 3 - 1) * 0.001;
     base.push_back(20 * slow * (1 + noise));
     cand.push_back(10 * slow * (1 - noise));
+    uneven.push_back(10 * (1 + 0.02 * r) * (1 - noise));  // the candidate slows twice as fast: the ratio falls 11 %
     steady_b.push_back(20 * (1 + noise));
     steady_c.push_back(10 * (1 - noise));
   }
-  const auto d = check_drift(base, cand, 0.01, {});
+  // Both arms +14 % together, their ratio steady: the pairing cancels it.
+  EXPECT_FALSE(check_drift(base, cand, 0.01, {}).has_value());
+  const auto d = check_drift(base, uneven, 0.01, {});
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->kind, TimingFlagKind::drift);
   EXPECT_NE(d->reason.find("the machine drifted"), std::string::npos) << d->reason;
+  EXPECT_NE(d->reason.find("ratio fell"), std::string::npos) << d->reason;
+  ASSERT_TRUE(d->figures.contains("ratio_change")) << d->figures.dump();
+  EXPECT_LT(d->figures.at("ratio_change").get<double>(), -0.05);
   EXPECT_FALSE(check_drift(steady_b, steady_c, 0.01, {}).has_value());
-  // A step of 8 % from round 7 on in both arms.
+  // A step of 8 % from round 7 on in both arms: cancelled; with the
+  // candidate's 12 % (the ratio steps 3.6 %): flagged.
   std::vector<double> sb = steady_b, sc = steady_c;
   for (int r = 7; r < 15; ++r) sb[r] *= 1.08, sc[r] *= 1.08;
+  EXPECT_FALSE(check_drift(sb, sc, 0.01, {1980, 1980}).has_value());
+  for (int r = 7; r < 15; ++r) sc[r] *= 1.12 / 1.08;
   const auto step = check_drift(sb, sc, 0.01, {1980, 1980});
   ASSERT_TRUE(step.has_value());
   EXPECT_EQ(step->figures["sm_clock_mhz"].size(), 2u);
+  EXPECT_LT(step->figures.at("ratio_change").get<double>(), -0.02) << step->figures.dump();  // as a trend or a step
+  // A ratio step of a third of the band is within the pairing's noise.
+  std::vector<double> small_c = steady_c;
+  for (int r = 7; r < 15; ++r) sb[r] = steady_b[r] * 1.08, small_c[r] = steady_c[r] * 1.08 * (1 + 0.01 / 3);
+  EXPECT_FALSE(check_drift(sb, small_c, 0.01, {}).has_value());
   // One arm up, the other down: a real difference, not the machine.
   std::vector<double> down = cand;
   for (int r = 0; r < 15; ++r) down[r] = 10 / (1 + 0.01 * r);

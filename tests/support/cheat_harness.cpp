@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -75,6 +76,22 @@ int main(int argc, char** argv) {
     }
   };
   const char* mode_env = std::getenv("DENSEFEED_MODE");
+  if (mode == "hang-bench-round-2" && mode_env && std::string(mode_env) == "bench") {
+    // Counts its bench calls in the arm's cache folder (XDG_CACHE_HOME):
+    // the warm-up call, round 1, then round 2 hangs as `hang` does, so a
+    // test can stop densefeed with one timed round recorded.
+    const char* cache = std::getenv("XDG_CACHE_HOME");
+    const std::filesystem::path count_file = std::filesystem::path(cache ? cache : out.string()) / "cheat-bench-calls";
+    std::filesystem::create_directories(count_file.parent_path());
+    int calls = 0;
+    std::ifstream(count_file) >> calls;
+    std::ofstream(count_file) << ++calls << "\n";
+    if (calls >= 3) {
+      std::ofstream(out / "hang.pid") << ::getpid() << "\n";
+      std::signal(SIGTERM, SIG_IGN);
+      std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+  }
   if (mode_env && std::string(mode_env) == "bench") {
     // Per-iteration times of the computation, warm-up discarded.
     const int warmup = std::atoi(std::getenv("DENSEFEED_WARMUP") ? std::getenv("DENSEFEED_WARMUP") : "1");
