@@ -145,6 +145,8 @@ std::vector<CliVerb> add_gate_verbs(CLI::App& app, CliContext& ctx);
 std::vector<CliVerb> add_bench_verbs(CLI::App& app, CliContext& ctx);
 // compare (two tensor files)
 std::vector<CliVerb> add_compare_verbs(CLI::App& app, CliContext& ctx);
+// repro ID CASE (cli_repro.cpp).
+std::vector<CliVerb> add_repro_verbs(CLI::App& app, CliContext& ctx);
 // trace analyze
 std::vector<CliVerb> add_trace_verbs(CLI::App& app, CliContext& ctx);
 // serve (a densefeed service for agents and people, over a unix socket)

@@ -19,7 +19,10 @@
 #include "exit_code.h"
 #include "experiment_runner.h"
 #include "experiment_summary.h"
+#include "error.h"
+#include "ledger.h"
 #include "report.h"
+#include "sha256.h"
 #include "service_client.h"
 
 namespace densefeed {
@@ -38,6 +41,41 @@ void stop_on_signal(int signal_number) {
   std::signal(signal_number, SIG_DFL);
 }
 
+// run --failing-of ID (issue 30): the experiment's manifest (MANIFEST, or
+// the one it recorded when that file is unchanged), its red cases (unless
+// --case names others), its seed and profile (unless given), and the link
+// to it. Throws InputError naming the experiment and what is missing.
+void replay_of(std::int64_t id, const RunOptions& base, std::string& manifest, RunOptions& options, bool seed_given,
+               bool profile_given) {
+  const ExperimentRecord e = Ledger(base.workspace.ledger, Ledger::Mode::read_only).record(id);
+  const std::string where = fmt::format("experiment {}", id);
+  if (manifest.empty()) {
+    std::filesystem::path path = e.manifest_path;
+    if (!std::filesystem::exists(path) && path.is_relative()) path = base.project.dir / path;
+    if (!std::filesystem::exists(path) || sha256_file(path) != e.manifest_sha256) {
+      throw InputError(base.workspace.ledger.string(), {}, where,
+                       fmt::format("its manifest {} is gone or changed since it ran (sha256 {}): give the manifest to replay it "
+                                   "(densefeed run MANIFEST --failing-of {})",
+                                   e.manifest_path, e.manifest_sha256.substr(0, 12), id));
+    }
+    manifest = path.string();
+  }
+  if (!e.gate_run) throw InputError(base.workspace.ledger.string(), {}, where, "it has no gate run to replay");
+  if (options.cases.empty()) {
+    for (const auto& c : e.gate_run->cases) {
+      if (c.verdict != "green") options.cases.push_back(parse_case_filter(c.label));
+    }
+    if (options.cases.empty()) {
+      throw InputError(base.workspace.ledger.string(), {}, where,
+                       "none of its cases is red: there is nothing failing to replay (--case names cases to run)");
+    }
+  }
+  if (!seed_given) options.seed = parse_unsigned("the recorded seed", e.gate_run->seed, UINT64_MAX);
+  if (!profile_given && !e.gate_run->profile.empty()) options.profile = e.gate_run->profile;
+  options.parent_id = id;
+  options.step = options.candidate_param_overrides.empty() ? "replay" : "replay with " + options.candidate_param_overrides.dump();
+}
+
 }  // namespace
 
 std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
@@ -50,11 +88,24 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
     bool no_bench = false;
     bool no_sandbox = false;
     std::string executor_name = "local";
+    std::vector<std::string> cases;
+    std::int64_t failing_of = 0;
+    std::vector<std::string> candidate_params;
+    CLI::Option* profile = nullptr;
   };
   auto a = std::make_shared<Args>();
-  run->add_option("MANIFEST", a->manifest, "experiment manifest (YAML)")->required();
+  run->add_option("MANIFEST", a->manifest, "experiment manifest (YAML); with --failing-of, default: the one that experiment recorded");
   run->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's, .densefeed/ledger.db)");
-  run->add_option("--profile", a->options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
+  a->profile = run->add_option("--profile", a->options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
+  run->add_option("--case", a->cases,
+                  "run only the cases with these key=value pairs, e.g. 'T=24576' or a case's whole label (repeatable: any of them)");
+  run->add_option("--failing-of", a->failing_of,
+                  "replay experiment ID's red cases (or those --case names) with its seed and profile, recorded as a new "
+                  "experiment linked to it")
+      ->check(CLI::Range(std::int64_t{1}, INT64_MAX));
+  run->add_option("--candidate-param", a->candidate_params,
+                  "with --failing-of: set a candidate param for the replay, KEY=VALUE (e.g. precision=ieee; repeatable); "
+                  "checked against the gate's params");
   a->seed = run->add_option("--seed", a->seed_text, "input seed, 0..2^64-1 (default: drawn fresh and recorded)");
   a->options.jobs = static_cast<int>(std::max(1u, std::min(256u, std::thread::hardware_concurrency())));
   run->add_option("--jobs", a->options.jobs, "harness processes at once (default: the machine's cores)")
@@ -82,6 +133,24 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
              options.profile = a->options.profile;
              options.jobs = a->options.jobs;
              if (a->seed->count() > 0) options.seed = parse_unsigned("--seed", a->seed_text, UINT64_MAX);
+             for (const auto& c : a->cases) options.cases.push_back(parse_case_filter(c));
+             std::string manifest = a->manifest;
+             for (const auto& kv : a->candidate_params) {
+               const auto eq = kv.find('=');
+               if (a->failing_of <= 0) {
+                 throw InputError("--candidate-param", {}, kv, "only with --failing-of ID: a first experiment's params are its manifest's");
+               }
+               if (eq == std::string::npos || eq == 0) throw InputError("--candidate-param", {}, kv, "not KEY=VALUE (e.g. precision=ieee)");
+               // A JSON scalar (12, 1.5, true) when it is one, else the text itself.
+               auto v = nlohmann::ordered_json::parse(kv.substr(eq + 1), nullptr, false);
+               if (v.is_discarded() || v.is_structured() || v.is_null()) v = kv.substr(eq + 1);
+               options.candidate_param_overrides[kv.substr(0, eq)] = v;
+             }
+             if (a->failing_of > 0) {
+               replay_of(a->failing_of, options, manifest, options, a->seed->count() > 0, a->profile->count() > 0);
+             } else if (manifest.empty()) {
+               throw InputError("run", {}, "MANIFEST", "no manifest given: densefeed run MANIFEST (or --failing-of ID to replay one)");
+             }
              options.bench = !a->no_bench;
              options.sandbox = !a->no_sandbox;
              options.executor = make_executor(a->executor_name);
@@ -91,7 +160,7 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
                                         "local ledger as your user (audit labels it same-user): `densefeed submit` goes to the service\n",
                                         service.string());
              }
-             const ExperimentOutcome outcome = run_experiment(a->manifest, options);
+             const ExperimentOutcome outcome = run_experiment(manifest, options);
              if (const int sig = interrupt_signal()) {
                std::cerr << fmt::format("densefeed: {} received: experiment {} stopped and recorded as interrupted, with the results "
                                         "it had\n", strsignal(sig), outcome.experiment_id);

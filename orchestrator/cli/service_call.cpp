@@ -30,6 +30,7 @@ const std::vector<ServedVerb>& served_table() {
       {"gate list", ServedTo::everyone, {}},
       {"gate show", ServedTo::everyone, {}},
       {"compare", ServedTo::everyone, {{"REF", false}, {"CAND", false}}},
+      {"repro", ServedTo::everyone, {}},
       {"trace analyze", ServedTo::everyone, {{"FILE", false}}},
       {"audit", ServedTo::everyone, {{"--junit", true}}},
       {"gate lock", ServedTo::people, {}},

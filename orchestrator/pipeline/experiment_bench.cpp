@@ -96,6 +96,10 @@ void bench_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
     out.bench_skipped = "the gate is not green: a speedup is never measured on a red gate";
   } else if (!options.bench) {
     out.bench_skipped = "--no-bench";
+  } else if (out.bench_is_noise) {
+    out.bench_skipped = "the replay's --candidate-param makes the candidate the base: a benchmark of it would only measure noise";
+  } else if (out.gate->bench.cases.empty() && !options.cases.empty()) {
+    out.bench_skipped = "none of the gate's bench cases is among the cases chosen (--case)";
   } else if (out.gate->bench.cases.empty()) {
     out.bench_skipped = "the gate declares no bench cases";
   } else {

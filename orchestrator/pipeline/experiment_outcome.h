@@ -15,6 +15,7 @@
 
 #include "bench_runner.h"
 #include "arm_context.h"
+#include "case_filter.h"
 #include "environment.h"
 #include "executor_factory.h"
 #include "experiment_record.h"
@@ -52,6 +53,18 @@ struct RunOptions {
   // Told after each arm's warm-up and each paired round of the bench (a
   // terminal's progress line); the run folder's progress.jsonl gets them too.
   std::function<void(const BenchProgress&)> on_bench_progress;
+  // run --case (issue 30): only the profile's cases (and bench cases) one of
+  // these matches; empty: all of them. Recorded with the experiment.
+  std::vector<CaseFilter> cases;
+  // The experiment this one replays or narrows (run --failing-of ID,
+  // densefeed narrow) and the step it is of it ("replay", "rerun 2 of 3",
+  // ...); recorded as experiments.parent_id and step.
+  std::optional<std::int64_t> parent_id;
+  std::string step;
+  // run --failing-of ID --candidate-param K=V: candidate params set over the
+  // manifest's for this replay (validated against the gate's params as the
+  // manifest's are; the record keeps the params as run).
+  nlohmann::ordered_json candidate_param_overrides = nlohmann::ordered_json::object();
 };
 
 struct ExperimentOutcome {
@@ -95,6 +108,13 @@ struct ExperimentOutcome {
   // back once it is finished (run_experiment): what the report's verdict,
   // exit code and JSON document say.
   std::optional<ExperimentRecord> record;
+  // RunOptions::parent_id, step and cases (their texts), as recorded.
+  std::optional<std::int64_t> parent_id;
+  std::string step;
+  std::vector<std::string> case_filter;
+  // The candidate as run is the base (a replay's --candidate-param made it
+  // so): the bench stage is skipped, saying why.
+  bool bench_is_noise = false;
 };
 
 }  // namespace densefeed

@@ -44,8 +44,12 @@ bool uses_python(const Manifest& m, const GateSpec& gate) {
 }  // namespace
 
 ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& options) {
+  for (const auto& [k, v] : options.candidate_param_overrides.items()) manifest.candidate.params[k] = v;
   ExperimentOutcome out;
   out.profile = options.profile;
+  out.parent_id = options.parent_id;
+  out.step = options.step;
+  for (const auto& f : options.cases) out.case_filter.push_back(f.text);
   out.executor = given_or_local(options.executor.get()).name();
   out.manifest = std::move(manifest);
   const Manifest& m = out.manifest;
@@ -75,7 +79,19 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
     for (const auto& f : out.gate->freezes) out.gate_unlocked = out.gate_unlocked || !lock.count(f);
     out.candidate_params = resolve_params(m, "candidate", m.candidate, *out.gate);
     out.base_params = resolve_params(m, "base", m.base, *out.gate);
-    out.gate->profile_cases(options.profile);  // an unknown profile is bad input now, not after recording
+    // An unknown profile, or a --case no case of it has, is bad input now, not after recording.
+    filter_cases(out.gate->profile_cases(options.profile), options.cases,
+                 fmt::format("profile {} of gate {}", options.profile, out.gate->name));
+    if (!options.cases.empty()) {
+      // The bench measures only the chosen cases (none: it is skipped, saying so).
+      std::vector<Case> kept;
+      for (const auto& b : out.gate->bench.cases) {
+        if (std::any_of(options.cases.begin(), options.cases.end(), [&](const CaseFilter& f) { return case_filter_matches(b, f); })) {
+          kept.push_back(b);
+        }
+      }
+      out.gate->bench.cases = kept;
+    }
     // A case that needs more GPUs than this run holds, before anything is recorded.
     if (given_or_local(options.executor.get()).assigns_gpus()) require_gpus(*out.gate, out.gate->profile_cases(options.profile), options.gpus);
     if (uses_python(m, *out.gate)) python = harness_python(options.project);
@@ -117,8 +133,11 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
     return arm.revision == kWorktree && out.worktree_dirty ? std::string(kWorktree) : sha;
   };
   out.base_origin = judge_base(dir, m.base.revision, out.base_sha, out.worktree_dirty, store.worktree ? std::string() : store.commit);
-  if (out.gate && code_of(m.candidate, out.candidate_sha) == code_of(m.base, out.base_sha) &&
-      out.candidate_params == out.base_params) {
+  // A replay whose --candidate-param makes it the base (the precision swap
+  // of a next step: tf32 -> ieee, the base's) is a gate question, not a
+  // benchmark: it runs without the bench stage.
+  out.bench_is_noise = code_of(m.candidate, out.candidate_sha) == code_of(m.base, out.base_sha) && out.candidate_params == out.base_params;
+  if (out.gate && out.bench_is_noise && options.candidate_param_overrides.empty()) {
     m.doc.fail("/base", "the base is the candidate (same revision and parameters): that only measures noise; "
                         "give the base another revision or parameters");
   }
@@ -145,7 +164,8 @@ std::int64_t record_prepared(Ledger& ledger, ExperimentOutcome& prepared, Experi
     credit_promoted(prepared.base_origin, ledger.promoted_candidate_shas());
   }
   return ledger.record_experiment({&prepared.manifest, prepared.candidate_params, prepared.base_params, prepared.candidate_sha,
-                                   prepared.base_sha, prepared.worktree_dirty, prepared.base_origin},
+                                   prepared.base_sha, prepared.worktree_dirty, prepared.base_origin, prepared.parent_id,
+                                   prepared.step, prepared.case_filter},
                                   first, owner);
 }
 
@@ -230,7 +250,10 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
                                options.workspace.runs() / std::to_string(out.experiment_id) / "slurm-jobs");
   // A write waits for another writer at least as long as a harness may run.
   if (out.gate) ledger.set_lock_wait(std::max(60.0, out.gate->timeout_s));
-  if (out.gate) run.cases = out.gate->profile_cases(options.profile);
+  if (out.gate) {
+    run.cases = filter_cases(out.gate->profile_cases(options.profile), options.cases,
+                             fmt::format("profile {} of gate {}", options.profile, out.gate->name));
+  }
   // Every benchmarked case is gated in the same run, whatever the profile:
   // a benchmark's outputs are only ever checked against this run's reference.
   if (out.gate && options.bench) {

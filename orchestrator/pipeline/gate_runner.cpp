@@ -416,9 +416,8 @@ bool reference_gets_whole_case(const GateSpec& gate) {
   return !gate.reference_case_keys && (gate.sessions || !names_a_case_key);
 }
 
-// The case as the reference sees it: only the parameters its command uses
-// and those the gate's reference.case_keys names (its identity is its
-// command and those keys' values), or the whole case (above).
+}  // namespace
+
 nlohmann::ordered_json reference_case(const GateSpec& gate, const Case& c) {
   if (reference_gets_whole_case(gate)) return c.values;
   const auto names = placeholders(gate.reference_command);
@@ -429,8 +428,6 @@ nlohmann::ordered_json reference_case(const GateSpec& gate, const Case& c) {
   }
   return ref_case;
 }
-
-}  // namespace
 
 std::vector<ReferenceRun> run_references(const GateSpec& gate, const Case& c, const std::vector<std::uint64_t>& seeds,
                                          const GateRunOptions& options) {

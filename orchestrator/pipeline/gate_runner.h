@@ -63,6 +63,13 @@ void require_gpus(const GateSpec& gate, const std::vector<Case>& cases, const st
 // case keys, executor, sessions and `jobs`), each in
 // options.work_dir/reference-seed-SEED/. Returns one ReferenceRun per seed,
 // in order. Throws InfraError only for densefeed's own failures.
+// The case as the reference sees it (its DENSEFEED_CASE and template
+// values): only the keys its command uses and those the gate's
+// reference.case_keys names (cases that agree on them share one reference
+// run), or the whole case when its command can name none (a session) or
+// names none. Never throws.
+nlohmann::ordered_json reference_case(const GateSpec& gate, const Case& c);
+
 std::vector<ReferenceRun> run_references(const GateSpec& gate, const Case& c, const std::vector<std::uint64_t>& seeds,
                                          const GateRunOptions& options);
 

@@ -38,6 +38,7 @@ Provenance read_provenance(const Project& project, const GateStore& store, const
   // Through its recorded form, so that `run` holds exactly what a reader of
   // the record gets back (arm_replay.h).
   if (candidate) p.candidate_arm = arm_from_replay_json(arm_replay_json(*candidate));
+  if (reference) p.reference_arm = arm_from_replay_json(arm_replay_json(*reference));
   if (!project.in_git()) {
     p.notes.push_back("not a git repository");
   } else {
@@ -134,7 +135,8 @@ nlohmann::ordered_json provenance_json(const Provenance& p) {
           {"clean", p.clean()},            {"dirty", p.dirty},                   {"gate_store", p.gate_store},
           {"trusted_ref", p.trusted_ref},  {"trusted_commit", p.trusted_commit}, {"trust_worktree", p.trust_worktree},
           {"notes", p.notes},              {"harness_sha256", p.harness_sha256}, {"frozen_sha256", p.frozen_sha256},
-          {"candidate_arm", p.candidate_arm ? arm_replay_json(*p.candidate_arm) : nlohmann::ordered_json(nullptr)}};
+          {"candidate_arm", p.candidate_arm ? arm_replay_json(*p.candidate_arm) : nlohmann::ordered_json(nullptr)},
+          {"reference_arm", p.reference_arm ? arm_replay_json(*p.reference_arm) : nlohmann::ordered_json(nullptr)}};
 }
 
 }  // namespace densefeed

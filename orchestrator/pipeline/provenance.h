@@ -43,6 +43,9 @@ struct Provenance {
   // Where the candidate's commands ran from (arm_replay.h): the next steps'
   // rerun commands are built from it, in `run` and from the record alike.
   std::optional<ArmContext> candidate_arm;
+  // Where the reference's commands ran from (the trusted ref's export):
+  // densefeed repro prints a case's reference command from it (issue 30).
+  std::optional<ArmContext> reference_arm;
 
   bool clean() const { return !commit.empty() && !dirty && notes.empty(); }
 };

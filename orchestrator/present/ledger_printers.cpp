@@ -112,6 +112,17 @@ void print_ledger_show(std::ostream& out, const ExperimentRecord& e) {
                      one_line(e.hypothesis), one_line(e.predicted_effect));
   out << fmt::format("  candidate {} {}   base {} {}\n", one_line(e.candidate.revision), e.candidate.params.dump(), one_line(e.base.revision),
                      e.base.params.dump());
+  if (e.parent_id) out << fmt::format("  {} of experiment {}\n", e.step.empty() ? "a step" : one_line(e.step), *e.parent_id);
+  if (!e.case_filter.empty()) {
+    std::string cases;
+    for (const auto& c : e.case_filter) cases += (cases.empty() ? "" : ", ") + one_line(c);
+    out << fmt::format("  cases: only those with {} (--case)\n", cases);
+  }
+  if (!e.children.empty()) {
+    std::string kids;
+    for (const auto& [id, step] : e.children) kids += fmt::format("{}{} ({})", kids.empty() ? "" : ", ", id, step.empty() ? "-" : one_line(step));
+    out << "  replayed or narrowed by: " << kids << "\n";
+  }
   if (s.verdict == "pending" && !is_running(s.state)) {
     // Stopped before a verdict (interrupted, cancelled, rejected): how it ended, not "pending".
     out << fmt::format("  verdict: none ({}{})\n", to_string(s.state),

@@ -118,32 +118,27 @@ bool power_of_two(double v) {
 // The command that reruns case `c` alone, as the gate ran it (harness
 // protocol: the same argv, seed and environment, its own output folder),
 // with the params the step suggests (set_params).
+// The step's command: densefeed itself replaying case `c` of this
+// experiment (run --failing-of ID --case LABEL, issue 30) with the step's
+// set_params as --candidate-param, so the replay is gated, recorded and
+// linked to this experiment like any run; the same argv whoever prints it
+// (run, status, ledger show, the HTML report, MCP). `densefeed repro ID CASE`
+// prints the harness commands themselves for a person to run by hand.
 void add_rerun(NextStep& step, const ResultFacts& f, const CaseFact& c) {
-  if (f.candidate_command.empty() || f.work_dir.empty() || f.seed.empty()) return;
-  try {
-    const auto dir = f.work_dir / fmt::format("candidate-{:03}", c.index);
-    // The step's command runs what the step suggests: the candidate's params
-    // with the step's set_params over them (a fresh-user trial found an
-    // inspect-case step whose set_params said variant float32 and whose
-    // command ran float16).
-    J params = f.candidate_params.is_object() ? f.candidate_params : J::object();
-    for (const auto& [k, v] : step.set_params.items()) params[k] = v;
-    const TemplateValues values{c.values, params, std::stoull(f.seed), (dir / "out").string()};
-    auto argv = f.candidate_arm ? arm_command(f.candidate_command, values, *f.candidate_arm) : render_command(f.candidate_command, values);
-    if (f.candidate_from_revision && !f.candidate_arm) {
-      step.why += "; run the harness from the candidate revision's build (under the ledger's -builds folder)";
-    } else if (f.candidate_arm) {
-      if (const auto exe = resolve_executable(argv[0], f.candidate_arm->exe_dirs); !exe.empty()) argv[0] = exe.string();
-    }
-    step.command = argv;
-    step.env = protocol_environment(ProtocolMode::gate, c.values, f.seed, dir / "out");
-    if (f.candidate_arm) {
-      for (const auto& [k, v] : f.candidate_arm->env) step.env[k] = v;
-    }
-    step.cwd = dir.string();
-  } catch (const std::exception&) {
-    // A template the gate no longer matches: the step stays without a command.
+  if (f.experiment_id <= 0) return;
+  step.command = {"densefeed", "run"};
+  if (!f.manifest_path.empty()) step.command.push_back(f.manifest_path);
+  step.command.insert(step.command.end(), {"--failing-of", std::to_string(f.experiment_id), "--case", c.label});
+  for (const auto& [k, v] : step.set_params.items()) {
+    step.command.insert(step.command.end(), {"--candidate-param", k + "=" + (v.is_string() ? v.get<std::string>() : v.dump())});
   }
+}
+
+// The step's command for what only a person's own run shows (a debugger,
+// no time limit): densefeed repro ID CASE, which prints the harness
+// commands of both sides, sandbox off.
+void add_repro(NextStep& step, const ResultFacts& f, const CaseFact& c) {
+  if (f.experiment_id > 0) step.command = {"densefeed", "repro", std::to_string(f.experiment_id), c.label};
 }
 
 // A gate parameter whose allowed values include an exact (non-reduced)
@@ -261,6 +256,7 @@ std::string add_partition_step(std::vector<NextStep>& steps, const ResultFacts& 
       s.why = fmt::format("{}: green with {}={} puts the error on the precision of the products that {} > {} adds; "
                           "still red puts it on the partitioned algorithm itself",
                           where, exact->first, value_text(exact->second), k, value_text(J(minimum)));
+      add_rerun(s, f, *at_max);
     } else {
       s.kind = "isolate-value";
       s.suggestion = fmt::format("compare case {} slice by slice along the output's partition axis (first_failing_slice) "
@@ -409,7 +405,8 @@ void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const
     switch (kind) {
       case FailureClass::timeout:
         s.kind = "rerun-case";
-        s.suggestion = fmt::format("rerun case {} alone, without the gate's {:g} s limit, and time it{}", c->label, f.timeout_s, many);
+        s.suggestion = fmt::format("rerun case {} alone, without the gate's {:g} s limit, and time it (densefeed repro prints its "
+                                   "commands){}", c->label, f.timeout_s, many);
         s.why = "it tells a hang (never finishes: a deadlock or an unbounded loop) from a candidate that is only too slow for "
                 "this shape (finishes late); the gate's timeout is frozen, so a slow one must get faster";
         break;
@@ -456,7 +453,8 @@ void add_process_steps(std::vector<NextStep>& steps, const ResultFacts& f, const
         continue;
     }
     done.insert(kind);
-    if (s.kind == "rerun-case" || kind == FailureClass::nonfinite) add_rerun(s, f, *c);
+    if (kind == FailureClass::timeout || kind == FailureClass::crash) add_repro(s, f, *c);
+    else if (s.kind == "rerun-case" || kind == FailureClass::nonfinite) add_rerun(s, f, *c);
     steps.push_back(s);
   }
 }

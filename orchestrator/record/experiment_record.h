@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -159,6 +160,14 @@ struct ExperimentRecord {
   std::vector<ReviewRow> reviews;  // oldest first
   nlohmann::ordered_json categories = nlohmann::ordered_json::object();  // category -> latest decision ("none": not yet)
   nlohmann::ordered_json promotion;                                      // null, or {id, promoted_by, promoted_at}
+  // Issue 30: the experiment this one replays or narrows (run --failing-of,
+  // densefeed narrow) and which step of it this is; the run's --case filters
+  // (empty: every case of its profile); the experiments that replay or
+  // narrow this one, {id, step}, oldest first.
+  std::optional<std::int64_t> parent_id;
+  std::string step;
+  std::vector<std::string> case_filter;
+  std::vector<std::pair<std::int64_t, std::string>> children;
 
   std::int64_t id() const { return summary.id; }
   // The manifest's acceptance criteria as written, before any result (empty: none).

@@ -76,6 +76,11 @@ struct ExperimentSubmission {
   std::string base_sha;
   bool worktree_dirty = false;  // densefeed's checkout had uncommitted changes
   BaseOrigin base_origin;       // who wrote the base (base_origin.h)
+  // Issue 30: the experiment this one replays or narrows, and which step of
+  // it this is; the run's --case filters (their texts; empty: every case).
+  std::optional<std::int64_t> parent_id;
+  std::string step;
+  std::vector<std::string> case_filter;
 };
 
 

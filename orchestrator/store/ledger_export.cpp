@@ -161,7 +161,14 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
     throw InputError(path_.string(), {}, "", fmt::format("no experiment with id {} in the ledger", experiment_id));
   }
   nlohmann::ordered_json out = e.row();
-  for (const char* k : {"risk", "candidate_params", "base_params", "acceptance", "trace", "base_origin_detail"}) out[k] = parse_json_column(out[k]);
+  for (const char* k : {"risk", "candidate_params", "base_params", "acceptance", "trace", "base_origin_detail", "case_filter"}) {
+    out[k] = parse_json_column(out[k]);
+  }
+  // Issue 30: the experiments that replay or narrow this one, oldest first.
+  out["children"] = nlohmann::ordered_json::array();
+  Statement ch(db_, "SELECT id, step FROM experiments WHERE parent_id = ? ORDER BY id");
+  ch.bind(1, experiment_id);
+  while (ch.step()) out["children"].push_back(ch.row());
   out["state"] = to_string(state(experiment_id));
   out["events"] = nlohmann::ordered_json::array();
   Statement ev(db_, "SELECT event, owner, owner_host, owner_pid, detail, at FROM experiment_events WHERE experiment_id = ? ORDER BY id");

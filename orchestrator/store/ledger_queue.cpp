@@ -25,8 +25,8 @@ std::int64_t Ledger::record_experiment(const ExperimentSubmission& record, Exper
   Statement s(db_,
               "INSERT INTO experiments(name, manifest_path, manifest_text, manifest_sha256, author, hypothesis, "
               "predicted_effect, gate, risk, candidate_revision, candidate_params, base_revision, base_params, "
-              "submitted_at, candidate_sha, base_sha, worktree_dirty, acceptance, trace, base_origin, base_origin_detail) "
-              "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+              "submitted_at, candidate_sha, base_sha, worktree_dirty, acceptance, trace, base_origin, base_origin_detail, "
+              "parent_id, step, case_filter) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   s.bind(1, m.name).bind(2, m.doc.path).bind(3, m.doc.text).bind(4, m.sha256).bind(5, m.author);
   s.bind(6, m.hypothesis).bind(7, m.predicted_effect).bind(8, m.gate).bind(9, nlohmann::json(m.risk).dump());
   s.bind(10, m.candidate.revision).bind(11, record.candidate_params.dump());
@@ -35,6 +35,8 @@ std::int64_t Ledger::record_experiment(const ExperimentSubmission& record, Exper
   s.bind(18, m.acceptance.is_null() ? std::string("{}") : m.acceptance.dump());
   s.bind(19, m.trace.is_null() ? std::string("{}") : m.trace.dump());
   s.bind(20, to_string(record.base_origin.kind)).bind(21, to_json(record.base_origin).dump());
+  if (record.parent_id) s.bind(22, *record.parent_id);
+  s.bind(23, record.step).bind(24, nlohmann::json(record.case_filter).dump());
   s.run();
   const std::int64_t id = sqlite3_last_insert_rowid(db_);
   link("experiments", id);

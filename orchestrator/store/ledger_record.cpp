@@ -208,6 +208,10 @@ ExperimentRecord experiment_record_from_rows(const nlohmann::ordered_json& e) {
   }
   if (at(e, "categories").is_object()) r.categories = at(e, "categories");
   r.promotion = at(e, "promotion");
+  r.parent_id = maybe_integer(e, "parent_id");
+  r.step = text(e, "step");
+  r.case_filter = strings(at(e, "case_filter"));
+  for (const auto& c : array_or_empty(at(e, "children"))) r.children.emplace_back(maybe_integer(c, "id").value_or(0), text(c, "step"));
   return r;
 }
 

@@ -205,16 +205,18 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
   // Three elements off in every case: an indexing defect, not rounding.
   EXPECT_EQ(red_status["stages"]["gate"]["failing_cases"].size(), 3u) << red_status.dump(1);
   EXPECT_EQ(red_status["next"][0]["kind"], "inspect-elements") << red_status["next"].dump(1);
-  // Issue 27: the next steps come from the record, in run and status alike:
-  // the same commands, the harness where the candidate ran it from, with
-  // the arm's environment (run gave an absolute path with PYTHONPATH,
-  // status a bare name without it).
+  // Issue 27: the next steps come from the record, in run and status alike.
+  // Issue 30: a rerun step's command is densefeed replaying the case,
+  // linked to this experiment (the harness's own commands: densefeed repro).
   EXPECT_EQ(red["next"], red_status["next"]) << red["next"].dump(1) << "\n" << red_status["next"].dump(1);
   bool rerun = false;
   for (const auto& step : red_status["next"]) {
-    if (!step.contains("command")) continue;
+    if (!step.contains("command") || step["command"][1] != "run") continue;
     rerun = true;
-    EXPECT_TRUE(std::filesystem::path(step["command"][0].get<std::string>()).is_absolute()) << step.dump(1);
+    const auto argv = step["command"].dump();
+    EXPECT_EQ(step["command"][0], "densefeed") << step.dump(1);
+    EXPECT_NE(argv.find("\"--failing-of\",\"1\",\"--case\""), std::string::npos) << step.dump(1);
+    EXPECT_FALSE(step.contains("env")) << step.dump(1);
   }
   EXPECT_TRUE(rerun) << red_status["next"].dump(1);
 

@@ -77,9 +77,12 @@ TEST(NextSteps, AStepsCommandRunsTheParamsItSuggests) {
   const NextStep& s = steps[0];
   EXPECT_EQ(s.kind, "inspect-case");
   EXPECT_EQ(s.set_params, J({{"precision", "ieee"}}));
-  EXPECT_EQ(s.command, (std::vector<std::string>{"no_such_harness", "--precision", "ieee", "--shards", "1", "--T", "8192", "--seed", "42",
-                                                 "--out", "/tmp/ledger-runs/7/candidate-000/out"}))
+  // Issue 30: densefeed replaying the case with those params, linked to experiment 7.
+  EXPECT_EQ(s.command, (std::vector<std::string>{"densefeed", "run", "--failing-of", "7", "--case", "regime=long-memory T=8192 shards=1",
+                                                 "--candidate-param", "precision=ieee"}))
       << fmt::format("{}", fmt::join(s.command, " "));
+  f.manifest_path = "experiments/x.yaml";
+  EXPECT_EQ(next_steps(f)[0].command[2], "experiments/x.yaml");
 }
 
 TEST(NextSteps, WithoutAnExactPrecisionTheSlicesAreNext) {
@@ -103,12 +106,14 @@ TEST(NextSteps, RedAtTheOneValueThatIsNotAPowerOfTwoSaysSo) {
   f.candidate_command = {"h", "--T", "{case.T}", "--out", "{out}"};
   f.seed = "1";
   f.work_dir = "/w";
+  f.experiment_id = 3;
   const auto steps = next_steps(f);
   ASSERT_FALSE(steps.empty());
   EXPECT_EQ(steps[0].kind, "isolate-value");
   EXPECT_NE(steps[0].why.find("red only at T=8000 (2 case(s)); every case at T=32768,8192 is green"), std::string::npos) << steps[0].why;
   EXPECT_NE(steps[0].why.find("8000 is the only value that is not a power of two"), std::string::npos) << steps[0].why;
-  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"h", "--T", "8000", "--out", "/w/candidate-000/out"}));
+  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "run", "--failing-of", "3", "--case", "regime=long-memory T=8000 shards=1"}))
+      << fmt::format("{}", fmt::join(steps[0].command, " "));
 }
 
 TEST(NextSteps, ATimeoutIsRerunAloneWithTheSameInputs) {
@@ -124,13 +129,11 @@ TEST(NextSteps, ATimeoutIsRerunAloneWithTheSameInputs) {
   EXPECT_EQ(s.kind, "rerun-case");
   EXPECT_EQ(s.case_label, "regime=long-memory T=32768 shards=2");
   EXPECT_NE(s.suggestion.find("without the gate's 900 s limit"), std::string::npos) << s.suggestion;
-  EXPECT_EQ(s.command, (std::vector<std::string>{"no_such_harness", "--precision", "tf32", "--shards", "2", "--T", "32768", "--seed",
-                                                 "42", "--out", "/tmp/ledger-runs/7/candidate-005/out"}));
-  EXPECT_EQ(s.env["DENSEFEED_MODE"], "gate");
-  EXPECT_EQ(s.env["DENSEFEED_SEED"], "42");
-  EXPECT_EQ(s.env["DENSEFEED_OUT"], "/tmp/ledger-runs/7/candidate-005/out");
-  EXPECT_EQ(J::parse(s.env["DENSEFEED_CASE"].get<std::string>()), f.cases[5].values);
-  EXPECT_EQ(s.cwd, "/tmp/ledger-runs/7/candidate-005");
+  // Without the limit is a person's run by hand: densefeed repro prints
+  // its commands (issue 30), environment and seed.
+  EXPECT_EQ(s.command, (std::vector<std::string>{"densefeed", "repro", "7", "regime=long-memory T=32768 shards=2"}));
+  EXPECT_TRUE(s.env.empty());
+  EXPECT_TRUE(s.cwd.empty());
 }
 
 TEST(NextSteps, CrashesAndOutputDefectsAreNamedOncePerKind) {
@@ -335,8 +338,10 @@ TEST(NextSteps, TheListIsCappedAndItsJsonLeavesEmptyFieldsOut) {
   const auto doc = next_steps_json(next_steps(f));
   ASSERT_TRUE(doc.is_array());
   EXPECT_EQ(doc[0]["kind"], "isolate-precision");
-  EXPECT_FALSE(doc[0].contains("command"));  // an experiment to submit, not a command
+  // Issue 30: the experiment is densefeed's replay with the other params, a command.
+  EXPECT_EQ(doc[0]["command"][1], "run") << doc[0].dump(1);
   EXPECT_FALSE(doc[0].contains("cwd"));
+  EXPECT_FALSE(doc[0].contains("env"));
   EXPECT_EQ(doc[0]["set_params"], J({{"precision", "ieee"}}));
   EXPECT_TRUE(next_steps_json({}).is_array());
 }
@@ -380,7 +385,11 @@ TEST(NextSteps, ALedgerRecordGivesTheSameFactsAsTheRun) {
   ASSERT_FALSE(steps.empty());
   EXPECT_EQ(steps[0].kind, "isolate-value");
   EXPECT_NE(steps[0].why.find("red only at shards=8 (1 case(s)); every case at shards=1 is green"), std::string::npos) << steps[0].why;
-  EXPECT_TRUE(steps[0].command.empty());  // no gate: no command to rerun
+  // No gate is needed for the replay: densefeed reads it again (issue 30).
+  ASSERT_GE(steps[0].command.size(), 6u);
+  EXPECT_EQ(steps[0].command[0], "densefeed");
+  EXPECT_EQ(steps[0].command[steps[0].command.size() - 3], "4");
+  EXPECT_EQ(steps[0].command.back(), "T=8192 shards=8");
 }
 
 // A green gate whose bench stage is red (the candidate crashed in bench
