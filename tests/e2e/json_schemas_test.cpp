@@ -64,6 +64,7 @@ const std::map<std::string, std::string> kSchemaOf = {
     {"ledger head", "ledger-head.schema.json"}, {"ledger backup", "ledger-backup.schema.json"},
     {"ledger recover", "ledger-recover.schema.json"}, {"report", "report.schema.json"},
     {"init", "init.schema.json"},             {"machine calibrate", "machine-calibrate.schema.json"},
+    {"repro", "repro.schema.json"},
 };
 // Verbs that do not report a result, and why.
 const std::map<std::string, std::string> kNotReporting = {
@@ -202,6 +203,9 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
     EXPECT_FALSE(s["next"].empty()) << id;
   }
   const auto red_status = check("status", {"status", "1", "--ledger", L, "--json"}, 1);
+  const auto repro = check("repro", {"repro", "1", red_status["stages"]["gate"]["failing_cases"][0]["case"].get<std::string>(),
+                                     "--ledger", L, "--json"}, 0);
+  EXPECT_EQ(repro["commands"][1]["arm"], "candidate") << repro.dump(1);
   // Three elements off in every case: an indexing defect, not rounding.
   EXPECT_EQ(red_status["stages"]["gate"]["failing_cases"].size(), 3u) << red_status.dump(1);
   EXPECT_EQ(red_status["next"][0]["kind"], "inspect-elements") << red_status["next"].dump(1);
