@@ -145,6 +145,8 @@ std::vector<CliVerb> add_gate_verbs(CLI::App& app, CliContext& ctx);
 std::vector<CliVerb> add_bench_verbs(CLI::App& app, CliContext& ctx);
 // compare (two tensor files)
 std::vector<CliVerb> add_compare_verbs(CLI::App& app, CliContext& ctx);
+// narrow ID (cli_narrow.cpp).
+std::vector<CliVerb> add_narrow_verbs(CLI::App& app, CliContext& ctx);
 // repro ID CASE (cli_repro.cpp).
 std::vector<CliVerb> add_repro_verbs(CLI::App& app, CliContext& ctx);
 // trace analyze

@@ -21,6 +21,7 @@
 #include "experiment_summary.h"
 #include "error.h"
 #include "ledger.h"
+#include "replay_plan.h"
 #include "report.h"
 #include "sha256.h"
 #include "service_client.h"
@@ -39,41 +40,6 @@ void print_run(const ExperimentOutcome& outcome, const RunOptions& options, bool
 void stop_on_signal(int signal_number) {
   request_interrupt(signal_number);
   std::signal(signal_number, SIG_DFL);
-}
-
-// run --failing-of ID (issue 30): the experiment's manifest (MANIFEST, or
-// the one it recorded when that file is unchanged), its red cases (unless
-// --case names others), its seed and profile (unless given), and the link
-// to it. Throws InputError naming the experiment and what is missing.
-void replay_of(std::int64_t id, const RunOptions& base, std::string& manifest, RunOptions& options, bool seed_given,
-               bool profile_given) {
-  const ExperimentRecord e = Ledger(base.workspace.ledger, Ledger::Mode::read_only).record(id);
-  const std::string where = fmt::format("experiment {}", id);
-  if (manifest.empty()) {
-    std::filesystem::path path = e.manifest_path;
-    if (!std::filesystem::exists(path) && path.is_relative()) path = base.project.dir / path;
-    if (!std::filesystem::exists(path) || sha256_file(path) != e.manifest_sha256) {
-      throw InputError(base.workspace.ledger.string(), {}, where,
-                       fmt::format("its manifest {} is gone or changed since it ran (sha256 {}): give the manifest to replay it "
-                                   "(densefeed run MANIFEST --failing-of {})",
-                                   e.manifest_path, e.manifest_sha256.substr(0, 12), id));
-    }
-    manifest = path.string();
-  }
-  if (!e.gate_run) throw InputError(base.workspace.ledger.string(), {}, where, "it has no gate run to replay");
-  if (options.cases.empty()) {
-    for (const auto& c : e.gate_run->cases) {
-      if (c.verdict != "green") options.cases.push_back(parse_case_filter(c.label));
-    }
-    if (options.cases.empty()) {
-      throw InputError(base.workspace.ledger.string(), {}, where,
-                       "none of its cases is red: there is nothing failing to replay (--case names cases to run)");
-    }
-  }
-  if (!seed_given) options.seed = parse_unsigned("the recorded seed", e.gate_run->seed, UINT64_MAX);
-  if (!profile_given && !e.gate_run->profile.empty()) options.profile = e.gate_run->profile;
-  options.parent_id = id;
-  options.step = options.candidate_param_overrides.empty() ? "replay" : "replay with " + options.candidate_param_overrides.dump();
 }
 
 }  // namespace
@@ -147,7 +113,10 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
                options.candidate_param_overrides[kv.substr(0, eq)] = v;
              }
              if (a->failing_of > 0) {
-               replay_of(a->failing_of, options, manifest, options, a->seed->count() > 0, a->profile->count() > 0);
+               // run --failing-of ID (issue 30): ID's manifest (or MANIFEST), red cases, seed, profile and link.
+               const ExperimentRecord e = Ledger(options.workspace.ledger, Ledger::Mode::read_only).record(a->failing_of);
+               manifest = replay_manifest(e, options.workspace.ledger, options.project.dir, manifest);
+               plan_replay(e, options.workspace.ledger, options, a->seed->count() > 0, a->profile->count() > 0);
              } else if (manifest.empty()) {
                throw InputError("run", {}, "MANIFEST", "no manifest given: densefeed run MANIFEST (or --failing-of ID to replay one)");
              }

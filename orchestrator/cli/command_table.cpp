@@ -24,7 +24,7 @@ std::vector<CliVerb> add_command_table(CLI::App& app, CliContext& ctx) {
   for (auto&& family : {add_ledger_verbs(app, ctx), add_review_verbs(app, ctx), add_queue_verbs(app, ctx), add_report_verbs(app, ctx),
                         add_machine_verbs(app, ctx), add_mcp_verbs(app, ctx), add_run_verbs(app, ctx), add_init_verbs(app, ctx),
                         add_gate_verbs(app, ctx), add_bench_verbs(app, ctx), add_compare_verbs(app, ctx), add_trace_verbs(app, ctx),
-                        add_serve_verbs(app, ctx), add_repro_verbs(app, ctx)}) {
+                        add_serve_verbs(app, ctx), add_repro_verbs(app, ctx), add_narrow_verbs(app, ctx)}) {
     verbs.insert(verbs.end(), family.begin(), family.end());
   }
   return verbs;

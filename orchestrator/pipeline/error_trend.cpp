@@ -78,6 +78,39 @@ std::string describe_trend(const std::string& metric, const std::string& axis,
   return fmt::format("{}, flat {}", law, range);
 }
 
+struct RegimePoint {
+  double x, y;
+  std::int64_t parts;  // the case's parts (gate_structure.h); 0: unknown
+};
+
+// A line's trend, fitted within one partitioning regime at a time: a law
+// fitted across unpartitioned and partitioned points (one chunk and many)
+// describes neither (issue 30: "~T^3.5" over both). Where the line holds one
+// regime or none is known, the one description as before; else one per
+// regime with points, "partitioned: ..." / "unpartitioned: ...".
+std::vector<std::string> describe_by_regime(const std::string& metric, const std::string& axis, const std::vector<RegimePoint>& line) {
+  std::vector<std::pair<double, double>> all, split[2];
+  bool known = false;
+  for (const auto& p : line) {
+    all.emplace_back(p.x, p.y);
+    if (p.parts > 0 && std::isfinite(p.y)) {
+      known = true;
+      split[p.parts > 1 ? 1 : 0].emplace_back(p.x, p.y);
+    }
+  }
+  std::vector<std::string> out;
+  if (!known || split[0].empty() || split[1].empty()) {
+    if (auto text = describe_trend(metric, axis, all); !text.empty()) out.push_back(text);
+    return out;
+  }
+  for (int regime : {0, 1}) {
+    if (auto text = describe_trend(metric, axis, split[regime]); !text.empty()) {
+      out.push_back(fmt::format("{}: {}", regime == 1 ? "partitioned" : "unpartitioned", text));
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::optional<PowerLawFit> fit_power_law(const std::vector<std::pair<double, double>>& points) {
@@ -118,6 +151,7 @@ std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::
   struct Point {
     double row, column, value;
     bool crossed;
+    std::int64_t parts;  // 0: unknown
   };
   std::map<Key, TrendTable> tables;
   std::map<Key, std::vector<Point>> points;
@@ -141,7 +175,7 @@ std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::
           order.push_back(key);
           it->second = TrendTable{o.output, m.metric, m.bound, group, row_key, column_key, {}, {}, {}, {}, {}};
         }
-        points[key].push_back({v[row_key].get<double>(), v[column_key].get<double>(), m.value, !m.passed});
+        points[key].push_back({v[row_key].get<double>(), v[column_key].get<double>(), m.value, !m.passed, c.parts.value_or(0)});
       }
     }
   }
@@ -160,26 +194,24 @@ std::vector<TrendTable> build_trend_tables(const GateResult& result, const std::
     for (double c : columns) t.columns.push_back(fmt::format("{}", c));
     t.cells.assign(rows.size(), std::vector<double>(columns.size(), NAN));
     t.crossed.assign(rows.size(), std::vector<bool>(columns.size(), false));
+    std::vector<std::vector<std::int64_t>> parts(rows.size(), std::vector<std::int64_t>(columns.size(), 0));
     for (const auto& p : points[key]) {
       const auto r = std::lower_bound(rows.begin(), rows.end(), p.row) - rows.begin();
       const auto c = std::lower_bound(columns.begin(), columns.end(), p.column) - columns.begin();
       t.cells[r][c] = p.value;
       t.crossed[r][c] = p.crossed;
+      parts[r][c] = p.parts;
     }
     // Along each row (e.g. error against shards at fixed T), then each column.
     for (std::size_t r = 0; r < rows.size(); ++r) {
-      std::vector<std::pair<double, double>> line;
-      for (std::size_t c = 0; c < columns.size(); ++c) line.emplace_back(columns[c], t.cells[r][c]);
-      if (auto text = describe_trend(t.metric, column_key, line); !text.empty()) {
-        t.trends.push_back(fmt::format("{}={}: {}", row_key, t.rows[r], text));
-      }
+      std::vector<RegimePoint> line;
+      for (std::size_t c = 0; c < columns.size(); ++c) line.push_back({columns[c], t.cells[r][c], parts[r][c]});
+      for (const auto& text : describe_by_regime(t.metric, column_key, line)) t.trends.push_back(fmt::format("{}={}: {}", row_key, t.rows[r], text));
     }
     for (std::size_t c = 0; c < columns.size(); ++c) {
-      std::vector<std::pair<double, double>> line;
-      for (std::size_t r = 0; r < rows.size(); ++r) line.emplace_back(rows[r], t.cells[r][c]);
-      if (auto text = describe_trend(t.metric, row_key, line); !text.empty()) {
-        t.trends.push_back(fmt::format("{}={}: {}", column_key, t.columns[c], text));
-      }
+      std::vector<RegimePoint> line;
+      for (std::size_t r = 0; r < rows.size(); ++r) line.push_back({rows[r], t.cells[r][c], parts[r][c]});
+      for (const auto& text : describe_by_regime(t.metric, row_key, line)) t.trends.push_back(fmt::format("{}={}: {}", column_key, t.columns[c], text));
     }
     out.push_back(std::move(t));
   }

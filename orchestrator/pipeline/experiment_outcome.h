@@ -65,6 +65,11 @@ struct RunOptions {
   // manifest's for this replay (validated against the gate's params as the
   // manifest's are; the record keeps the params as run).
   nlohmann::ordered_json candidate_param_overrides = nlohmann::ordered_json::object();
+  // densefeed narrow's commit bisection: the candidate at this revision (a
+  // commit sha) in place of the manifest's; '' = the manifest's.
+  std::string candidate_revision;
+  // false: no trace stage (densefeed narrow's steps judge the gate only).
+  bool trace = true;
 };
 
 struct ExperimentOutcome {

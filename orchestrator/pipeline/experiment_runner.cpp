@@ -45,6 +45,7 @@ bool uses_python(const Manifest& m, const GateSpec& gate) {
 
 ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& options) {
   for (const auto& [k, v] : options.candidate_param_overrides.items()) manifest.candidate.params[k] = v;
+  if (!options.candidate_revision.empty()) manifest.candidate.revision = options.candidate_revision;
   ExperimentOutcome out;
   out.profile = options.profile;
   out.parent_id = options.parent_id;
@@ -275,7 +276,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   record_gate_experiment(out, ledger, options, run);
   // After a cancel or a signal no stage starts (run_experiment records how it ended).
   if (!cancel_requested()) bench_experiment(out, ledger, options, run);
-  if (!cancel_requested()) trace_experiment(out, ledger, options, run);
+  if (!cancel_requested() && options.trace) trace_experiment(out, ledger, options, run);
   out.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 

@@ -649,6 +649,9 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
       gate_result.harness_wall_s += ref.result.wall_s;
     }
     cr.candidate_wall_s = cand.result.wall_s;
+    cr.parts = case_parts(gate.structure, cr.gate_case.values,
+                          gate.structure.partition && gate.structure.partition->reported ? read_reported_parts(cand.dir / "out")
+                                                                                         : std::nullopt);
     cr.reference_out = ref.dir / "out";
     cr.reference_process = ref.result;
     cr.candidate_process = cand.result;

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -10,6 +11,8 @@
 namespace densefeed {
 
 void judge_trend_bounds(const GateSpec& gate, GateResult& result) {
+  std::optional<std::string> part_key;
+  if (gate.structure.partition && !gate.structure.partition->key.empty()) part_key = gate.structure.partition->key;
   for (const auto& out : gate.outputs) {
     for (const auto& bound : out.trends) {
       // Row key: every other case value, so that only `along` moves within a row.
@@ -19,6 +22,10 @@ void judge_trend_bounds(const GateSpec& gate, GateResult& result) {
       for (std::size_t i = 0; i < result.cases.size(); ++i) {
         const auto& values = result.cases[i].gate_case.values;
         if (!values.contains(bound.along) || !values[bound.along].is_number()) continue;
+        // Along the partition key, only the partitioned regime: one part is
+        // the unpartitioned computation, whose error is another law's
+        // (a key the gate declares, never a count the candidate reports).
+        if (part_key && bound.along == *part_key && values[bound.along].get<double>() <= 1) continue;
         nlohmann::ordered_json rest = nlohmann::ordered_json::object();
         std::string text;
         for (const auto& [k, v] : values.items()) {

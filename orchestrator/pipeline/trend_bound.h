@@ -12,7 +12,8 @@ namespace densefeed {
 
 // Judges every trend bound of `gate` over `result`'s compared cases and
 // fills result.trends. A row is the cases whose values differ only in the
-// bound's `along` key (a numeric value); its points are (along, metric),
+// bound's `along` key (a numeric value); along the gate's partition key
+// (gate_structure.h) only the partitioned cases (key > 1) count; its points are (along, metric),
 // metric = the output's comparison rel_l2 or max_abs. A row is judged when it
 // has at least 3 points with a finite error > 0 whose largest is at least
 // 1.5x the smallest (below that the values are a level, not a law:

@@ -138,6 +138,7 @@ GateResult gate_result_from_record(const ExperimentRecord& record) {
   for (const auto& c : record.gate_run->cases) {
     CaseResult cr;
     cr.gate_case = Case{c.values, c.label};
+    cr.parts = c.parts;
     cr.verdict = verdict_of(c.verdict);
     cr.reason = c.reason;
     cr.failure = c.failure;

@@ -141,19 +141,10 @@ void add_repro(NextStep& step, const ResultFacts& f, const CaseFact& c) {
   if (f.experiment_id > 0) step.command = {"densefeed", "repro", std::to_string(f.experiment_id), c.label};
 }
 
-// A gate parameter whose allowed values include an exact (non-reduced)
-// precision the candidate does not use: setting it separates a precision
-// defect from an algorithmic one.
+// The precision swap that separates a precision defect from an algorithmic
+// one (gate_structure.h exact_precision_swap).
 std::optional<std::pair<std::string, J>> exact_precision(const ResultFacts& f) {
-  static const std::set<std::string> exact = {"ieee", "fp32", "float32", "fp64", "float64", "double", "highest", "exact"};
-  for (const auto& p : f.params) {
-    if (!p.enum_values.is_array()) continue;
-    for (const auto& v : p.enum_values) {
-      if (!v.is_string() || !exact.count(v.get<std::string>())) continue;
-      if (f.candidate_params.is_object() && f.candidate_params.contains(p.name) && f.candidate_params[p.name] == v) break;
-      return std::pair{p.name, v};
-    }
-  }
+  if (auto swap = exact_precision_swap(f.structure, f.params, f.candidate_params)) return std::pair{swap->param, swap->value};
   return std::nullopt;
 }
 
@@ -222,6 +213,86 @@ bool red_only_above_minimum(const std::vector<CaseFact>& cases, const std::vecto
     if (!c->values.contains(k) || c->values[k].get<double>() <= minimum) return false;
   }
   return true;
+}
+
+// 0. The gate's structure first (gate_structure.h, issue 30): partitioned
+// (parts > 1) against unpartitioned cases. Red only where the work is
+// partitioned, with every unpartitioned case green: the defect is in what
+// partitioning adds (the chain and merge of the parts, the states handed
+// between them), and a precision swap tells precision from algorithm. Red
+// partitioned or not: the algorithm or the inputs, not the partitioning.
+// Returns whether the structure separated green from red (then numeric
+// patterns, 1. and 2. below, are not looked at).
+bool add_structure_step(std::vector<NextStep>& steps, const ResultFacts& f, const std::vector<const CaseFact*>& red,
+                        const CaseFact& worst) {
+  if (!f.structure.partition) return false;
+  std::size_t partitioned = 0, unpartitioned_green = 0, red_partitioned = 0, red_unpartitioned = 0;
+  const CaseFact* smallest = nullptr;  // the red case with the fewest parts (ties: furthest over)
+  for (const auto& c : f.cases) {
+    if (!c.parts) continue;
+    if (*c.parts > 1) ++partitioned;
+    else if (c.verdict == "green") ++unpartitioned_green;
+  }
+  for (const auto* c : red) {
+    if (!c->parts) continue;
+    if (*c->parts > 1) {
+      ++red_partitioned;
+      if (!smallest || *c->parts < *smallest->parts || (*c->parts == *smallest->parts && overshoot(*c) > overshoot(*smallest))) smallest = c;
+    } else {
+      ++red_unpartitioned;
+    }
+  }
+  const std::string by = f.structure.partition->reported ? "as the candidate reported its parts" : "parts = " + f.structure.partition->key;
+  const std::string states = f.structure.states.empty() ? "" : fmt::format(", the state{} {} handed between them", f.structure.states.size() > 1 ? "s" : "",
+                                                                          fmt::join(f.structure.states, ", "));
+  const auto exact = exact_precision(f);
+  NextStep s;
+  if (red_partitioned > 0 && red_unpartitioned == 0 && red_partitioned == red.size() && unpartitioned_green > 0) {
+    s.case_label = smallest->label;
+    const std::string where = fmt::format("red only where the work is partitioned ({} of {} partitioned cases red, {}; the fewest "
+                                          "parts red: {}), every unpartitioned case green ({})",
+                                          red_partitioned, partitioned, by, *smallest->parts, unpartitioned_green);
+    if (exact) {
+      s.kind = "isolate-precision";
+      s.set_params = {{exact->first, exact->second}};
+      s.suggestion = fmt::format("rerun case {} with {}={} to separate the precision of what partitioning adds from the "
+                                 "partitioned algorithm",
+                                 smallest->label, exact->first, value_text(exact->second));
+      s.why = fmt::format("{}: green with {}={} puts the error on the precision of the products partitioning adds (the chain and "
+                          "merge of the parts{}); still red puts it on the partitioned algorithm itself",
+                          where, exact->first, value_text(exact->second), states);
+    } else {
+      s.kind = "isolate-value";
+      s.suggestion = fmt::format("compare case {} part by part: find the first part boundary where the partitioned result leaves "
+                                 "the unpartitioned one{}",
+                                 smallest->label, states.empty() ? std::string() : fmt::format(" ({})", fmt::join(f.structure.states, ", ")));
+      s.why = fmt::format("{}: the defect is in what partitioning adds (splitting the work, merging the parts{}), not in what "
+                          "every case computes",
+                          where, states);
+    }
+    if (const auto* m = worst_metric(*smallest); m && m->first_failing_slice) {
+      s.why += fmt::format("; {} first fails at slice {}", m->output, *m->first_failing_slice);
+    }
+    add_rerun(s, f, *smallest);
+    steps.push_back(s);
+    return true;
+  }
+  if (red_partitioned > 0 && red_unpartitioned > 0) {
+    s.case_label = worst.label;
+    s.kind = exact ? "isolate-precision" : "inspect-case";
+    s.suggestion = fmt::format("look at case {} as an unpartitioned computation first: the defect is in the algorithm or the "
+                               "inputs, not the partitioning",
+                               worst.label);
+    s.why = fmt::format("red partitioned or not ({} partitioned, {} unpartitioned case(s) red, {})", red_partitioned,
+                        red_unpartitioned, by);
+    if (exact) {
+      s.set_params = {{exact->first, exact->second}};
+      s.why += fmt::format("; rerunning with {}={} separates precision from algorithm", exact->first, value_text(exact->second));
+    }
+    add_rerun(s, f, worst);
+    steps.push_back(s);
+  }
+  return false;
 }
 
 // 1. Red only above the smallest value of a key with three or more values
@@ -384,8 +455,10 @@ void add_comparison_steps(std::vector<NextStep>& steps, const ResultFacts& f, co
   };
   // Worst first: the case furthest over its bound.
   const CaseFact& worst = *furthest_first(red).front();
-  const std::string partition_key = add_partition_step(steps, f, red);
-  add_one_value_step(steps, f, red, worst, partition_key);
+  if (!add_structure_step(steps, f, red, worst)) {
+    const std::string partition_key = add_partition_step(steps, f, red);
+    add_one_value_step(steps, f, red, worst, partition_key);
+  }
   const std::vector<const CaseFact*> tolerance_by_overshoot = furthest_first(tolerance);
   add_few_elements_step(steps, f, tolerance_by_overshoot);
   add_unrelated_output_step(steps, f, tolerance_by_overshoot);
@@ -650,6 +723,23 @@ void add_review_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
   steps.push_back(s);
 }
 
+// densefeed narrow ID: the steps above, run by densefeed itself within a
+// budget, ending with the layer at fault (narrow.h). Second, so that an
+// agent that reads only the first two sees both the cheapest own step and
+// the one that does the rest.
+void add_narrow_step(std::vector<NextStep>& steps, const ResultFacts& f, std::size_t red) {
+  if (f.experiment_id <= 0) return;
+  NextStep s;
+  s.kind = "narrow";
+  s.command = {"densefeed", "narrow", std::to_string(f.experiment_id), "--budget", "10m"};
+  s.suggestion = fmt::format("let densefeed narrow it (densefeed narrow {} --budget 10m): it reruns the {} red case(s), swaps "
+                             "precision, bisects the partition and the commits, each a recorded experiment",
+                             f.experiment_id, red);
+  s.why = "it ends by naming the layer at fault (precision of what partitioning adds, the partitioned algorithm, a commit, an "
+          "input regime, nondeterminism) with the experiments that show it";
+  steps.insert(steps.begin() + std::min<std::size_t>(1, steps.size()), s);
+}
+
 }  // namespace
 
 std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
@@ -756,7 +846,10 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     steps.push_back(s);
   }
   add_process_steps(steps, f, process);
-  if (!compared.empty()) add_comparison_steps(steps, f, compared, tolerance);
+  if (!compared.empty()) {
+    add_comparison_steps(steps, f, compared, tolerance);
+    add_narrow_step(steps, f, compared.size());
+  }
   add_process_steps(steps, f, nonfinite);
   if (f.gate_verdict == "green") {
     add_base_steps(steps, f);
@@ -796,7 +889,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   for (std::size_t i = 0; i < o.gate_result.cases.size(); ++i) {
     const CaseResult& c = o.gate_result.cases[i];
     if (c.candidate_session || c.reference_session) f.sessions = true;
-    CaseFact cf{i, c.gate_case.label, c.gate_case.values, to_string(c.verdict), c.reason, c.failure, {}};
+    CaseFact cf{i, c.gate_case.label, c.gate_case.values, to_string(c.verdict), c.reason, c.failure, {}, c.parts};
     for (const auto& out : c.outputs) {
       for (const auto& m : out.comparison.checks) {
         MetricFact mf{out.output, m.metric, m.value, m.bound, m.passed, m.violations, out.comparison.worst_index, std::nullopt};
@@ -808,7 +901,8 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
   }
   f.candidate_params = o.candidate_params;
   if (o.gate) {
-    for (const auto& p : o.gate->params) f.params.push_back({p.name, p.enum_values});
+    f.params = o.gate->params;
+    f.structure = o.gate->structure;
     f.candidate_command = o.gate->candidate_command;
     f.timeout_s = o.gate->timeout_s;
   }
@@ -922,7 +1016,8 @@ ResultFacts facts_from_record(const ExperimentRecord& e, const GateSpec* gate, c
   f.base_origin = e.summary.base_origin;
   if (gate) {
     f.sessions = gate->sessions;
-    for (const auto& p : gate->params) f.params.push_back({p.name, p.enum_values});
+    f.params = gate->params;
+    f.structure = gate->structure;
     f.candidate_command = gate->candidate_command;
     f.timeout_s = gate->timeout_s;
   }

@@ -15,6 +15,8 @@
 #include "bench_statistics.h"
 #include "experiment_record.h"
 #include "failure.h"
+#include "gate_spec.h"
+#include "gate_structure.h"
 
 #include <cstdint>
 #include <filesystem>
@@ -37,10 +39,7 @@ using BenchFact = BenchCaseRow;
 using TraceFact = TraceFindingRow;
 
 // A gate parameter a manifest may set, with its allowed values (null: any).
-struct ParamFact {
-  std::string name;
-  nlohmann::ordered_json enum_values;
-};
+using ParamFact = ParamSpec;
 
 struct ResultFacts {
   std::int64_t experiment_id = 0;
@@ -58,6 +57,7 @@ struct ResultFacts {
   bool gate_unlocked = false;              // the gate stage's failure: lock, the gate file not in gates.lock at all
   std::vector<CaseFact> cases;
   std::vector<ParamFact> params;            // declared by the gate
+  GateStructure structure;                  // the gate's partition, precision and algorithm params, states (gate_structure.h)
   nlohmann::ordered_json candidate_params;  // as run (object)
   std::string bench_status;                 // measured | skipped | red | error | none
   std::string bench_reason;
@@ -86,7 +86,8 @@ struct NextStep {
   // wait | resubmit | restore-frozen | revert-frozen | fix-build | report-reference |
   // rerun-case | fix-output | isolate-precision | isolate-value | inspect-elements |
   // inspect-case | fix-bench-mode | calibrate | rerun-bench | revise-prediction |
-  // profile | trace-intervals | ask-review | trusted-base | promote | add-acceptance
+  // profile | trace-intervals | ask-review | trusted-base | promote | add-acceptance |
+  // narrow (densefeed narrow ID: densefeed runs the narrowing itself)
   std::string kind;
   std::string suggestion;  // what to run or change, in one sentence
   std::string why;         // what its outcome tells apart

@@ -44,6 +44,7 @@ struct GateCaseRow {
   std::string reason;             // for people only: never parsed
   Failure failure;                // how it failed, as a value (the rules read this)
   std::vector<MetricRow> metrics;  // every output's
+  std::optional<std::int64_t> parts;  // parts its work was cut into (gate_result.h CaseResult::parts); unset: unknown
 };
 
 // The gate run (gate_runs); absent until the gate stage recorded one.
@@ -143,6 +144,14 @@ struct ArmRow {
   nlohmann::ordered_json params = nlohmann::ordered_json::object();
 };
 
+// What densefeed narrow concluded (narrowings; pipeline/narrow.h).
+struct NarrowingRow {
+  std::string layer;       // precision-of-partitioning | precision | partitioned-algorithm | commit | input-regime | nondeterminism | algorithm-or-inputs | undetermined
+  std::string conclusion;  // the sentence, for people
+  nlohmann::ordered_json result = nlohmann::ordered_json::object();  // schemas/narrow.schema.json
+  std::string recorded_at;
+};
+
 struct ExperimentRecord {
   ExperimentSummary summary;  // id, name, gate, state, verdict, every stage's outcome, base_origin
   std::string manifest_path, manifest_sha256, author, hypothesis, predicted_effect;
@@ -168,6 +177,7 @@ struct ExperimentRecord {
   std::string step;
   std::vector<std::string> case_filter;
   std::vector<std::pair<std::int64_t, std::string>> children;
+  std::vector<NarrowingRow> narrowings;  // densefeed narrow's conclusions about it, oldest first
 
   std::int64_t id() const { return summary.id; }
   // The manifest's acceptance criteria as written, before any result (empty: none).

@@ -59,6 +59,10 @@ struct CaseResult {
   Failure failure;     // the same as a value: the first thing that failed (none when green)
   std::vector<OutputResult> outputs;
   double reference_wall_s = 0;  // 0 when the reference was shared with an earlier case
+  // Parts the case's work is cut into (gate_structure.h case_parts): the
+  // partition key's value, or what the candidate reported in meta.json;
+  // unset when the gate declares no partition or the candidate reported none.
+  std::optional<std::int64_t> parts;
   double candidate_wall_s = 0;
   // The failing process's last lines (process_limits.h kLogTailLines) of
   // stderr, or of stdout when stderr is empty; log_tail_stream says which.

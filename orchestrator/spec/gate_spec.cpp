@@ -367,6 +367,36 @@ void read_bench(const YamlDocument& doc, const Json& v, GateSpec& gate) {
   if (b.contains("driver")) gate.bench.driver = read_bench_driver(doc, b["driver"], gate);
 }
 
+// structure (gate_structure.h), checked against the cases, params and
+// outputs; a partition key gets a default trend bound on every output
+// (fitted over the partitioned cases only: trend_bound.h) unless the gate
+// turns it off or bounds that key on the output itself.
+void read_structure(const YamlDocument& doc, const Json& v, GateSpec& gate) {
+  std::vector<std::string> keys, params, outputs;
+  for (const auto& c : gate.cases) {
+    for (const auto& [k, value] : c.values.items()) {
+      if (std::find(keys.begin(), keys.end(), k) == keys.end()) keys.push_back(k);
+    }
+  }
+  for (const auto& p : gate.params) params.push_back(p.name);
+  for (const auto& o : gate.outputs) outputs.push_back(o.name);
+  gate.structure = read_gate_structure(doc, v, keys, params, outputs);
+  const auto& part = gate.structure.partition;
+  if (!part || part->key.empty()) return;
+  for (const auto& c : gate.cases) {
+    const auto it = c.values.find(part->key);
+    if (it == c.values.end() || !it->is_number() || it->get<double>() < 1) {
+      doc.fail("/structure/partition/key", fmt::format("case {} has no whole number >= 1 for '{}', the number of parts it is cut into",
+                                                       c.label, part->key));
+    }
+  }
+  if (!gate.structure.default_trend) return;
+  for (auto& o : gate.outputs) {
+    const bool bounded = std::any_of(o.trends.begin(), o.trends.end(), [&](const TrendBound& b) { return b.along == part->key; });
+    if (!bounded) o.trends.push_back(TrendBound{"rel_l2", part->key, gate.structure.trend_max_exponent});
+  }
+}
+
 }  // namespace
 
 int case_ranks(const GateSpec& gate, const nlohmann::ordered_json& case_values) {
@@ -449,6 +479,7 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
     gate.trend_rows = v["report"]["rows"].get<std::string>();
     gate.trend_columns = v["report"]["columns"].get<std::string>();
   }
+  read_structure(doc, v, gate);
   read_bench(doc, v, gate);
   return gate;
 }

@@ -13,6 +13,7 @@
 #include "bench_statistics.h"
 #include "build_spec.h"
 #include "case_grid.h"
+#include "gate_structure.h"
 #include "process_limits.h"
 #include "tolerance.h"
 #include "yaml_document.h"
@@ -151,6 +152,9 @@ struct GateSpec {
   // empty when the gate asks for no table.
   std::string trend_rows;
   std::string trend_columns;
+  // structure: the partition, precision and algorithm params, state outputs
+  // (gate_structure.h); what hints and `densefeed narrow` reason on.
+  GateStructure structure;
 
   const ParamSpec* find_param(const std::string& name) const;
   // Cases of a profile. Throws InputError naming the available profiles.

@@ -313,6 +313,12 @@ class Ledger {
   // transaction (bench_acceptances: "candidate_timing", "speedup_beyond_bound",
   // "agent_base");
   // the schema refuses a promotion whose benchmark needs one not given.
+  // What densefeed narrow concluded about `experiment_id` (pipeline/narrow.h):
+  // `layer` (one of narrowings.layer's CHECK), the sentence and the whole
+  // result (schemas/narrow.schema.json), chained. Returns its id; throws
+  // InputError for an unknown experiment.
+  std::int64_t record_narrowing(std::int64_t experiment_id, const std::string& layer, const std::string& conclusion,
+                                const nlohmann::ordered_json& result);
   std::int64_t record_promotion(std::int64_t experiment_id, const std::string& by,
                                 const std::vector<std::string>& accepted = {});
   // The candidate commits (40-hex SHAs, sorted) of promoted experiments

@@ -169,6 +169,15 @@ nlohmann::ordered_json Ledger::show(std::int64_t experiment_id) const {
   Statement ch(db_, "SELECT id, step FROM experiments WHERE parent_id = ? ORDER BY id");
   ch.bind(1, experiment_id);
   while (ch.step()) out["children"].push_back(ch.row());
+  // What densefeed narrow concluded about it (v12), oldest first.
+  out["narrowings"] = nlohmann::ordered_json::array();
+  Statement nw(db_, "SELECT layer, conclusion, result, recorded_at FROM narrowings WHERE experiment_id = ? ORDER BY id");
+  nw.bind(1, experiment_id);
+  while (nw.step()) {
+    auto n = nw.row();
+    n["result"] = parse_json_column(n["result"]);
+    out["narrowings"].push_back(n);
+  }
   out["state"] = to_string(state(experiment_id));
   out["events"] = nlohmann::ordered_json::array();
   Statement ev(db_, "SELECT event, owner, owner_host, owner_pid, detail, at FROM experiment_events WHERE experiment_id = ? ORDER BY id");

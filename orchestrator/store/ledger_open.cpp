@@ -23,7 +23,7 @@ namespace densefeed {
 using namespace ledger_sql;
 namespace {
 
-constexpr int kSchemaVersion = 11;
+constexpr int kSchemaVersion = 12;
 
 // How long a reader waits for an empty SQLite file to become a ledger: a
 // writer creating one (a run, a submit, the service's worker) leaves the file
@@ -103,7 +103,8 @@ Inventory inventory_of(sqlite3* db) {
 // version at a time.
 constexpr const char* kMigrations[] = {kLedgerMigration2Sql, kLedgerMigration3Sql, kLedgerMigration4Sql, kLedgerMigration5Sql,
                                        kLedgerMigration6Sql, kLedgerMigration7Sql, kLedgerMigration8Sql,
-                                       kLedgerMigration9Sql, kLedgerMigration10Sql, kLedgerMigration11Sql};
+                                       kLedgerMigration9Sql, kLedgerMigration10Sql, kLedgerMigration11Sql,
+                                       kLedgerMigration12Sql};
 static_assert(std::size(kMigrations) == kSchemaVersion - 1, "one migration per version after 1");
 
 // The schema objects the SQL compiled into densefeed makes: built once per
@@ -444,6 +445,12 @@ void Ledger::migrate_from(std::int64_t v) {
     exec(db_, kLedgerMigration11Sql);
     Statement(db_, "INSERT INTO schema_info(version) VALUES (11)").run();
     v = 11;
+  }
+  if (v < 12) {
+    // gate_cases.parts (issue 30), NULL for rows before.
+    exec(db_, kLedgerMigration12Sql);
+    Statement(db_, "INSERT INTO schema_info(version) VALUES (12)").run();
+    v = 12;
   }
 }
 

@@ -81,6 +81,7 @@ GateCaseRow gate_case_row(const J& c) {
   r.failure.output = text(c, "failure_output");
   r.failure.metric = text(c, "failure_metric");
   for (const auto& m : array_or_empty(at(c, "metrics"))) r.metrics.push_back(metric_row(m));
+  if (const auto p = maybe_integer(c, "parts"); p && *p >= 1) r.parts = *p;
   return r;
 }
 
@@ -212,6 +213,10 @@ ExperimentRecord experiment_record_from_rows(const nlohmann::ordered_json& e) {
   r.step = text(e, "step");
   r.case_filter = strings(at(e, "case_filter"));
   for (const auto& c : array_or_empty(at(e, "children"))) r.children.emplace_back(maybe_integer(c, "id").value_or(0), text(c, "step"));
+  for (const auto& n : array_or_empty(at(e, "narrowings"))) {
+    r.narrowings.push_back({text(n, "layer"), text(n, "conclusion"), at(n, "result").is_object() ? at(n, "result") : J::object(),
+                            text(n, "recorded_at")});
+  }
   return r;
 }
 

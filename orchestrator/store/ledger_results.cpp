@@ -33,8 +33,8 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
     Statement cs(db_,
                  "INSERT INTO gate_cases(gate_run_id, case_index, case_label, case_json, verdict, reason, "
                  "reference_wall_s, candidate_wall_s, output_capture, failure_kind, failure_who, failure_signal, "
-                 "failure_exit_code, failure_output, failure_metric, passing_wrong_candidates) "
-                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+                 "failure_exit_code, failure_output, failure_metric, passing_wrong_candidates, parts) "
+                 "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
     cs.bind(1, gate_run_id).bind(2, i).bind(3, c.gate_case.label).bind(4, c.gate_case.values.dump());
     cs.bind(5, to_string(c.verdict)).bind(6, c.reason).bind(7, c.reference_wall_s).bind(8, c.candidate_wall_s);
     cs.bind(9, i < record.output_capture.size() ? record.output_capture[i].dump() : std::string("{}"));
@@ -49,6 +49,7 @@ std::int64_t Ledger::record_gate_run(std::int64_t experiment_id, const GateRunRe
       }
       cs.bind(16, c.outputs.empty() ? std::string() : passing.dump());
     }
+    if (c.parts) cs.bind(17, *c.parts);
     cs.run();
     const std::int64_t case_id = sqlite3_last_insert_rowid(db_);
     link("gate_cases", case_id);

@@ -101,6 +101,22 @@ void Ledger::record_review(std::int64_t experiment_id, const std::string& catego
   t.commit();
 }
 
+std::int64_t Ledger::record_narrowing(std::int64_t experiment_id, const std::string& layer, const std::string& conclusion,
+                                      const nlohmann::ordered_json& result) {
+  Transaction t(db_);
+  try {
+    Statement s(db_, "INSERT INTO narrowings(experiment_id, layer, conclusion, result, recorded_at) VALUES (?,?,?,?,?)");
+    s.bind(1, experiment_id).bind(2, layer).bind(3, conclusion).bind(4, result.dump()).bind(5, utc_now());
+    s.run();
+  } catch (const InfraError& e) {
+    refused(path_, experiment_id, e);
+  }
+  const std::int64_t id = sqlite3_last_insert_rowid(db_);
+  link("narrowings", id);
+  t.commit();
+  return id;
+}
+
 std::int64_t Ledger::record_promotion(std::int64_t experiment_id, const std::string& by,
                                       const std::vector<std::string>& accepted) {
   Transaction t(db_);

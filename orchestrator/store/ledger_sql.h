@@ -37,7 +37,7 @@ inline constexpr const char* kChainedTables[] = {
     "experiments", "experiment_events", "gate_runs", "gate_cases", "gate_metrics", "bench_cases", "environments",
     "calibrations", "trace_findings", "reviews", "promotions", "acceptance_runs", "acceptance_criteria",
     "stage_outcomes", "experiment_outcomes", "chain_keys", "machine_ceilings", "bench_acceptances", "tamper_events",
-    "tamper_acknowledgements", "run_nonces"};
+    "tamper_acknowledgements", "run_nonces", "narrowings"};
 inline constexpr std::size_t kChainedTablesV2 = 13;
 inline constexpr std::size_t kChainedTablesV3 = 16;  // machine_ceilings and bench_acceptances came with version 5
 

@@ -85,7 +85,7 @@ std::filesystem::path write_pending_gate_run(const std::filesystem::path& dir, s
     }
     cases.push_back({{"label", c.gate_case.label}, {"values", c.gate_case.values}, {"verdict", to_string(c.verdict)},
                      {"reason", c.reason}, {"failure", failure_json(c.failure)}, {"reference_wall_s", c.reference_wall_s},
-                     {"candidate_wall_s", c.candidate_wall_s}, {"outputs", outputs}});
+                     {"candidate_wall_s", c.candidate_wall_s}, {"parts", c.parts ? J(*c.parts) : J()}, {"outputs", outputs}});
   }
   J doc = {{"experiment_id", experiment_id},
                  {"nonce", nonce},
@@ -152,6 +152,7 @@ PendingGateRun read_pending_gate_run(const std::filesystem::path& file) {
       c.failure = failure_of(cj.at("failure"));
       c.reference_wall_s = cj.at("reference_wall_s").get<double>();
       c.candidate_wall_s = cj.at("candidate_wall_s").get<double>();
+      if (cj.contains("parts") && cj["parts"].is_number_integer()) c.parts = cj["parts"].get<std::int64_t>();
       for (const auto& oj : cj.at("outputs")) {
         OutputResult o;
         o.output = oj.at("output").get<std::string>();
