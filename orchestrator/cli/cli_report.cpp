@@ -48,6 +48,13 @@ std::vector<CliVerb> add_report_verbs(CLI::App& app, CliContext& ctx) {
                          return ReportAxes{};
                        }
                      };
+                     request.gate_for = [&ctx](const std::string& gate) -> std::optional<GateSpec> {
+                       try {
+                         return load_gate(ctx.store(), gate);
+                       } catch (const std::exception&) {
+                         return std::nullopt;
+                       }
+                     };
                      const ReportWritten w = write_report(request);
                      if (ctx.json) {
                        std::cout << report_written_json(w).dump(2) << "\n";

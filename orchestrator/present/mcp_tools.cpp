@@ -24,6 +24,9 @@
 #include "status_wait.h"
 
 namespace densefeed {
+
+// The longest budget the narrow tool takes, s (an hour: the MCP call waits for it).
+constexpr double kMaxNarrowBudgetS = 3600;
 namespace {
 
 using J = nlohmann::ordered_json;
@@ -216,6 +219,14 @@ struct DensefeedMcpTools::Impl {
     return r;
   }
 
+  McpToolResult narrow(const J& a, const std::atomic<bool>& cancel) {
+    const std::string id = a["experiment_id"].dump();
+    const double budget_s = a.contains("budget_s") ? a["budget_s"].get<double>() : 600;
+    const auto o = cli(with_ledger({"narrow", "--budget", fmt::format("{}", budget_s)}, {id}),
+                       std::chrono::milliseconds(static_cast<long long>(budget_s * 1000) + 120'000), &cancel);
+    return result_of("narrow", o, "narrowing");
+  }
+
   McpToolResult status(const J& a, const std::atomic<bool>& cancel) {
     const std::string id = a["experiment_id"].dump();
     const double wait_s = a.contains("wait_s") ? a["wait_s"].get<double>() : 0;
@@ -359,6 +370,18 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                               {"wait_s", {{"type", "number"}, {"minimum", 0}, {"maximum", kMaxStatusWaitS}, {"description", "wait up to this many seconds for the experiment to end (0: answer now)"}}}},
                              {"experiment_id"}),
                [self](const J& a, const std::atomic<bool>& c) { return self->status(a, c); }});
+  t.push_back({"narrow", "Narrow a red experiment down to the layer at fault",
+               "densefeed runs, itself, the cheapest experiments that tell apart why a red experiment is red (densefeed narrow): "
+               "reruns of its red cases with the same seed (nondeterminism: k of n reruns red), the precision swap its gate "
+               "declares, a bisection of the commits between the last green revision (or the trusted ref) and the candidate, "
+               "and of the partition key; each step is an experiment linked to it. Ends by naming the layer (precision of what "
+               "partitioning adds, the partitioned algorithm, a commit, an input regime, nondeterminism, the algorithm or the "
+               "inputs) with the experiments that show it, never past budget_s." +
+                   schema_text("narrow.schema.json"),
+               object_schema({{"experiment_id", id_schema},
+                              {"budget_s", {{"type", "number"}, {"minimum", 1}, {"maximum", kMaxNarrowBudgetS}, {"description", "the most wall time it may take, s (default 600)"}}}},
+                             {"experiment_id"}),
+               [self](const J& a, const std::atomic<bool>& c) { return self->narrow(a, c); }});
   t.push_back({"list_gates", "List the gates", "The names of the frozen correctness gates (gates/*.yaml)." + schema_text("gate-list.schema.json"),
                object_schema(J::object(), {}),
                [self](const J&, const std::atomic<bool>& c) {

@@ -15,6 +15,7 @@
 #include "printable.h"
 #include "vega_bundle.h"
 #include "vega_specs.h"
+#include "workspace.h"
 
 namespace densefeed {
 namespace {
@@ -656,7 +657,49 @@ std::string html_escape(const std::string& raw) {
   return out;
 }
 
-ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& facts, const ReportAxes& axes, const std::string& vega_scripts) {
+namespace {
+
+// What to try next (next_steps.h: the argv an agent runs), the experiments
+// that replay or narrow this one (parent and children), and what densefeed
+// narrow concluded.
+void next_and_narrowing_section(Page& page, const ExperimentRecord& record, const std::vector<NextStep>& next) {
+  if (record.parent_id) {
+    page.add(fmt::format("<p data-parent>Step <b>{}</b> of experiment {} (densefeed report {}).</p>\n", html_escape(record.step),
+                         *record.parent_id, *record.parent_id));
+  }
+  for (const auto& n : record.narrowings) {
+    page.add(fmt::format("<h2>Narrowed</h2>\n<p data-narrowing>layer <b>{}</b>: {}</p>\n", html_escape(n.layer), html_escape(n.conclusion)));
+    Table t;
+    t.id = "narrowing";
+    t.head = {"experiment", "step", "cases", "red", "s", "shows"};
+    for (const auto& s : n.result.value("steps", J::array())) {
+      t.rows.push_back({td(std::to_string(s.value("experiment", 0))), td(s.value("step", "")), tdn(std::to_string(s.value("cases", 0))),
+             tdn(std::to_string(s.value("red", 0))), tdn(fmt::format("{:.1f}", s.value("seconds", 0.0))), td(s.value("shows", ""))});
+    }
+    page.add(t.html());
+  }
+  if (!record.children.empty()) {
+    Table t;
+    t.id = "children";
+    t.head = {"experiment", "step"};
+    for (const auto& [id, step] : record.children) t.rows.push_back({td(std::to_string(id)), td(step)});
+    page.add("<h2>Replays and narrowing steps</h2>\n" + t.html());
+  }
+  if (next.empty()) return;
+  std::string items;
+  for (const auto& s : next) {
+    std::string command;
+    for (const auto& a : s.command) command += (command.empty() ? "" : " ") + html_escape(a);
+    items += fmt::format("<li data-next=\"{}\"><b>[{}]</b> {}{}<br><small>why: {}</small></li>\n", html_escape(s.kind), html_escape(s.kind),
+                         html_escape(s.suggestion), command.empty() ? "" : "<br><code>" + command + "</code>", html_escape(s.why));
+  }
+  page.add("<h2>Next (cheapest first)</h2>\n<ol>\n" + items + "</ol>\n");
+}
+
+}  // namespace
+
+ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& facts, const ReportAxes& axes, const std::string& vega_scripts,
+                             const std::vector<NextStep>& next) {
   const ExperimentSummary& summary = record.summary;
   const std::string id = std::to_string(record.id());
   Page page("experiment", fmt::format("Experiment {}: {}", id, summary.name), facts);
@@ -709,6 +752,7 @@ ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& 
   bench_section(page, record);
   trace_section(page, record.trace_findings);
   acceptance_and_review_section(page, record);
+  next_and_narrowing_section(page, record, next);
   return page.finish(vega_scripts);
 }
 
@@ -891,7 +935,11 @@ ReportWritten write_report(const ReportRequest& request) {
     const ExperimentRecord record = ledger.record(*request.experiment_id);
     ReportAxes axes;
     if (request.axes_for) axes = request.axes_for(record.summary.gate);
-    page = experiment_report(record, facts, axes, vega);
+    const std::optional<GateSpec> gate = request.gate_for ? request.gate_for(record.summary.gate) : std::nullopt;
+    Workspace workspace;
+    workspace.ledger = std::filesystem::absolute(request.ledger);
+    const auto next = next_steps(facts_from_record(record, gate ? &*gate : nullptr, workspace.runs() / std::to_string(record.id())));
+    page = experiment_report(record, facts, axes, vega, next);
   } else if (!request.gate.empty()) {
     Ledger::ListFilter filter;
     filter.gate = request.gate;

@@ -14,6 +14,9 @@
 // so a headless browser's dumped DOM tells whether the charts were drawn.
 #pragma once
 
+#include "gate_spec.h"
+#include "next_steps.h"
+
 #include <cstdint>
 #include <filesystem>
 #include <functional>
@@ -49,10 +52,12 @@ struct ReportPage {
   std::vector<std::string> notices;  // what the page says instead of a figure (queued, red without bench, ...)
 };
 
-// The page of one experiment: a function of its record (Ledger::record) and
-// the gate's axes, nothing else read from the ledger.
+// The page of one experiment: a function of its record (Ledger::record),
+// the gate's axes and its next steps (next_steps.h, the same `run`, `status`
+// and MCP give), nothing else read from the ledger. The page lists the
+// experiments that replay or narrow it and what densefeed narrow concluded.
 ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& facts, const ReportAxes& axes,
-                             const std::string& vega_scripts);
+                             const std::string& vega_scripts, const std::vector<NextStep>& next = {});
 
 // `experiments`: Ledger::list filtered by gate and since; `speedups`: the
 // gate_speedups view's rows of that gate; `red_reasons`: red_gates_by_reason's rows.
@@ -74,6 +79,10 @@ struct ReportRequest {
   // The gate's report keys by gate name (from the gate store when there is
   // one); none given or none known: inferred from the cases.
   std::function<ReportAxes(const std::string& gate)> axes_for;
+  // The gate as the store has it, for the experiment page's next steps
+  // (its params, structure and candidate command); nullopt: not known here
+  // (the steps are then the record's alone).
+  std::function<std::optional<GateSpec>(const std::string& gate)> gate_for;
 };
 
 struct ReportWritten {

@@ -64,7 +64,7 @@ const std::map<std::string, std::string> kSchemaOf = {
     {"ledger head", "ledger-head.schema.json"}, {"ledger backup", "ledger-backup.schema.json"},
     {"ledger recover", "ledger-recover.schema.json"}, {"report", "report.schema.json"},
     {"init", "init.schema.json"},             {"machine calibrate", "machine-calibrate.schema.json"},
-    {"repro", "repro.schema.json"},
+    {"repro", "repro.schema.json"},           {"narrow", "narrow.schema.json"},
 };
 // Verbs that do not report a result, and why.
 const std::map<std::string, std::string> kNotReporting = {
@@ -277,6 +277,11 @@ TEST_F(JsonSchemas, EveryReportingVerbsDocumentValidates) {
                                         (green_runs / "candidate-000" / "out" / "y.npy").string(), "--json"},
                             3);
   EXPECT_EQ(broken["verdict"], "error") << broken.dump();
+
+  // Issue 30: densefeed narrow's document, and its refusal of a green experiment.
+  const auto narrowed = check("narrow", {"narrow", "1", "--ledger", L, "--json", "--budget", "120s", "--jobs", "2"}, 0);
+  EXPECT_EQ(narrowed["experiment"], 1) << narrowed.dump(1);
+  check("narrow", {"narrow", "2", "--ledger", L, "--json"}, 2);
 
   // init makes a project of a git repository.
   const auto fresh = *dir_ / "fresh";

@@ -178,7 +178,7 @@ TEST_F(McpServerProcess, ListsToolsWithSchemasAndReadsResources) {
   }
   std::set<std::string> names;
   for (const auto& [name, t] : by_name) names.insert(name);
-  EXPECT_EQ(names, (std::set<std::string>{"submit_experiment", "run_queue", "get_status", "list_gates", "show_gate", "compare_tensors",
+  EXPECT_EQ(names, (std::set<std::string>{"submit_experiment", "run_queue", "get_status", "narrow", "list_gates", "show_gate", "compare_tensors",
                                           "analyze_trace", "ledger_list", "ledger_show", "ledger_compare", "write_report"}));
   // write_report (issue 19) writes one experiment's page: its id is required.
   EXPECT_EQ(by_name["write_report"]["inputSchema"]["required"], J::array({"experiment_id"})) << by_name["write_report"].dump();
