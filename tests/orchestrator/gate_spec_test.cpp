@@ -113,5 +113,55 @@ TEST_F(GateFiles, ToleranceMustBePositive) {
   EXPECT_NE(e.find(":7:43: field 'outputs.y.tolerance.rel_l2'"), std::string::npos) << e;
 }
 
+
+// Issue 30: the gate's structure, and what it refuses. Each wrong name is
+// said with the file, the field and what the gate has.
+TEST_F(GateFiles, AStructureNamesTheGatesOwnKeysParamsAndOutputs) {
+  const std::string good = std::string(kGate) + "structure: {partition: {key: n}, precision: [mode], states: [y]}\n";
+  ASSERT_EQ(error_of(good), "");
+  const GateSpec gate = load_gate(store(), "g");
+  ASSERT_TRUE(gate.structure.partition.has_value());
+  EXPECT_EQ(gate.structure.partition->key, "n");
+  EXPECT_EQ(gate.structure.precision, std::vector<std::string>{"mode"});
+  // The default trend bound along the partition key, on every output.
+  ASSERT_EQ(gate.outputs[0].trends.size(), 1u);
+  EXPECT_EQ(gate.outputs[0].trends[0].along, "n");
+  EXPECT_DOUBLE_EQ(gate.outputs[0].trends[0].max_exponent, 1.0);
+  EXPECT_EQ(case_parts(gate.structure, gate.cases[2].values, std::nullopt), std::optional<std::int64_t>(4));
+  // trend: false turns it off; a reported partition has none and no key.
+  ASSERT_EQ(error_of(std::string(kGate) + "structure: {partition: {key: n}, trend: false}\n"), "");
+  EXPECT_TRUE(load_gate(store(), "g").outputs[0].trends.empty());
+  ASSERT_EQ(error_of(std::string(kGate) + "structure: {partition: {parts: reported}}\n"), "");
+  EXPECT_TRUE(load_gate(store(), "g").structure.partition->reported);
+
+  const auto e1 = error_of(std::string(kGate) + "structure: {partition: {key: shards}}\n");
+  EXPECT_NE(e1.find("'shards' is not a key of the gate's cases (n)"), std::string::npos) << e1;
+  EXPECT_NE(e1.find("structure.partition.key"), std::string::npos) << e1;
+  const auto e2 = error_of(std::string(kGate) + "structure: {precision: [dtype]}\n");
+  EXPECT_NE(e2.find("'dtype' is not one of the gate's params (mode)"), std::string::npos) << e2;
+  const auto e3 = error_of(std::string(kGate) + "structure: {states: [state]}\n");
+  EXPECT_NE(e3.find("'state' is not one of the gate's outputs (y)"), std::string::npos) << e3;
+  const auto e4 = error_of(std::string(kGate) + "structure: {partition: {key: n, parts: reported}}\n");
+  EXPECT_NE(e4.find("structure"), std::string::npos) << e4;
+  std::string text = kGate;
+  text.replace(text.find("{n: [1, 2, 4]}"), 14, "{n: [1, 2, 4], layout: [a]}");
+  const auto e5 = error_of(text + "structure: {partition: {key: layout}}\n");
+  EXPECT_NE(e5.find("no whole number >= 1 for 'layout'"), std::string::npos) << e5;
+}
+
+// The candidate's meta.json is advice: a parts count only when it is a
+// small whole number in a small JSON object, nothing otherwise.
+TEST(GateStructure, AReportedPartsCountIsReadOnlyWhenItIsAWholeNumber) {
+  testing::TempDir dir;
+  EXPECT_EQ(read_reported_parts(dir.path()), std::nullopt);
+  for (const auto& [text, want] : std::vector<std::pair<std::string, std::optional<std::int64_t>>>{
+           {R"({"parts": 3})", 3}, {R"({"parts": 0})", std::nullopt}, {R"({"parts": 2.5})", std::nullopt},
+           {R"({"parts": "3"})", std::nullopt}, {R"([3])", std::nullopt}, {"not json", std::nullopt},
+           {R"({"parts": 99999999999})", std::nullopt}, {std::string(5000, ' ') + R"({"parts": 3})", std::nullopt}}) {
+    testing::write_file(dir / "meta.json", text);
+    EXPECT_EQ(read_reported_parts(dir.path()), want) << text.substr(0, 40);
+  }
+}
+
 }  // namespace
 }  // namespace densefeed

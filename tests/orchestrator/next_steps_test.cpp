@@ -41,7 +41,7 @@ ResultFacts cp_tf32() {
   for (long T : {8192L, 32768L}) {
     for (int shards : {1, 2, 16, 64}) f.cases.push_back(grid_case(i++, T, shards, shards > 1, 1e-2 * std::log2(shards + 1)));
   }
-  f.params = {{"precision", J::array({"ieee", "tf32", "tf32-rn", "tf32x3"})}};
+  f.params = {ParamSpec{"precision", "string", J::array({"ieee", "tf32", "tf32-rn", "tf32x3"}), "ieee", ""}};
   f.candidate_params = {{"precision", "tf32"}};
   f.candidate_command = {"no_such_harness", "--precision", "{param.precision}", "--shards", "{case.shards}", "--T", "{case.T}",
                          "--seed", "{seed}", "--out", "{out}"};
@@ -87,7 +87,7 @@ TEST(NextSteps, AStepsCommandRunsTheParamsItSuggests) {
 
 TEST(NextSteps, WithoutAnExactPrecisionTheSlicesAreNext) {
   auto f = cp_tf32();
-  f.params = {{"precision", J::array({"tf32", "tf32-rn"})}};
+  f.params = {ParamSpec{"precision", "string", J::array({"tf32", "tf32-rn"}), "tf32", ""}};
   f.cases[3].metrics[0].first_failing_slice = 5;  // T=8192 shards=64
   const auto steps = next_steps(f);
   ASSERT_FALSE(steps.empty());
@@ -422,6 +422,94 @@ TEST(NextSteps, ARecordedRedOrErrorBenchStageIsTheNextStepNeverPromotion) {
     for (const auto& s : steps) EXPECT_NE(s.kind, "promote") << to_string(verdict);
     for (const auto& s : steps) EXPECT_NE(s.kind, "ask-review") << to_string(verdict);
   }
+}
+
+// Issue 30: hints from the gate's structure before the number's form. fla's
+// shape: one sequence at T = 8192, 16384 (not cut: 1 part) and 24576 (cut
+// into 3 parts by the library's planner, reported in meta.json); red only
+// at 24576, the only value that is not a power of two. The hint names the
+// partitioning, not tails and remainders.
+ResultFacts fla_like() {
+  ResultFacts f;
+  f.experiment_id = 9;
+  f.gate = "fla-intracard-cp";
+  f.gate_verdict = "red";
+  std::size_t i = 0;
+  for (long T : {8192L, 16384L, 24576L}) {
+    CaseFact c;
+    c.index = i++;
+    c.values = {{"T", T}, {"H", 4}};
+    c.label = "T=" + std::to_string(T) + " H=4";
+    const bool red = T == 24576;
+    c.verdict = red ? "red" : "green";
+    c.metrics = {over(red ? 9e-2 : 2e-3, 1.2e-2)};
+    c.parts = T == 24576 ? 3 : 1;
+    f.cases.push_back(c);
+  }
+  f.structure.partition = PartitionSpec{"", true};
+  f.structure.states = {"final_state"};
+  f.structure.declared = true;
+  f.seed = "777";
+  return f;
+}
+
+TEST(NarrowHints, TheOnlyRedCaseBeingTheOnlyPartitionedOneNamesPartitioningNotTheNumbersForm) {
+  const auto steps = next_steps(fla_like());
+  ASSERT_FALSE(steps.empty());
+  const NextStep& s = steps[0];
+  EXPECT_EQ(s.case_label, "T=24576 H=4");
+  EXPECT_NE(s.why.find("red only where the work is partitioned (1 of 1 partitioned cases red, as the candidate reported its parts; "
+                       "the fewest parts red: 3), every unpartitioned case green (2)"),
+            std::string::npos)
+      << s.why;
+  EXPECT_NE(s.why.find("final_state"), std::string::npos) << s.why;
+  for (const auto& step : steps) {
+    EXPECT_EQ(step.why.find("power of two"), std::string::npos) << step.kind << ": " << step.why;
+    EXPECT_EQ(step.why.find("tail"), std::string::npos) << step.kind << ": " << step.why;
+  }
+  // The same gate without a structure falls back on the numbers (red above
+  // a value of T, or at the one that is not a power of two): what the
+  // fresh-user trial on the H200 was told.
+  auto plain = fla_like();
+  plain.structure = GateStructure{};
+  const auto old = next_steps(plain);
+  ASSERT_FALSE(old.empty());
+  EXPECT_EQ(old[0].why.find("partitioned"), std::string::npos) << old[0].why;
+  EXPECT_TRUE(old[0].why.find("T > 8192") != std::string::npos || old[0].why.find("power of two") != std::string::npos) << old[0].why;
+  // The second step is densefeed narrowing it itself.
+  ASSERT_GE(steps.size(), 2u);
+  EXPECT_EQ(steps[1].kind, "narrow");
+  EXPECT_EQ(steps[1].command, (std::vector<std::string>{"densefeed", "narrow", "9", "--budget", "10m"}));
+}
+
+// With a declared precision param, the partitioned-only red cases get the
+// precision swap on the case with the fewest parts.
+TEST(NarrowHints, ADeclaredPrecisionParamIsSwappedOnTheFewestPartsRed) {
+  auto f = cp_tf32();
+  f.structure.partition = PartitionSpec{"shards", false};
+  f.structure.precision = {"precision"};
+  for (auto& c : f.cases) c.parts = c.values["shards"].get<std::int64_t>();
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_EQ(steps[0].kind, "isolate-precision");
+  EXPECT_EQ(steps[0].set_params, J({{"precision", "ieee"}}));
+  EXPECT_EQ(steps[0].case_label, "regime=long-memory T=8192 shards=2") << steps[0].why;
+  EXPECT_NE(steps[0].why.find("parts = shards; the fewest parts red: 2"), std::string::npos) << steps[0].why;
+}
+
+// Red partitioned or not: the hint says it is not the partitioning.
+TEST(NarrowHints, RedPartitionedOrNotSaysTheAlgorithmOrTheInputs) {
+  auto f = cp_tf32();
+  f.structure.partition = PartitionSpec{"shards", false};
+  for (auto& c : f.cases) {
+    c.parts = c.values["shards"].get<std::int64_t>();
+    c.verdict = "red";
+    c.metrics = {over(3e-2)};
+  }
+  const auto steps = next_steps(f);
+  ASSERT_FALSE(steps.empty());
+  EXPECT_NE(steps[0].suggestion.find("the algorithm or the inputs, not the partitioning"), std::string::npos) << steps[0].suggestion;
+  EXPECT_NE(steps[0].why.find("red partitioned or not (6 partitioned, 2 unpartitioned case(s) red"), std::string::npos) << steps[0].why;
 }
 
 }  // namespace
