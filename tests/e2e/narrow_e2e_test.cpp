@@ -156,7 +156,9 @@ class NarrowE2E : public ::testing::Test {
   std::pair<int, J> run(const std::string& name, const std::string& candidate = "", std::vector<std::string> extra = {}) const {
     std::string text = testing::read_file(kFixture / "manifests" / (name + ".yaml"));
     EXPECT_FALSE(text.empty()) << name;
-    if (const auto at = text.find("@CANDIDATE@"); at != std::string::npos) text.replace(at, 11, candidate);
+    for (auto at = text.find("@CANDIDATE@"); at != std::string::npos; at = text.find("@CANDIDATE@", at + candidate.size())) {
+      text.replace(at, 11, candidate);
+    }
     const auto path = dir_ / "manifests" / (name + ".yaml");
     testing::write_file(path, text);
     std::vector<std::string> args = {"run", path.string(), "--no-bench", "--json", "--jobs", "2"};
