@@ -7,6 +7,19 @@
 
 namespace densefeed {
 
+namespace {
+
+// structure (gate_structure.h): null when the gate declares none.
+nlohmann::ordered_json structure_json(const GateStructure& st) {
+  if (!st.declared) return nullptr;
+  nlohmann::ordered_json partition = nullptr;
+  if (st.partition) partition = st.partition->reported ? nlohmann::ordered_json{{"parts", "reported"}} : nlohmann::ordered_json{{"key", st.partition->key}};
+  return {{"partition", partition}, {"trend", st.default_trend ? nlohmann::ordered_json(st.trend_max_exponent) : nlohmann::ordered_json(false)},
+          {"precision", st.precision}, {"algorithm", st.algorithm}, {"states", st.states}};
+}
+
+}  // namespace
+
 nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::string>& lock_problems, const BlindSpots* blind,
                                  const std::string& blind_note) {
   using J = nlohmann::ordered_json;
@@ -79,6 +92,7 @@ nlohmann::ordered_json gate_json(const GateSpec& g, const std::vector<std::strin
                      {"timing", g.bench.driver ? "driver" : "candidate"}, {"driver", driver}, {"work", work},
                      {"max_speedup", g.bench.max_speedup}}},
           {"freezes", g.freezes},
+          {"structure", structure_json(g.structure)},
           {"wrong_candidates", could_fail}};
 }
 
@@ -124,6 +138,12 @@ std::string render_gate_text(const nlohmann::ordered_json& d) {
                    b["work"].empty() ? std::string("not declared (no check against the machine's ceilings)") : b["work"].dump(),
                    b["max_speedup"].get<double>());
   s += fmt::format("  freezes: {}\n", d["freezes"].dump());
+  if (const auto& st = d["structure"]; st.is_object()) {
+    s += fmt::format("  structure: partition {}, precision params {}, algorithm params {}, states {}\n", st["partition"].dump(),
+                     st["precision"].dump(), st["algorithm"].dump(), st["states"].dump());
+  } else {
+    s += "  structure: none declared (hints and densefeed narrow fall back on the case keys' numbers)\n";
+  }
   for (const auto& [name, o] : d["outputs"].items()) {
     for (const auto& t : o["trend"]) {
       s += fmt::format("  trend bound on {}: {} ~ {}^p with p <= {}\n", name, t["metric"].get<std::string>(),

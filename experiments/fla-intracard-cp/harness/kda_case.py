@@ -433,6 +433,12 @@ def run_case(h, fla: Fla, case: Case, role: str, t0: float) -> None:
 
     _check_path_taken(fla, plan, info)
     write_outputs(h, case, o[0], ht)
+    if h.mode == "gate":
+        # The parts fla's planner cut the work into (the gate's structure:
+        # partition {parts: reported}): the most sub-sequences of any
+        # sequence, 1 where nothing is cut (the reference, CP off, never cuts).
+        parts = max(plan["subseqs"]) if fla.intracard_cp and plan["splits"] else 1
+        (h.out / "meta.json").write_text(json.dumps({"parts": int(parts)}))
     t_end = time.perf_counter()
     info["calls"] = dict(fla.calls)
     info["seconds"] = {"import": round(t_import - t0, 3), "inputs": round(t_inputs - t_import, 3),
