@@ -57,6 +57,7 @@ J gate_stage(const ExperimentRecord& e, const GateSpec* gate, const std::filesys
     for (const auto& m : c.metrics) metrics.push_back(metric_json(m));
     stage["failing_cases"].push_back({{"case", c.label}, {"index", c.index}, {"values", c.values}, {"verdict", c.verdict},
                                       {"reason", c.reason}, {"failure", to_json(c.failure)}, {"metrics", metrics},
+                                      {"parts", c.parts ? J(*c.parts) : J()},
                                       {"run_dir", (work_dir / fmt::format("candidate-{:03}", c.index)).string()}});
   }
   if (gate && !gate->trend_rows.empty()) {

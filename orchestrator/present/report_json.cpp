@@ -87,6 +87,7 @@ J gate_cases_json(const GateResult& g) {
                      {"outputs", outputs},
                      {"reference_wall_s", c.reference_wall_s},
                      {"candidate_wall_s", c.candidate_wall_s},
+                     {"parts", c.parts ? J(*c.parts) : J()},
                      {"stderr_tail", c.log_tail},
                      {"log_tail_stream", c.log_tail_stream},
                      {"reference_process", process_json(c.reference_process)},
