@@ -108,6 +108,14 @@ std::vector<std::string> describe_by_regime(const std::string& metric, const std
       out.push_back(fmt::format("{}: {}", regime == 1 ? "partitioned" : "unpartitioned", text));
     }
   }
+  // The step between the regimes, where the line crosses from the last
+  // unpartitioned point to the first partitioned one ("x2.04e+04 from
+  // shards=1 to 2"): what partitioning adds, in one figure.
+  const auto& u = split[0].back();
+  const auto& p = split[1].front();
+  if (u.first < p.first && u.second > 0 && p.second > 0) {
+    out.push_back(fmt::format("unpartitioned to partitioned: x{:.3g} from {}={} to {}", p.second / u.second, axis, u.first, p.first));
+  }
   return out;
 }
 

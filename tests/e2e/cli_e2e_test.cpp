@@ -151,7 +151,7 @@ TEST_F(CliEndToEnd, TextReportIsAttributable) {
   ASSERT_EQ(red.exit_code, 1) << red.err;
   for (const char* needle : {"gate: red", "seed 7", "regime=long-memory T=8192 shards=2", "final_state", "rel_l2",
                              "> bound 1.0e-05", "worst element [", "by T (rows) and shards (columns), regime=long-memory",
-                             "trend: T=8192: no power law in shards", "largest step x", "bench: not run (the gate is not green"}) {
+                             "trend: T=8192: partitioned: no power law in shards", "largest step x", "unpartitioned to partitioned: x", "bench: not run (the gate is not green"}) {
     EXPECT_NE(red.out.find(needle), std::string::npos) << needle << "\n" << red.out;
   }
 }
