@@ -434,6 +434,15 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
   result.harness_wall_s += pr.wall_s;
   const FailureWho who = is_base ? FailureWho::base : FailureWho::candidate;
   Failure failure{FailureKind::malformed_output, who, {}, {}, "samples.json", "", ""};
+  // The round's throwaway copy of the driver cache goes however the round
+  // ends (a failed round's too: nothing of it is read again).
+  struct DropCopy {
+    std::filesystem::path path;
+    ~DropCopy() {
+      std::error_code e;
+      std::filesystem::remove_all(path, e);
+    }
+  } drop_copy{dir / "driver-cache"};
   try {
     if (!ran.infrastructure.empty()) {
       failure = Failure{FailureKind::infrastructure, FailureWho::densefeed, {}, {}, "", "", ran.infrastructure};
@@ -486,9 +495,8 @@ bool run_arm_round(BenchRun& run, BenchCaseRun& cr, int round, bool is_base, int
     // Every timed iteration's outputs were gated (or, the base's, are
     // not): their hashes stay in timed.json, the files go (one per
     // iteration and output: a large case's would fill the disk), and so
-    // does the round's copy of the driver cache.
+    // does the round's copy of the driver cache (drop_copy).
     std::filesystem::remove_all(dir / "out" / "timed", ec);
-    std::filesystem::remove_all(dir / "driver-cache", ec);
   } catch (const std::runtime_error& e) {
     failure.who = who;
     result.verdict = is_base ? Verdict::error : Verdict::red;

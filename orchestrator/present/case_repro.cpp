@@ -89,15 +89,14 @@ CaseRepro case_repro(const ExperimentRecord& record, const GateSpec& gate, const
   r.profile = record.gate_run->profile;
   r.verdict = c.verdict;
   const Case gate_case{c.values, c.label};
-  const std::filesystem::path& abs = dir;
   r.commands.push_back(side("reference", gate.reference_command, reference_case(gate, gate_case), J::object(), r.seed,
                             dir / "reference", reference));
   r.commands.push_back(side("candidate", gate.candidate_command, c.values,
                             record.candidate.params.is_object() ? record.candidate.params : J::object(), r.seed,
                             dir / "candidate", candidate));
   for (const auto& o : gate.outputs) {
-    std::vector<std::string> cmp = {"densefeed", "compare", (abs / "reference" / "out" / (o.name + ".npy")).string(),
-                                    (abs / "candidate" / "out" / (o.name + ".npy")).string(), "--dtype", o.dtype};
+    std::vector<std::string> cmp = {"densefeed", "compare", (dir / "reference" / "out" / (o.name + ".npy")).string(),
+                                    (dir / "candidate" / "out" / (o.name + ".npy")).string(), "--dtype", o.dtype};
     const Tolerance& t = o.tolerance;
     if (t.rel_l2) cmp.insert(cmp.end(), {"--rel-l2", fmt_bound(*t.rel_l2)});
     if (t.max_abs) cmp.insert(cmp.end(), {"--max-abs", fmt_bound(*t.max_abs)});
