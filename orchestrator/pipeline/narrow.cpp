@@ -209,14 +209,26 @@ std::string good_endpoint(const Context& ctx, const std::string& bad, std::strin
 // midpoint's red cases (a build that fails is skipped, as git bisect skip).
 void bisect_commits(Context& ctx) {
   const std::string bad = ctx.parent.candidate.sha;
-  if (bad.empty() || ctx.parent.candidate.revision == "WORKTREE") return;
+  if (bad.empty() || ctx.parent.candidate.revision == "WORKTREE") {
+    ctx.result.notes.push_back("commit bisection: the candidate is the worktree, not a commit");
+    return;
+  }
   std::string whence;
   const std::string good = good_endpoint(ctx, bad, whence);
   const auto commits = commit_range(ctx.options->run.project.dir, good, bad);
-  if (commits.size() < 2) return;
+  if (commits.empty()) {
+    ctx.result.notes.push_back(fmt::format("commit bisection: no revision green on gate {} (or the trusted ref) is an ancestor of the "
+                                           "candidate {}", ctx.parent.summary.gate, bad.substr(0, 12)));
+    return;
+  }
   ctx.result.bisect_from = good;
   ctx.result.bisect_from_whence = whence;
   ctx.result.bisect_commits = commits;
+  if (commits.size() == 1) {  // the candidate is the commit right after a green one: nothing to run
+    ctx.result.first_bad = 1;
+    ctx.result.last_good = 0;
+    return;
+  }
   std::size_t lo = 0, hi = commits.size();  // commits[lo-1] green (0: the endpoint), commits[hi-1] red
   std::set<std::size_t> skipped;
   while (hi - lo > 1 && !ctx.out_of_budget) {
@@ -244,14 +256,24 @@ void bisect_commits(Context& ctx) {
 // has and the parent did not run (same other keys): one experiment.
 void bisect_partition(Context& ctx) {
   const auto& part = ctx.gate.structure.partition;
-  if (!part || part->key.empty()) return;
+  if (!part || part->key.empty()) {
+    ctx.result.notes.push_back(part ? "partition bisection: the candidate reports its parts; there is no key to bisect"
+                                    : "partition bisection: the gate declares no structure.partition");
+    return;
+  }
   const GateCaseRow* fewest = nullptr;
   std::set<std::string> ran;
   for (const auto& c : ctx.parent.gate_run->cases) {
     ran.insert(c.label);
-    if (c.verdict == "red" && c.parts && *c.parts > 1 && (!fewest || *c.parts < *fewest->parts)) fewest = &c;
+    // Over a bound of its own first: a case red only by its row's trend is no onset.
+    if (c.verdict != "red" || !c.parts || *c.parts <= 1) continue;
+    const bool trend = c.failure.kind == FailureKind::trend, fewest_trend = fewest && fewest->failure.kind == FailureKind::trend;
+    if (!fewest || (fewest_trend && !trend) || (trend == fewest_trend && *c.parts < *fewest->parts)) fewest = &c;
   }
-  if (!fewest) return;
+  if (!fewest) {
+    ctx.result.notes.push_back("partition bisection: no partitioned case is red");
+    return;
+  }
   std::vector<std::string> labels;
   for (const auto& c : ctx.gate.cases) {
     if (ran.count(c.label) || !c.values.contains(part->key) || !c.values[part->key].is_number()) continue;
@@ -261,7 +283,11 @@ void bisect_partition(Context& ctx) {
     for (const auto& [k, x] : fewest->values.items()) same = same && (k == part->key || (c.values.contains(k) && c.values[k] == x));
     if (same) labels.push_back(c.label);
   }
-  if (labels.empty()) return;
+  if (labels.empty()) {
+    ctx.result.notes.push_back(fmt::format("partition bisection: the gate has no {} between 1 and {} for case {} that was not run",
+                                           part->key, *fewest->parts, fewest->label));
+    return;
+  }
   const std::string profile = ctx.gate.profiles.count("full") ? "full" : "";
   run_step(ctx, {"bisect-key", fmt::format("{} below {} (case {})", part->key, *fewest->parts, fewest->label), labels, J::object(), "",
                  profile});
@@ -322,7 +348,13 @@ NarrowResult narrow_experiment(std::int64_t id, const NarrowOptions& options) {
 
   bool clear = rerun_steps(ctx);
   if (!clear && !ctx.out_of_budget) {
-    if (const auto swap = exact_precision_swap(ctx.gate.structure, ctx.gate.params, ctx.parent.candidate.params)) {
+    const auto swap = exact_precision_swap(ctx.gate.structure, ctx.gate.params, ctx.parent.candidate.params);
+    if (!swap) {
+      ctx.result.notes.push_back(ctx.gate.structure.precision.empty()
+                                     ? "precision swap: the gate declares no precision param (structure.precision) and none has an exact value"
+                                     : "precision swap: the candidate already runs the exact value of every precision param");
+    }
+    if (swap) {
       const auto* ev = run_step(ctx, {"precision", fmt::format("precision swap {}={}", swap->param, swap->value.is_string() ? swap->value.get<std::string>() : swap->value.dump()),
                                       ctx.red, J{{swap->param, swap->value}}, "", ""});
       if (ev && ev->record.gate_run) {

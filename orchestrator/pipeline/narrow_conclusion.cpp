@@ -22,6 +22,7 @@ struct Split {
   std::size_t partitioned = 0, unpartitioned = 0, red_partitioned = 0, red_unpartitioned = 0;
   std::int64_t fewest_red_parts = 0;
   std::string fewest_red_case;
+  bool fewest_is_trend = false;
   bool only_partitioned() const { return declared && red_partitioned > 0 && red_unpartitioned == 0 && unpartitioned > 0; }
   bool both() const { return declared && red_partitioned > 0 && red_unpartitioned > 0; }
   std::string text() const {
@@ -39,9 +40,12 @@ Split split_of(const GateSpec& gate, const std::vector<GateCaseRow>& cases) {
     if (*c.parts > 1) {
       ++s.partitioned;
       s.red_partitioned += red;
-      if (red && (s.fewest_red_parts == 0 || *c.parts < s.fewest_red_parts)) {
+      // Over a bound of its own first: a case red only by its row's trend is no onset.
+      const bool trend = c.failure.kind == FailureKind::trend;
+      if (red && (s.fewest_red_parts == 0 || (s.fewest_is_trend && !trend) || (trend == s.fewest_is_trend && *c.parts < s.fewest_red_parts))) {
         s.fewest_red_parts = *c.parts;
         s.fewest_red_case = c.label;
+        s.fewest_is_trend = trend;
       }
     } else {
       ++s.unpartitioned;
@@ -220,6 +224,15 @@ void conclude_from_steps(const ExperimentRecord& parent, const GateSpec& gate, s
   std::size_t red = 0, total = parent.gate_run ? parent.gate_run->cases.size() : 0;
   if (parent.gate_run) {
     for (const auto& c : parent.gate_run->cases) red += c.verdict == "red";
+  }
+  if (split.declared && split.unpartitioned == 0 && split.red_partitioned > 0) {
+    result.layer = NarrowLayer::undetermined;
+    result.conclusion = fmt::format("experiment {} ran partitioned cases only ({}): whether the partitioning is at fault needs its "
+                                    "unpartitioned cases{}{}",
+                                    parent.id(), split.text(),
+                                    parent.parent_id ? fmt::format("; narrow experiment {}, which ran them", *parent.parent_id) : "",
+                                    ruled_out);
+    return;
   }
   if (split.both() || (total > 0 && red == total)) {
     result.layer = NarrowLayer::algorithm_or_inputs;

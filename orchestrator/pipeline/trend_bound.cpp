@@ -64,14 +64,20 @@ void judge_trend_bounds(const GateSpec& gate, GateResult& result) {
           j.points = fit->points;
           j.text = fmt::format("{}: {} along {}{}: flat (every value within x{:.2f} of the smallest), not judged", out.name,
                                bound.metric, bound.along, j.row.empty() ? "" : " (" + j.row + ")", fit->hi / fit->lo);
+        } else if (bound.by_default && fit->r2 < kDefaultTrendMinR2) {
+          j.points = fit->points;
+          j.r2 = fit->r2;
+          j.text = fmt::format("{}: {} along {}{}: no power law (R^2 {:.2f} < {}), the structure's default bound is not judged",
+                               out.name, bound.metric, bound.along, j.row.empty() ? "" : " (" + j.row + ")", fit->r2, kDefaultTrendMinR2);
         } else {
           j.exponent = fit->exponent;
           j.r2 = fit->r2;
           j.points = fit->points;
           j.passed = fit->exponent <= bound.max_exponent;
-          j.text = fmt::format("{}: {} ~ {}^{:.2f} (R^2 {:.2f}) across {} {}..{}{}, {} the gate's max_exponent {}", out.name,
+          j.text = fmt::format("{}: {} ~ {}^{:.2f} (R^2 {:.2f}) across {} {}..{}{}, {} the gate's max_exponent {}{}", out.name,
                                bound.metric, bound.along, fit->exponent, fit->r2, bound.along, fit->x_first, fit->x_last,
-                               j.row.empty() ? "" : " (" + j.row + ")", j.passed ? "within" : "over", bound.max_exponent);
+                               j.row.empty() ? "" : " (" + j.row + ")", j.passed ? "within" : "over", bound.max_exponent,
+                               bound.by_default ? " (the structure's default bound along the partition key)" : "");
         }
         if (!j.passed) {
           for (const auto i : j.cases) {

@@ -123,6 +123,9 @@ void print_ledger_show(std::ostream& out, const ExperimentRecord& e) {
     for (const auto& [id, step] : e.children) kids += fmt::format("{}{} ({})", kids.empty() ? "" : ", ", id, step.empty() ? "-" : one_line(step));
     out << "  replayed or narrowed by: " << kids << "\n";
   }
+  for (const auto& n : e.narrowings) {
+    out << fmt::format("  narrowed ({}): layer {}: {}\n", one_line(n.recorded_at), one_line(n.layer), one_line(n.conclusion));
+  }
   if (s.verdict == "pending" && !is_running(s.state)) {
     // Stopped before a verdict (interrupted, cancelled, rejected): how it ended, not "pending".
     out << fmt::format("  verdict: none ({}{})\n", to_string(s.state),

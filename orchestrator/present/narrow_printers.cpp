@@ -12,6 +12,7 @@ nlohmann::ordered_json narrow_json(const NarrowResult& r) {
   j["seconds"] = r.seconds;
   j["budget_s"] = r.budget_s;
   j["stopped"] = r.stopped;
+  j["notes"] = r.notes;
   j["steps"] = nlohmann::ordered_json::array();
   for (const auto& s : r.steps) {
     j["steps"].push_back({{"experiment", s.experiment_id}, {"step", s.step}, {"kind", s.kind}, {"cases", s.cases}, {"red", s.red},
@@ -31,6 +32,7 @@ std::string render_narrow_text(const NarrowResult& r) {
     out += fmt::format("  #{} {}: {} case(s), {} red, {:.1f} s{}\n", s.experiment_id, s.step, s.cases, s.red, s.seconds,
                        s.shows.empty() ? "" : ": " + s.shows);
   }
+  for (const auto& n : r.notes) out += "  not run: " + n + "\n";
   if (r.rerun_of > 0) out += fmt::format("reruns: {} of {} case-runs red\n", r.rerun_red, r.rerun_of);
   out += fmt::format("layer: {}: {}\n", to_string(r.layer), r.conclusion);
   if (r.layer == NarrowLayer::commit) out += fmt::format("commit: {} {}\n", r.commit_sha, r.commit_subject);

@@ -233,16 +233,26 @@ bool add_structure_step(std::vector<NextStep>& steps, const ResultFacts& f, cons
     if (*c.parts > 1) ++partitioned;
     else if (c.verdict == "green") ++unpartitioned_green;
   }
+  // The fewest parts over a bound of their own first: a case red only by a
+  // trend its row failed is no onset.
+  const auto earlier = [](const CaseFact* a, const CaseFact* b) {
+    const bool a_trend = a->failure.kind == FailureKind::trend, b_trend = b->failure.kind == FailureKind::trend;
+    if (a_trend != b_trend) return b_trend;
+    return *a->parts < *b->parts || (*a->parts == *b->parts && overshoot(*a) > overshoot(*b));
+  };
+  const CaseFact* red_single = nullptr;  // a red unpartitioned case (furthest over)
   for (const auto* c : red) {
     if (!c->parts) continue;
     if (*c->parts > 1) {
       ++red_partitioned;
-      if (!smallest || *c->parts < *smallest->parts || (*c->parts == *smallest->parts && overshoot(*c) > overshoot(*smallest))) smallest = c;
+      if (!smallest || earlier(c, smallest)) smallest = c;
     } else {
       ++red_unpartitioned;
+      if (!red_single || overshoot(*c) > overshoot(*red_single)) red_single = c;
     }
   }
-  const std::string by = f.structure.partition->reported ? "as the candidate reported its parts" : "parts = " + f.structure.partition->key;
+  const std::string by = f.structure.partition->reported ? "as the candidate reported its parts"
+                                                         : fmt::format("parts counted by case key {}", f.structure.partition->key);
   const std::string states = f.structure.states.empty() ? "" : fmt::format(", the state{} {} handed between them", f.structure.states.size() > 1 ? "s" : "",
                                                                           fmt::join(f.structure.states, ", "));
   const auto exact = exact_precision(f);
@@ -278,18 +288,19 @@ bool add_structure_step(std::vector<NextStep>& steps, const ResultFacts& f, cons
     return true;
   }
   if (red_partitioned > 0 && red_unpartitioned > 0) {
-    s.case_label = worst.label;
+    const CaseFact& single = red_single ? *red_single : worst;
+    s.case_label = single.label;
     s.kind = exact ? "isolate-precision" : "inspect-case";
-    s.suggestion = fmt::format("look at case {} as an unpartitioned computation first: the defect is in the algorithm or the "
-                               "inputs, not the partitioning",
-                               worst.label);
+    s.suggestion = fmt::format("look at case {}, red unpartitioned, first: the defect is in the algorithm or the inputs, not "
+                               "the partitioning",
+                               single.label);
     s.why = fmt::format("red partitioned or not ({} partitioned, {} unpartitioned case(s) red, {})", red_partitioned,
                         red_unpartitioned, by);
     if (exact) {
       s.set_params = {{exact->first, exact->second}};
       s.why += fmt::format("; rerunning with {}={} separates precision from algorithm", exact->first, value_text(exact->second));
     }
-    add_rerun(s, f, worst);
+    add_rerun(s, f, single);
     steps.push_back(s);
   }
   return false;
@@ -729,6 +740,15 @@ void add_review_steps(std::vector<NextStep>& steps, const ResultFacts& f) {
 // the one that does the rest.
 void add_narrow_step(std::vector<NextStep>& steps, const ResultFacts& f, std::size_t red) {
   if (f.experiment_id <= 0) return;
+  if (!f.narrowed_layer.empty() && f.narrowed_layer != "undetermined") {
+    NextStep s;
+    s.kind = "narrow";
+    s.command = {"densefeed", "ledger", "show", std::to_string(f.experiment_id)};
+    s.suggestion = fmt::format("fix what densefeed narrow named ({}), then submit again", f.narrowed_layer);
+    s.why = f.narrowed_conclusion;
+    steps.insert(steps.begin(), s);
+    return;
+  }
   NextStep s;
   s.kind = "narrow";
   s.command = {"densefeed", "narrow", std::to_string(f.experiment_id), "--budget", "10m"};
@@ -1014,6 +1034,10 @@ ResultFacts facts_from_record(const ExperimentRecord& e, const GateSpec* gate, c
   f.has_acceptance = e.has_acceptance;
   f.promoted = !e.promotion.is_null();
   f.base_origin = e.summary.base_origin;
+  if (!e.narrowings.empty()) {
+    f.narrowed_layer = e.narrowings.back().layer;
+    f.narrowed_conclusion = e.narrowings.back().conclusion;
+  }
   if (gate) {
     f.sessions = gate->sessions;
     f.params = gate->params;

@@ -57,6 +57,10 @@ struct ResultFacts {
   bool gate_unlocked = false;              // the gate stage's failure: lock, the gate file not in gates.lock at all
   std::vector<CaseFact> cases;
   std::vector<ParamFact> params;            // declared by the gate
+  // What densefeed narrow last concluded about it (a record's narrowings;
+  // '' when never narrowed): a settled layer replaces the step that asks
+  // for a narrowing.
+  std::string narrowed_layer, narrowed_conclusion;
   GateStructure structure;                  // the gate's partition, precision and algorithm params, states (gate_structure.h)
   nlohmann::ordered_json candidate_params;  // as run (object)
   std::string bench_status;                 // measured | skipped | red | error | none

@@ -393,7 +393,7 @@ void read_structure(const YamlDocument& doc, const Json& v, GateSpec& gate) {
   if (!gate.structure.default_trend) return;
   for (auto& o : gate.outputs) {
     const bool bounded = std::any_of(o.trends.begin(), o.trends.end(), [&](const TrendBound& b) { return b.along == part->key; });
-    if (!bounded) o.trends.push_back(TrendBound{"rel_l2", part->key, gate.structure.trend_max_exponent});
+    if (!bounded) o.trends.push_back(TrendBound{"rel_l2", part->key, gate.structure.trend_max_exponent, true});
   }
 }
 

@@ -37,7 +37,14 @@ struct TrendBound {
   std::string metric = "rel_l2";  // rel_l2 | max_abs
   std::string along;              // a numeric case key
   double max_exponent = 0;
+  // The gate's structure gave it (gate_structure.h: along the partition
+  // key, unless the gate bounds that key itself): judged only where a power
+  // law fits (R^2 >= kDefaultTrendMinR2), as the printed trend lines say.
+  bool by_default = false;
 };
+// The least R^2 of the log-log fit at which a default trend bound is judged:
+// the printed trend lines' "power law" threshold (error_trend.cpp).
+inline constexpr double kDefaultTrendMinR2 = 0.9;
 
 // A named output the harnesses write as NAME.npy (or as tensor NAME of one
 // .safetensors file). `dtype` is what the candidate must write,
