@@ -31,7 +31,7 @@ say() { echo "[$(( SECONDS - T0 )) s] $*" | tee -a "$LOG"; }
 left() { echo $(( BUDGET - (SECONDS - T0) )); }
 export PYTHONUNBUFFERED=1
 unset TRITON_F32_DEFAULT || true
-DF=$RUN/build/bin/densefeed
+DF=$RUN/b/build/bin/densefeed
 LEDGER=$RUN/ledger.db
 cd "$here"
 if [ "$STEP" = all ]; then
@@ -41,7 +41,6 @@ if [ "$STEP" = all ]; then
   ./setup.sh --wheels .whl >> "$LOG" 2>&1
   say "building densefeed"
   RUN=$RUN/b ONLY=build BUILD_JOBS=16 bash "$here/device_bench_verdict.sh" > "$OUT/build.log" 2>&1 || { tail -30 "$OUT/build.log"; exit 4; }
-  mkdir -p "$RUN/build/bin" && cp "$RUN/b/build/bin/densefeed" "$DF"
   say "densefeed built: $(tail -1 "$OUT/build.log")"
   say "run fla-0.5.2-intracard-cp-session, profile quick, seed $SEED"
   s=$SECONDS

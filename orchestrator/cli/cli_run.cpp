@@ -115,7 +115,7 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
              if (a->failing_of > 0) {
                // run --failing-of ID (issue 30): ID's manifest (or MANIFEST), red cases, seed, profile and link.
                const ExperimentRecord e = Ledger(options.workspace.ledger, Ledger::Mode::read_only).record(a->failing_of);
-               manifest = replay_manifest(e, options.workspace.ledger, options.project.dir, manifest);
+               manifest = replay_manifest(e, options, manifest);
                plan_replay(e, options.workspace.ledger, options, a->seed->count() > 0, a->profile->count() > 0);
              } else if (manifest.empty()) {
                throw InputError("run", {}, "MANIFEST", "no manifest given: densefeed run MANIFEST (or --failing-of ID to replay one)");

@@ -96,6 +96,13 @@ void bench_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
     out.bench_skipped = "the gate is not green: a speedup is never measured on a red gate";
   } else if (!options.bench) {
     out.bench_skipped = "--no-bench";
+  } else if (!options.cases.empty() || options.parent_id) {
+    // A green subset of the gate (a replay, a narrowing step, --case) is not
+    // the frozen gate: it never gets a performance result (the trend bounds,
+    // for one, need the whole row).
+    out.bench_skipped = fmt::format("only {} of the gate's profile ran{}: a speedup is measured only where the whole profile is green",
+                                    options.cases.empty() ? "some" : "the cases --case names",
+                                    options.parent_id ? fmt::format(" (a replay or narrowing step of experiment {})", *options.parent_id) : "");
   } else if (out.bench_is_noise) {
     out.bench_skipped = "the replay's --candidate-param makes the candidate the base: a benchmark of it would only measure noise";
   } else if (out.gate->bench.cases.empty() && !options.cases.empty()) {

@@ -23,6 +23,7 @@
 #include "ledger.h"
 #include "narrow_conclusion.h"
 #include "replay_plan.h"
+#include "sha256.h"
 #include "tool_run.h"
 
 namespace densefeed {
@@ -99,6 +100,7 @@ const NarrowEvidence* run_step(Context& ctx, const StepPlan& plan) {
   r.step = plan.step;
   r.bench = false;
   r.trace = false;
+  r.isolated_candidate_cache = true;
   r.candidate_param_overrides = plan.params;
   r.candidate_revision = plan.revision;
   ExperimentOutcome outcome;
@@ -191,7 +193,15 @@ std::string good_endpoint(const Context& ctx, const std::string& bad, std::strin
   for (auto it = summaries.rbegin(); it != summaries.rend(); ++it) {
     if (it->id == ctx.id || it->stage("gate").verdict != StageVerdict::green) continue;
     const ExperimentRecord e = ledger.record(it->id);
-    if (e.candidate.sha.empty() || e.candidate.sha == bad) continue;
+    // Green on what the parent ran: a committed revision (never a worktree,
+    // dirty or not) with the parent's params over the whole of the parent's
+    // profile (never a replay, a narrowing step or a --case subset), under
+    // the same gate file. Anything less is a starting point an agent plants.
+    if (e.candidate.sha.empty() || e.candidate.sha == bad || e.candidate.revision == "WORKTREE" || e.parent_id ||
+        !e.case_filter.empty() || e.candidate.params != ctx.parent.candidate.params || !e.gate_run ||
+        e.gate_run->profile != ctx.parent.gate_run->profile || e.gate_run->gate_sha256 != ctx.parent.gate_run->gate_sha256) {
+      continue;
+    }
     if (!commit_range(dir, e.candidate.sha, bad).empty()) {
       whence = fmt::format("experiment {}'s candidate, green on this gate", e.id());
       return e.candidate.sha;
@@ -334,8 +344,16 @@ NarrowResult narrow_experiment(std::int64_t id, const NarrowOptions& options) {
   const auto& ledger_path = options.run.workspace.ledger;
   ctx.parent = Ledger(ledger_path, Ledger::Mode::read_only).record(id);
   check_narrowable(ctx.parent, ledger_path);
-  ctx.manifest = replay_manifest(ctx.parent, ledger_path, options.run.project.dir, options.manifest);
+  ctx.manifest = replay_manifest(ctx.parent, options.run, options.manifest);
   ctx.gate = load_gate(options.run.store, ctx.parent.summary.gate);
+  // Reruns under another gate than the parent's would read a changed gate as
+  // nondeterminism.
+  if (!ctx.parent.gate_run->gate_sha256.empty() && sha256_file(ctx.gate.file) != ctx.parent.gate_run->gate_sha256) {
+    throw InputError(ledger_path.string(), {}, fmt::format("experiment {}", id),
+                     fmt::format("its gate file {} changed since it ran (sha256 {} then): a narrowing under another gate tells "
+                                 "nothing of it; run the manifest again and narrow that experiment",
+                                 ctx.gate.file.string(), ctx.parent.gate_run->gate_sha256.substr(0, 12)));
+  }
   for (const auto& c : ctx.parent.gate_run->cases) {
     if (c.verdict == "red") ctx.red.push_back(c.label);
   }
@@ -369,7 +387,8 @@ NarrowResult narrow_experiment(std::int64_t id, const NarrowOptions& options) {
   conclude_narrowing(ctx.parent, ctx.gate, ctx.evidence, ctx.result, options.run.project.dir, ctx.out_of_budget);
   for (const auto& ev : ctx.evidence) ctx.result.steps.push_back(ev.step);
   ctx.result.seconds = since(ctx.start);
-  ctx.result.stopped = ctx.out_of_budget ? "budget" : ctx.result.layer == NarrowLayer::undetermined ? "no further step" : "cause clear";
+  const int sig = interrupt_signal();
+  ctx.result.stopped = sig != 0 && sig != SIGALRM ? "interrupted" : ctx.out_of_budget ? "budget" : ctx.result.layer == NarrowLayer::undetermined ? "no further step" : "cause clear";
   return ctx.result;
 }
 

@@ -62,7 +62,7 @@ struct NarrowResult {
   std::vector<NarrowStep> steps;
   double seconds = 0;   // the whole narrowing, wall
   double budget_s = 0;
-  std::string stopped;  // cause clear | budget | no further step
+  std::string stopped;  // cause clear | budget | no further step | interrupted (SIGTERM, SIGINT)
   std::vector<std::string> notes;  // the steps not taken, and why ("precision swap: ...")
   // The commit bisection, when one ran: from `bisect_from` (exclusive;
   // whence: which green experiment, or the trusted ref) over

@@ -94,6 +94,7 @@ std::string git_subject(const std::filesystem::path& repo, const std::string& sh
   const auto r = run_tool({"git", "-C", repo.string(), "log", "-1", "--format=%s", sha}, repo, git_foreign_repository_env());
   std::string s = r.ok ? r.out : "";
   while (!s.empty() && (s.back() == '\n' || s.back() == '\r')) s.pop_back();
+  if (s.size() > 200) s = s.substr(0, 200) + "...";  // the subject is the candidate's text: a line, not a file
   return s;
 }
 
@@ -127,7 +128,8 @@ Findings read_steps(std::deque<NarrowEvidence>& evidence, NarrowResult& result, 
       f.precision_green = green;
       ev.step.shows = fmt::format("{} of {} green with {}", green, n, params_text(ev.params));
     } else if (ev.kind == "bisect-commit") {
-      ev.step.shows = red > 0 ? "red: the first red commit is this one or before it" : "green: the first red commit is after it";
+      ev.step.shows = n == 0 ? "nothing ran (its build failed): skipped, as git bisect skip does"
+                      : red > 0 ? "red: the first red commit is this one or before it" : "green: the first red commit is after it";
     } else if (ev.kind == "bisect-key" && ev.record.gate_run) {
       for (const auto& c : ev.record.gate_run->cases) {
         if (c.verdict == "red" && c.parts && (f.fewest_red_parts == 0 || *c.parts < f.fewest_red_parts)) {
@@ -206,6 +208,13 @@ void conclude_from_steps(const ExperimentRecord& parent, const GateSpec& gate, s
                                                                            what_partitioning_adds(gate), split.text())
                                                              : "");
     return;
+  }
+  if (result.first_bad > 0 && result.first_bad - result.last_good > 1) {
+    result.notes.push_back(fmt::format("commit bisection: the first red commit is one of commits {}..{} of {} ({} .. {}); those between "
+                                       "could not be built",
+                                       result.last_good + 1, result.first_bad, result.bisect_commits.size(),
+                                       result.bisect_commits[result.last_good].substr(0, 12),
+                                       result.bisect_commits[result.first_bad - 1].substr(0, 12)));
   }
   if (split.only_partitioned()) {
     result.layer = NarrowLayer::partitioned_algorithm;

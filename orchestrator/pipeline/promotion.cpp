@@ -36,6 +36,13 @@ std::vector<std::string> promotion_blockers(const ExperimentRecord& r, const std
     why.push_back(fmt::format("its verdict is {}{}{}", s.verdict, s.verdict_stage.empty() ? "" : " (" + s.verdict_stage + " stage)",
                               s.reason.empty() ? "" : ": " + s.reason));
   }
+  // A replay, a narrowing step or a --case run judged part of the gate
+  // (its red cases, a precision swap's params): never a promotion.
+  if (r.parent_id || !r.case_filter.empty()) {
+    why.push_back(fmt::format("it ran {} of its gate's profile{}: promote an experiment that ran the whole profile",
+                              r.case_filter.empty() ? "part" : "only the cases " + fmt::format("{}", fmt::join(r.case_filter, ", ")),
+                              r.parent_id ? fmt::format(" as a step ({}) of experiment {}", r.step, *r.parent_id) : ""));
+  }
   if (!r.gate_run) why.push_back(fmt::format("it has no gate run (state {})", to_string(s.state)));
   else if (r.gate_run->verdict != "green") why.push_back("its gate is " + r.gate_run->verdict + ": " + r.gate_run->reason);
   for (const auto& b : r.bench_cases) {

@@ -4,13 +4,25 @@
 
 #include "case_filter.h"
 #include "error.h"
+#include "manifest.h"
 #include "sha256.h"
 
 namespace densefeed {
 
-std::string replay_manifest(const ExperimentRecord& e, const std::filesystem::path& ledger, const std::filesystem::path& project_dir,
-                            const std::string& manifest) {
-  if (!manifest.empty()) return manifest;
+std::string replay_manifest(const ExperimentRecord& e, const RunOptions& options, const std::string& manifest) {
+  const std::filesystem::path& ledger = options.workspace.ledger;
+  const std::filesystem::path& project_dir = options.project.dir;
+  if (!manifest.empty()) {
+    // Another experiment's manifest would record its results against this one.
+    const Manifest m = load_manifest(manifest, options.store, options.project);
+    if (m.gate != e.summary.gate || m.candidate.revision != e.candidate.revision) {
+      throw InputError(manifest, {}, "gate",
+                       fmt::format("experiment {} ran gate {} with candidate revision {}; this manifest names gate {} and revision {}: "
+                                   "a replay of it must run what it ran",
+                                   e.id(), e.summary.gate, e.candidate.revision, m.gate, m.candidate.revision));
+    }
+    return manifest;
+  }
   std::filesystem::path path = e.manifest_path;
   if (!std::filesystem::exists(path) && path.is_relative()) path = project_dir / path;
   if (!std::filesystem::exists(path) || sha256_file(path) != e.manifest_sha256) {

@@ -12,12 +12,12 @@
 
 namespace densefeed {
 
-// The manifest to replay `e` with: `manifest` when given, else the one `e`
-// recorded when that file (relative paths against `project_dir`) still has
-// the recorded sha256. Throws InputError (file `ledger`, field "experiment
-// ID") when it is gone or changed.
-std::string replay_manifest(const ExperimentRecord& e, const std::filesystem::path& ledger, const std::filesystem::path& project_dir,
-                            const std::string& manifest);
+// The manifest to replay `e` with: `manifest` when given (it must name e's
+// gate and candidate revision, else InputError naming the manifest), else
+// the one `e` recorded when that file (relative paths against the project
+// folder) still has the recorded sha256. Throws InputError (file: the
+// ledger, field "experiment ID") when it is gone or changed.
+std::string replay_manifest(const ExperimentRecord& e, const RunOptions& options, const std::string& manifest);
 
 // Sets `options` to replay `e`: its red and error cases unless
 // options.cases names others, its seed unless `seed_given`, its profile

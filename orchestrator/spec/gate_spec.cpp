@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 
 #include <set>
 
@@ -385,8 +386,9 @@ void read_structure(const YamlDocument& doc, const Json& v, GateSpec& gate) {
   if (!part || part->key.empty()) return;
   for (const auto& c : gate.cases) {
     const auto it = c.values.find(part->key);
-    if (it == c.values.end() || !it->is_number() || it->get<double>() < 1) {
-      doc.fail("/structure/partition/key", fmt::format("case {} has no whole number >= 1 for '{}', the number of parts it is cut into",
+    if (it == c.values.end() || !it->is_number() || it->get<double>() < 1 || it->get<double>() > (1 << 20) ||
+        it->get<double>() != std::floor(it->get<double>())) {
+      doc.fail("/structure/partition/key", fmt::format("case {} has no whole number 1..2^20 for '{}', the number of parts it is cut into",
                                                        c.label, part->key));
     }
   }

@@ -1,5 +1,9 @@
 #include "gate_structure.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -96,11 +100,21 @@ std::optional<std::int64_t> case_parts(const GateStructure& s, const J& case_val
 }
 
 std::optional<std::int64_t> read_reported_parts(const std::filesystem::path& out_dir) {
-  std::error_code ec;
+  // The candidate wrote it: never followed through a link, never blocking
+  // (a FIFO), at most 4 KiB read whatever the file says its size is.
   const auto path = out_dir / "meta.json";
-  if (!std::filesystem::is_regular_file(path, ec) || std::filesystem::file_size(path, ec) > 4096 || ec) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::nullopt;
+  struct stat st {};
+  std::string text;
+  if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    char buf[4097];
+    ssize_t n = 0, got = 0;
+    while (got < static_cast<ssize_t>(sizeof buf) && (n = ::read(fd, buf + got, sizeof buf - static_cast<std::size_t>(got))) > 0) got += n;
+    if (got > 0) text.assign(buf, static_cast<std::size_t>(got));
+  }
+  ::close(fd);
+  if (text.size() > 4096) return std::nullopt;
   const auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object() || !j.contains("parts") || !j["parts"].is_number_integer()) return std::nullopt;
   const auto parts = j["parts"].get<std::int64_t>();

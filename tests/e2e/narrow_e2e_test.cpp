@@ -409,5 +409,38 @@ TEST_F(NarrowE2E, AGreenExperimentOrUnknownIdIsRefusedNamingIt) {
   EXPECT_EQ(show(1)["children"], J::array());
 }
 
+// Attacks from the hostile trial: a narrowing step that turned green (the
+// precision swap on the red cases only) is no performance result: it ran no
+// benchmark and `promote` refuses it; narrowing with another manifest (a
+// green one of another experiment) is refused naming it; a gate changed
+// since the experiment ran is refused, not read as nondeterminism.
+TEST_F(NarrowE2E, ItsGreenStepsAreNeverPromotedAndAnotherManifestOrGateIsRefused) {
+  const auto first = bundled({"run", (kRoot / "experiments" / "cp-affine-chain-tf32.yaml").string(), "--no-bench", "--json", "--jobs", "2"});
+  ASSERT_EQ(first.exit_code, 1) << first.err;
+  const auto narrow = bundled({"narrow", "1", "--json", "--jobs", "2"});
+  ASSERT_EQ(narrow.exit_code, 0) << narrow.out << narrow.err;
+  J doc = J::parse(narrow.out, nullptr, false);
+  auto precision = steps_of_kind(doc, "precision");
+  ASSERT_EQ(precision.size(), 1u) << doc.dump(1);
+  const std::string green_step = std::to_string(precision[0]["experiment"].get<int>());
+  J step = show_bundled(precision[0]["experiment"].get<int>());
+  EXPECT_EQ(step["bench_cases"], J::array()) << step.dump(1).substr(0, 2000);
+  ASSERT_EQ(bundled({"review", "approve", green_step, "--by", "alice"}).exit_code, 0);
+  const auto promote = bundled({"promote", green_step, "--by", "carol"});
+  EXPECT_NE(promote.exit_code, 0) << promote.out << promote.err;
+  EXPECT_NE((promote.out + promote.err).find("promote an experiment that ran the whole profile"), std::string::npos) << promote.out << promote.err;
+
+  // A replay with --case is no performance result either: its bench is skipped, saying why.
+  const auto subset = bundled({"run", (kRoot / "experiments" / "cp-affine-chain-tf32x3.yaml").string(), "--case", "shards=8", "--json",
+                               "--jobs", "2"});
+  EXPECT_EQ(subset.exit_code, 0) << subset.err;
+  EXPECT_NE(subset.out.find("a speedup is measured only where the whole profile is green"), std::string::npos) << subset.out.substr(0, 3000);
+
+  // Another gate's manifest for narrowing 1.
+  const auto other = bundled({"narrow", "1", "--manifest", (kRoot / "experiments" / "kda-decode-merge-vtiles.yaml").string()});
+  EXPECT_EQ(other.exit_code, 2) << other.out << other.err;
+  EXPECT_NE(other.err.find("a replay of it must run what it ran"), std::string::npos) << other.err;
+}
+
 }  // namespace
 }  // namespace densefeed

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include "error.h"
 #include "gate_lock.h"
 #include "gate_spec.h"
@@ -146,7 +148,7 @@ TEST_F(GateFiles, AStructureNamesTheGatesOwnKeysParamsAndOutputs) {
   std::string text = kGate;
   text.replace(text.find("{n: [1, 2, 4]}"), 14, "{n: [1, 2, 4], layout: [a]}");
   const auto e5 = error_of(text + "structure: {partition: {key: layout}}\n");
-  EXPECT_NE(e5.find("no whole number >= 1 for 'layout'"), std::string::npos) << e5;
+  EXPECT_NE(e5.find("no whole number 1..2^20 for 'layout'"), std::string::npos) << e5;
 }
 
 // The candidate's meta.json is advice: a parts count only when it is a
@@ -161,6 +163,15 @@ TEST(GateStructure, AReportedPartsCountIsReadOnlyWhenItIsAWholeNumber) {
     testing::write_file(dir / "meta.json", text);
     EXPECT_EQ(read_reported_parts(dir.path()), want) << text.substr(0, 40);
   }
+  // A link is never followed (the candidate could point it at what only
+  // densefeed may read), nor a FIFO opened to block.
+  testing::write_file(dir / "elsewhere.json", R"({"parts": 3})");
+  std::filesystem::remove(dir / "meta.json");
+  std::filesystem::create_symlink(dir / "elsewhere.json", dir / "meta.json");
+  EXPECT_EQ(read_reported_parts(dir.path()), std::nullopt);
+  std::filesystem::remove(dir / "meta.json");
+  ASSERT_EQ(::mkfifo((dir / "meta.json").c_str(), 0600), 0);
+  EXPECT_EQ(read_reported_parts(dir.path()), std::nullopt);
 }
 
 }  // namespace
