@@ -12,7 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "experiment_record.h"
-#include "narrow.h"
+#include "narrow_result.h"
 
 namespace densefeed {
 

@@ -14,20 +14,13 @@
 #include "build_spec.h"
 #include "case_grid.h"
 #include "gate_structure.h"
+#include "param_spec.h"
 #include "process_limits.h"
 #include "tolerance.h"
 #include "yaml_document.h"
 
 namespace densefeed {
 
-// A parameter a manifest may set. `type` is one of string|integer|number|boolean.
-struct ParamSpec {
-  std::string name;
-  std::string type;
-  nlohmann::ordered_json enum_values;  // array, or null when any value of the type is allowed
-  nlohmann::ordered_json default_value;
-  std::string description;
-};
 
 // A bound on how fast an output's error may grow along one case key (e.g. K,
 // T, shards): the least-squares slope of log2(metric) on log2(key) over the

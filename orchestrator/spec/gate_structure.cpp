@@ -8,12 +8,11 @@
 #include <cmath>
 #include <fstream>
 #include <iterator>
+#include <set>
 
 #include <fmt/format.h>
 
-#include "gate_spec.h"
 #include "yaml_document.h"
-#include <set>
 
 namespace densefeed {
 namespace {

@@ -22,6 +22,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "param_spec.h"
+
 namespace densefeed {
 
 class YamlDocument;
@@ -60,8 +62,6 @@ struct GateStructure {
 GateStructure read_gate_structure(const YamlDocument& doc, const nlohmann::ordered_json& gate,
                                   const std::vector<std::string>& case_keys, const std::vector<std::string>& params,
                                   const std::vector<std::string>& outputs);
-
-struct ParamSpec;
 
 // A candidate param value that computes in exact (non-reduced) precision,
 // where the candidate ran with another: setting it separates a precision

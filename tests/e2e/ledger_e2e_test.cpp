@@ -503,7 +503,7 @@ TEST_F(LedgerEndToEnd, AVersion1LedgerIsMigratedOnceWhenSeveralProcessesOpenItAt
   }
   for (int p = 0; p < 6; ++p) EXPECT_EQ(readers[static_cast<std::size_t>(p)]->wait(), 0) << testing::read_file(dir_ / fmt::format("open-{}.log", p));
   // Migrated 1 -> 2 -> ... -> 7 in one open, by exactly one of the six.
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8,9,10,11");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8,9,10,11,12");
   EXPECT_EQ(sql_one(ledger(), "SELECT state FROM experiment_states WHERE experiment_id = 1"), "recorded");
   // The old row, sealed with the key, then the key's own row.
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(table_name || ':' || row_id) FROM (SELECT * FROM record_chain ORDER BY seq)"),
@@ -656,7 +656,7 @@ TEST_F(LedgerEndToEnd, AVersion2LedgerIsMigratedThroughToTheCurrentVersionIntact
   // The current densefeed opens it: migrated 2 -> 3 -> 4 once, the old links re-sealed with the key.
   const auto list = densefeed({"ledger", "list", "--ledger", L(), "--json"});
   ASSERT_EQ(list.exit_code, 0) << list.out << list.err;
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8,9,10,11");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8,9,10,11,12");
   // Who wrote an old experiment's base was never judged: unrecorded, which
   // promotion does not ask a person to accept.
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(base_origin) FROM experiments"), "unrecorded,unrecorded");
@@ -721,7 +721,7 @@ TEST_F(LedgerEndToEnd, AVersion6LedgerWithBenchAcceptancesIsMigratedIntact) {
 
   const auto audit = densefeed({"audit", "--ledger", L(), "--expect-head", head});
   ASSERT_EQ(audit.exit_code, 0) << audit.out << audit.err;
-  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8,9,10,11");
+  EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(version) FROM schema_info"), "1,2,3,4,5,6,7,8,9,10,11,12");
   EXPECT_EQ(sql_one(ledger(), acceptances), before);
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(experiment_id || ':' || promoted_by) FROM promotions"), "1:carol");
   EXPECT_EQ(sql_one(ledger(), "SELECT group_concat(base_origin) FROM experiments"), "unrecorded,unrecorded");
@@ -812,7 +812,7 @@ TEST_F(LedgerEndToEnd, ListFiltersCompareShowsOnlyDifferencesAndExportWritesCsvA
   EXPECT_EQ(densefeed({"ledger", "export", "--format", "csv", "--table", "nope", "--ledger", L()}).exit_code, 2);
   const auto json = nlohmann::json::parse(densefeed({"ledger", "export", "--ledger", L()}).out);
   EXPECT_EQ(json["experiments"].size(), 2u);
-  EXPECT_EQ(json["schema_info"].size(), 11u);  // versions 1 to 11
+  EXPECT_EQ(json["schema_info"].size(), 12u);  // versions 1 to 12
 }
 
 }  // namespace
