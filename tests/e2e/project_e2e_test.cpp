@@ -420,7 +420,7 @@ TEST_F(ProjectE2E, SkillToolTableMatchesToolsList) {
     }
   }
   EXPECT_EQ(documented, served) << "SKILL.md's MCP table and tools/list disagree";
-  EXPECT_EQ(documented.size(), 11u);
+  EXPECT_EQ(documented.size(), 12u);
 }
 
 TEST_F(ProjectE2E, BadProjectInputIsExit2NamingWhatAndWhere) {
