@@ -89,18 +89,14 @@ bool candidate_runnable(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   out.candidate_arm.hidden = hidden;
   out.candidate_arm.cache_dir = arm_cache_dir(options.workspace, b.src.parent_path().filename().string(), "candidate");
   if (options.isolated_candidate_cache) {
-    const auto shared = out.candidate_arm.cache_dir;
+    // Empty, this experiment's alone: a copy of the revision's would hold
+    // what the candidate wrote there when it first ran these cases.
     out.candidate_arm.cache_dir = arm_cache_dir(options.workspace, fmt::format("{}-experiment-{}", b.src.parent_path().filename().string(),
                                                                                out.experiment_id), "candidate");
     std::error_code ec;
     std::filesystem::remove_all(out.candidate_arm.cache_dir, ec);
     std::filesystem::create_directories(out.candidate_arm.cache_dir, ec);
-    if (std::filesystem::exists(shared, ec)) {
-      std::filesystem::copy(shared, out.candidate_arm.cache_dir,
-                            std::filesystem::copy_options::recursive | std::filesystem::copy_options::copy_symlinks, ec);
-    }
-    if (ec) throw InfraError(fmt::format("{}: cannot copy the candidate's compile cache {}: {}", out.candidate_arm.cache_dir.string(),
-                                         shared.string(), ec.message()));
+    if (ec) throw InfraError(fmt::format("{}: cannot make the candidate's compile cache: {}", out.candidate_arm.cache_dir.string(), ec.message()));
   }
   out.candidate_bin = b.bin;
   out.provenance = read_provenance(options.project, options.store, &*out.gate, &out.reference_arm, &out.candidate_arm,

@@ -70,9 +70,10 @@ struct RunOptions {
   std::string candidate_revision;
   // false: no trace stage (densefeed narrow's steps judge the gate only).
   bool trace = true;
-  // densefeed narrow's steps: a revision candidate's compile cache is a
-  // copy of its revision's, made for this experiment alone, so that nothing
-  // a candidate writes there tells it a rerun from a first run.
+  // Replays and densefeed narrow's steps: a revision candidate's compile
+  // cache is an empty one of this experiment's own (never its revision's,
+  // which holds what the first run wrote), so that nothing a candidate
+  // wrote there tells it a rerun from a first run.
   bool isolated_candidate_cache = false;
 };
 

@@ -171,6 +171,8 @@ std::vector<std::string> commit_range(const std::filesystem::path& dir, const st
   const auto list = run_tool({"git", "-C", dir.string(), "rev-list", "--reverse", "--first-parent", "--ancestry-path", good + ".." + bad}, dir, env);
   std::vector<std::string> out;
   if (!list.ok) return out;
+  // `good` must be the first parent of the range's first commit: a green
+  // commit off the first-parent line (merged in) is no start of it.
   std::size_t at = 0;
   while (at < list.out.size()) {
     const auto nl = list.out.find('\n', at);
@@ -178,6 +180,10 @@ std::vector<std::string> commit_range(const std::filesystem::path& dir, const st
     if (line.size() == 40) out.push_back(line);
     if (nl == std::string::npos) break;
     at = nl + 1;
+  }
+  if (!out.empty()) {
+    const auto parent = run_tool({"git", "-C", dir.string(), "rev-parse", out.front() + "^1"}, dir, env);
+    if (!parent.ok || parent.out.substr(0, 40) != good) return {};
   }
   return out;
 }

@@ -4,6 +4,8 @@
 
 #include "case_filter.h"
 #include "error.h"
+#include "gate_spec.h"
+#include "gate_store.h"
 #include "manifest.h"
 #include "sha256.h"
 
@@ -15,11 +17,12 @@ std::string replay_manifest(const ExperimentRecord& e, const RunOptions& options
   if (!manifest.empty()) {
     // Another experiment's manifest would record its results against this one.
     const Manifest m = load_manifest(manifest, options.store, options.project);
-    if (m.gate != e.summary.gate || m.candidate.revision != e.candidate.revision) {
-      throw InputError(manifest, {}, "gate",
-                       fmt::format("experiment {} ran gate {} with candidate revision {}; this manifest names gate {} and revision {}: "
-                                   "a replay of it must run what it ran",
-                                   e.id(), e.summary.gate, e.candidate.revision, m.gate, m.candidate.revision));
+    if (m.gate != e.summary.gate || m.candidate.revision != e.candidate.revision || m.candidate.params != e.candidate.params) {
+      throw InputError(manifest, {}, m.gate != e.summary.gate ? "gate" : "candidate",
+                       fmt::format("experiment {} ran gate {} with candidate revision {} and params {}; this manifest names gate {}, "
+                                   "revision {} and params {}: a replay of it must run what it ran",
+                                   e.id(), e.summary.gate, e.candidate.revision, e.candidate.params.dump(), m.gate, m.candidate.revision,
+                                   m.candidate.params.dump()));
     }
     return manifest;
   }
@@ -37,6 +40,16 @@ std::string replay_manifest(const ExperimentRecord& e, const RunOptions& options
 void plan_replay(const ExperimentRecord& e, const std::filesystem::path& ledger, RunOptions& options, bool seed_given, bool profile_given) {
   const std::string where = fmt::format("experiment {}", e.id());
   if (!e.gate_run) throw InputError(ledger.string(), {}, where, "it has no gate run to replay");
+  // A replay under another gate file tells nothing of this experiment.
+  if (!e.gate_run->gate_sha256.empty()) {
+    const GateSpec gate = load_gate(options.store, e.summary.gate);
+    if (sha256_file(gate.file) != e.gate_run->gate_sha256) {
+      throw InputError(ledger.string(), {}, where,
+                       fmt::format("its gate file {} changed since it ran (sha256 {} then): run the manifest again instead", gate.file.string(),
+                                   e.gate_run->gate_sha256.substr(0, 12)));
+    }
+  }
+  options.isolated_candidate_cache = true;
   if (options.cases.empty()) {
     for (const auto& c : e.gate_run->cases) {
       if (c.verdict != "green") options.cases.push_back(parse_case_filter(c.label));

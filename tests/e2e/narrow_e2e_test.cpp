@@ -324,6 +324,23 @@ TEST_F(NarrowE2E, ARacyCandidateIsNondeterministicKOfNRerunsRed) {
   EXPECT_GE(doc["steps"].size(), 1u);
 }
 
+// The hostile trial's marker: a revision candidate that writes a mark into
+// its compile cache and is wrong only where it finds none. Narrow's reruns
+// (and a replay) get an empty cache of their own, so it is red again every
+// time: deterministic, never "nondeterministic".
+TEST_F(NarrowE2E, ACandidateMarkingItsCacheCannotTellARerunFromAFirstRun) {
+  ASSERT_NO_FATAL_FAILURE(make_repo());
+  auto [code, report] = run("carry-marker", head());
+  ASSERT_EQ(code, 1) << report.dump(1).substr(0, 3000);
+  const int id = report["experiment_id"].get<int>();
+  J doc = narrow(id, {"--budget", "300"});
+  EXPECT_NE(doc["layer"], "nondeterminism") << doc.dump(1);
+  EXPECT_EQ(doc["reruns"]["red"], doc["reruns"]["of"]) << doc.dump(1);
+  EXPECT_GT(doc["reruns"]["of"].get<int>(), 0) << doc.dump(1);
+  const auto replay = df({"run", "--failing-of", std::to_string(id), "--json"});
+  EXPECT_EQ(replay.exit_code, 1) << replay.out.substr(0, 2000) << replay.err;
+}
+
 TEST_F(NarrowE2E, ACandidateRedEverywhereNamesTheAlgorithmOrInputsNotThePartitioning) {
   ASSERT_NO_FATAL_FAILURE(make_repo());
   auto [code, report] = run("carry-scaled");

@@ -50,7 +50,7 @@ def main() -> None:
     p.add_argument("--T", type=int, required=True)
     p.add_argument("--D", type=int, required=True)
     p.add_argument("--shards", type=int, required=True)
-    p.add_argument("--fault", choices=["none", "scale", "race"], default="none")
+    p.add_argument("--fault", choices=["none", "scale", "race", "marker"], default="none")
     args = p.parse_args()
     h = Harness()
     a, b, h0 = inputs(h, args.T, args.D)
@@ -67,6 +67,18 @@ def main() -> None:
             off = np.float32(1e-3 * (1.0 + int.from_bytes(r[1:], "little") / 2.0**64))
             y *= np.float32(1.0) + off
             state = state * (np.float32(1.0) + off)
+    elif args.fault == "marker":
+        # Wrong only the first time it sees this seed and case in its cache
+        # folder (XDG_CACHE_HOME, writable to it): a rerun that shares the
+        # cache looks green, so narrow would call it nondeterministic.
+        cache = os.environ.get("XDG_CACHE_HOME", "")
+        mark = os.path.join(cache, f"seen-{h.seed}-{args.T}-{args.D}-{args.shards}") if cache else ""
+        if not mark or not os.path.exists(mark):
+            if mark:
+                os.makedirs(cache, exist_ok=True)
+                open(mark, "w").close()
+            y *= np.float32(1.01)
+            state = state * np.float32(1.01)
     h.write_output("y", y)
     h.write_output("state", state.astype(np.float32))
 
