@@ -96,7 +96,7 @@ void bench_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
     out.bench_skipped = "the gate is not green: a speedup is never measured on a red gate";
   } else if (!options.bench) {
     out.bench_skipped = "--no-bench";
-  } else if (!options.cases.empty() || options.parent_id) {
+  } else if (!runs_whole_profile(options)) {
     // A green subset of the gate (a replay, a narrowing step, --case) is not
     // the frozen gate: it never gets a performance result (the trend bounds,
     // for one, need the whole row).
@@ -105,8 +105,6 @@ void bench_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
                                     options.parent_id ? fmt::format(" (a replay or narrowing step of experiment {})", *options.parent_id) : "");
   } else if (out.bench_is_noise) {
     out.bench_skipped = "the replay's --candidate-param makes the candidate the base: a benchmark of it would only measure noise";
-  } else if (out.gate->bench.cases.empty() && !options.cases.empty()) {
-    out.bench_skipped = "none of the gate's bench cases is among the cases chosen (--case)";
   } else if (out.gate->bench.cases.empty()) {
     out.bench_skipped = "the gate declares no bench cases";
   } else {

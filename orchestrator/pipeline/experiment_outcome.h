@@ -77,6 +77,12 @@ struct RunOptions {
   bool isolated_candidate_cache = false;
 };
 
+// Whether the run is of its gate's whole profile: neither --case nor a
+// replay or narrowing step of another experiment. Only such a run gets a
+// benchmark (experiment_bench.cpp) and a promotion (promotion.cpp reads
+// the same from the record: parent_id, case_filter).
+inline bool runs_whole_profile(const RunOptions& options) { return options.cases.empty() && !options.parent_id; }
+
 struct ExperimentOutcome {
   std::int64_t experiment_id = 0;
   Manifest manifest;

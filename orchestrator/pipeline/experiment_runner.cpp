@@ -83,16 +83,6 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
     // An unknown profile, or a --case no case of it has, is bad input now, not after recording.
     filter_cases(out.gate->profile_cases(options.profile), options.cases,
                  fmt::format("profile {} of gate {}", options.profile, out.gate->name));
-    if (!options.cases.empty()) {
-      // The bench measures only the chosen cases (none: it is skipped, saying so).
-      std::vector<Case> kept;
-      for (const auto& b : out.gate->bench.cases) {
-        if (std::any_of(options.cases.begin(), options.cases.end(), [&](const CaseFilter& f) { return case_filter_matches(b, f); })) {
-          kept.push_back(b);
-        }
-      }
-      out.gate->bench.cases = kept;
-    }
     // A case that needs more GPUs than this run holds, before anything is recorded.
     if (given_or_local(options.executor.get()).assigns_gpus()) require_gpus(*out.gate, out.gate->profile_cases(options.profile), options.gpus);
     if (uses_python(m, *out.gate)) python = harness_python(options.project);
@@ -257,7 +247,7 @@ void execute_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions
   }
   // Every benchmarked case is gated in the same run, whatever the profile:
   // a benchmark's outputs are only ever checked against this run's reference.
-  if (out.gate && options.bench) {
+  if (out.gate && options.bench && runs_whole_profile(options)) {
     for (const auto& b : out.gate->bench.cases) {
       if (std::none_of(run.cases.begin(), run.cases.end(), [&](const Case& c) { return c.label == b.label; })) run.cases.push_back(b);
     }

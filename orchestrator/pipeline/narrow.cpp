@@ -15,6 +15,7 @@
 #include <fmt/ranges.h>
 
 #include "case_filter.h"
+#include "case_grid.h"
 #include "error.h"
 #include "executor.h"
 #include "experiment_runner.h"
@@ -365,7 +366,7 @@ NarrowResult narrow_experiment(std::int64_t id, const NarrowOptions& options) {
                                      : "precision swap: the candidate already runs the exact value of every precision param");
     }
     if (swap) {
-      const auto* ev = run_step(ctx, {"precision", fmt::format("precision swap {}={}", swap->param, swap->value.is_string() ? swap->value.get<std::string>() : swap->value.dump()),
+      const auto* ev = run_step(ctx, {"precision", fmt::format("precision swap {}={}", swap->param, scalar_text(swap->value)),
                                       ctx.red, J{{swap->param, swap->value}}, "", ""});
       if (ev && ev->record.gate_run) {
         bool all_green = !ev->record.gate_run->cases.empty();

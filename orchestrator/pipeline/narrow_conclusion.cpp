@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "case_grid.h"
 #include "gate_spec.h"
 #include "tool_run.h"
 
@@ -13,8 +14,6 @@ namespace densefeed {
 namespace {
 
 using J = nlohmann::ordered_json;
-
-std::string text_of(const J& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
 
 // Partitioned (parts > 1) against unpartitioned cases of the parent.
 struct Split {
@@ -66,7 +65,7 @@ std::string what_partitioning_adds(const GateSpec& gate) {
 std::string separating_key(const std::vector<GateCaseRow>& cases) {
   std::map<std::string, std::set<std::string>> red_values, green_values;
   for (const auto& c : cases) {
-    for (const auto& [k, v] : c.values.items()) (c.verdict == "red" ? red_values : green_values)[k].insert(text_of(v));
+    for (const auto& [k, v] : c.values.items()) (c.verdict == "red" ? red_values : green_values)[k].insert(scalar_text(v));
   }
   for (const auto& [k, reds] : red_values) {
     if (reds.size() != 1 || !green_values.count(k) || green_values[k].count(*reds.begin())) continue;
@@ -86,7 +85,7 @@ std::size_t green_count(const NarrowEvidence& ev) {
 // "precision=ieee" of a step's params.
 std::string params_text(const J& params) {
   std::string out;
-  for (const auto& [k, v] : params.items()) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, text_of(v));
+  for (const auto& [k, v] : params.items()) out += fmt::format("{}{}={}", out.empty() ? "" : " ", k, scalar_text(v));
   return out;
 }
 
