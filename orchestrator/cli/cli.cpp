@@ -73,7 +73,19 @@ void CliContext::open_store() {
     // From here on the project is configured as its trusted ref says, not as
     // the checked-out densefeed.yaml (an agent's branch) says.
     if (!store.worktree) {
-      Project trusted = trusted_project(worktree, store.root);
+      Project trusted = [&] {
+        try {
+          return trusted_project(worktree, store.root);
+        } catch (const InputError& e) {
+          store.rethrow_shown(e);
+        }
+      }();
+      // Later errors about the configuration name the file a person edits.
+      if (trusted.config.path == (store.root / kProjectFile).string()) {
+        trusted.config.path = worktree.config_file().string();
+        trusted.config.origin = fmt::format("as committed on {} at {}: edit it and commit it on {}", store.ref,
+                                            store.commit.substr(0, 12), store.ref);
+      }
       if (trusted.trusted_ref != worktree.trusted_ref) {
         throw InputError(trusted.config_file().string(), {}, "trusted_ref",
                          fmt::format("the checked-out densefeed.yaml names trusted ref '{}', but that ref's own densefeed.yaml "

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "cli.h"
+#include "progress_display.h"
 #include "error.h"
 #include "executor.h"
 #include "ledger.h"
@@ -74,7 +75,16 @@ std::vector<CliVerb> add_narrow_verbs(CLI::App& app, CliContext& ctx) {
              options.run.sandbox = !a->no_sandbox;
              options.run.executor = make_executor(a->executor_name);
              options.manifest = a->manifest;
-             if (::isatty(STDERR_FILENO)) options.on_step = [](const NarrowStep& s) { std::cerr << narrow_step_line(s) << std::endl; };
+             if (::isatty(STDERR_FILENO)) {
+               // Each step's progress in place, then the step's line.
+               auto display = std::make_shared<ProgressDisplay>(std::cerr, true);
+               options.run.on_progress = [display](const RunProgress& p) { display->show(p); };
+               options.run.on_bench_progress = [display](const BenchProgress& p) { display->show(p); };
+               options.on_step = [display](const NarrowStep& s) {
+                 display->finish();
+                 std::cerr << narrow_step_line(s) << std::endl;
+               };
+             }
              if (const auto service = configured_service(ctx); !service.empty() && ctx.peer.empty()) {
                std::cerr << fmt::format("densefeed: note: this project names a densefeed service ({}); `narrow` runs its steps here, "
                                         "as your user, into the local ledger (as `run` does)\n", service.string());

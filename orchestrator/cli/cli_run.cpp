@@ -22,6 +22,7 @@
 #include "error.h"
 #include "ledger.h"
 #include "replay_plan.h"
+#include "progress_display.h"
 #include "report.h"
 #include "sha256.h"
 #include "service_client.h"
@@ -29,9 +30,11 @@
 namespace densefeed {
 namespace {
 
-void print_run(const ExperimentOutcome& outcome, const RunOptions& options, bool json) {
+// `header`: the text report's first lines are still to print (no terminal
+// header was printed as the run started).
+void print_run(const ExperimentOutcome& outcome, const RunOptions& options, bool json, bool header) {
   if (json) std::cout << report_json(outcome, options.workspace.ledger.string()).dump(2) << "\n";
-  else std::cout << render_text_report(outcome);
+  else std::cout << render_text_report(outcome, header);
 }
 
 // SIGTERM or SIGINT (a `timeout`, a Ctrl-C) while `run` runs: every launch
@@ -53,6 +56,7 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
     CLI::Option* seed = nullptr;
     bool no_bench = false;
     bool no_sandbox = false;
+    bool quiet = false;
     std::string executor_name = "local";
     std::vector<std::string> cases;
     std::int64_t failing_of = 0;
@@ -80,6 +84,7 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
   run->add_flag("--no-bench", a->no_bench, "stop after the gate");
   run->add_flag("--no-sandbox", a->no_sandbox, "run candidate and base commands without bwrap (recorded in the report)");
   run->add_flag("--json", ctx.json, "print one JSON document");
+  run->add_flag("--quiet,-q", a->quiet, "no progress lines on stderr while it runs (stage, case k of N, time, estimate)");
   auto budget = std::make_shared<double>(0);
   run->add_option("--bench-seconds", *budget,
                   "the bench's measurement budget per case, seconds of timed rounds (default: the gate's bench.max_seconds_per_case; "
@@ -90,9 +95,20 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
            [&ctx, a, budget] {
              RunOptions options = run_options(ctx);
              if (*budget > 0) options.bench_budget_s = *budget;
-             // Seen while it runs: a terminal gets a line per warm-up and round.
-             if (::isatty(STDERR_FILENO)) {
-               options.on_bench_progress = [](const BenchProgress& p) { std::cerr << "densefeed: " << bench_progress_line(p) << std::endl; };
+             // Seen while it runs: the header at once, then one progress line
+             // (updated in place on a terminal, plain lines elsewhere).
+             auto display = a->quiet ? nullptr : std::make_shared<ProgressDisplay>(std::cerr, ::isatty(STDERR_FILENO) == 1);
+             if (display) {
+               options.on_progress = [display](const RunProgress& p) { display->show(p); };
+               options.on_bench_progress = [display](const BenchProgress& p) { display->show(p); };
+             }
+             auto header_printed = std::make_shared<bool>(false);
+             if (!ctx.json) {
+               options.on_started = [display, header_printed](const ExperimentOutcome& o) {
+                 if (display) display->finish();
+                 std::cout << render_text_header(o) << std::flush;
+                 *header_printed = true;
+               };
              }
              std::signal(SIGTERM, stop_on_signal);
              std::signal(SIGINT, stop_on_signal);
@@ -130,11 +146,12 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
                                         service.string());
              }
              const ExperimentOutcome outcome = run_experiment(manifest, options);
+             if (display) display->finish();
              if (const int sig = interrupt_signal()) {
                std::cerr << fmt::format("densefeed: {} received: experiment {} stopped and recorded as interrupted, with the results "
                                         "it had\n", strsignal(sig), outcome.experiment_id);
              }
-             print_run(outcome, options, ctx.json);
+             print_run(outcome, options, ctx.json, !*header_printed);
              return outcome.record ? exit_code_of(outcome.record->summary) : exit_code_of(outcome.verdict);
            },
            StoreUse::always}};

@@ -85,4 +85,19 @@ std::string describe(const Failure& f) {
   return s;
 }
 
+bool candidate_did_not_run(const Failure& f) {
+  if (f.who != FailureWho::candidate) return false;
+  switch (f.kind) {
+    case FailureKind::no_start:
+    case FailureKind::sandbox:
+    case FailureKind::exit_code:
+    case FailureKind::crash: return true;
+    default: return false;
+  }
+}
+
+std::string case_label(const std::string& verdict, const Failure& f) {
+  return verdict != "green" && candidate_did_not_run(f) ? "error" : verdict;
+}
+
 }  // namespace densefeed

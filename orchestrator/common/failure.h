@@ -53,4 +53,14 @@ FailureWho failure_who_from(const std::string& text);
 // from the value. detail is appended after "; " when it is not empty.
 std::string describe(const Failure& f);
 
+// Whether the candidate's process did not run to its end: it could not start
+// (no_start, sandbox), or exited non-zero or was killed (exit_code, crash) —
+// an import error or a missing file, not a wrong answer. Such a case is red
+// (the gate never passes it) but is shown as `error` in the candidate's
+// column and counted apart from tolerance failures (case_label, gate reasons).
+bool candidate_did_not_run(const Failure& f);
+// The word in a case's verdict column: "error" where candidate_did_not_run,
+// else `verdict` ("green", "red", "error").
+std::string case_label(const std::string& verdict, const Failure& f);
+
 }  // namespace densefeed

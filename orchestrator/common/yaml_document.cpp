@@ -242,11 +242,11 @@ SourceMark YamlDocument::key_mark_of(const std::string& pointer) const {
 }
 
 void YamlDocument::fail(const std::string& pointer, const std::string& message) const {
-  throw InputError(path, mark_of(pointer), pointer_to_field(pointer), message);
+  throw InputError(path, mark_of(pointer), pointer_to_field(pointer), origin.empty() ? message : message + " (" + origin + ")");
 }
 
 void YamlDocument::fail_at_key(const std::string& pointer, const std::string& message) const {
-  throw InputError(path, key_mark_of(pointer), pointer_to_field(pointer), message);
+  throw InputError(path, key_mark_of(pointer), pointer_to_field(pointer), origin.empty() ? message : message + " (" + origin + ")");
 }
 
 YamlDocument parse_yaml(const std::string& text, const std::string& path) {

@@ -15,6 +15,10 @@ namespace densefeed {
 
 struct YamlDocument {
   std::string path;   // as given by the user; used in every error message
+  // Where the text came from when it is not the file at `path` as it is now
+  // ("as committed on main at 1a2b3c4d5e6f: ..."): appended to every error
+  // fail() and fail_at_key() throw. '' for a plain read.
+  std::string origin;
   std::string text;   // the raw bytes of the file
   nlohmann::ordered_json value;  // keys in file order
   // JSON pointer ("/candidate/params/precision") -> where the value starts.

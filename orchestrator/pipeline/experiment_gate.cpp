@@ -196,7 +196,22 @@ void gate_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& o
   if (runnable) runnable = trusted_arm_built(out, ledger, options, run);
   gate_options.reference = out.reference_arm;
   gate_options.candidate = out.candidate_arm;
-  if (runnable) out.gate_result = run_gate(*out.gate, run.cases, out.candidate_params, gate_options);
+  const auto progress_file = out.work_dir / "progress.jsonl";
+  gate_options.progress = [&out, &options, progress_file](const RunProgress& p) {
+    RunProgress q = p;
+    q.experiment_id = out.experiment_id;
+    append_run_progress(progress_file, q);
+    if (options.on_progress) options.on_progress(q);
+  };
+  if (runnable) {
+    RunProgress start{out.experiment_id, "gate", "start", 0, run.cases.size(), 0, 0, "", "", "", 0, -1};
+    gate_options.progress(start);
+    out.gate_result = run_gate(*out.gate, run.cases, out.candidate_params, gate_options);
+    RunProgress end{out.experiment_id, "gate", "end", out.gate_result.cases.size(), run.cases.size(), 0, 0, "", "",
+                    to_string(out.gate_result.verdict), out.gate_result.wall_s, -1};
+    gate_options.progress(end);
+  }
+  gate_options.progress = nullptr;  // the bench's reference runs are told by the bench's own events
   run.reference_options = gate_options;
   if (runnable && !options.store.worktree) check_export_after_gate(out, ledger, options);
 }

@@ -31,6 +31,8 @@
 
 namespace densefeed {
 
+struct ExperimentOutcome;
+
 struct RunOptions {
   Project project;      // the user's repository and its densefeed.yaml
   GateStore store;      // the gates, lock and frozen files this run trusts
@@ -53,6 +55,12 @@ struct RunOptions {
   // Told after each arm's warm-up and each paired round of the bench (a
   // terminal's progress line); the run folder's progress.jsonl gets them too.
   std::function<void(const BenchProgress&)> on_bench_progress;
+  // Told as the gate starts, as each of its processes ends and as each
+  // stage ends (run_progress.h); the run folder's progress.jsonl gets them too.
+  std::function<void(const RunProgress&)> on_progress;
+  // Told once the experiment is recorded and before any stage runs (its id,
+  // gate and arms are known): a terminal prints the report's header then.
+  std::function<void(const ExperimentOutcome&)> on_started;
   // run --case (issue 30): only the profile's cases (and bench cases) one of
   // these matches; empty: all of them. Recorded with the experiment.
   std::vector<CaseFilter> cases;

@@ -174,6 +174,7 @@ ExperimentOutcome run_experiment(const std::filesystem::path& manifest_path, con
   // share one). A revision's is keyed by its build and arm where it is built.
   out.candidate_arm.cache_dir = arm_cache_dir(options.workspace, fmt::format("worktree-{}", out.experiment_id), "candidate");
   out.base_arm.cache_dir = arm_cache_dir(options.workspace, fmt::format("worktree-{}", out.experiment_id), "base");
+  if (options.on_started) options.on_started(out);
   {
     // Beaten while it runs, so that a worker of another host can tell when this run died.
     const Heartbeat heartbeat(options.workspace.ledger, ledger.heartbeat_of(out.experiment_id), ledger.heartbeat_interval_s());

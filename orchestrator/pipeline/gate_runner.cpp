@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "gate_reason.h"
 #include "harness_command.h"
 #include "harness_protocol.h"
 #include "arm_context.h"
@@ -37,6 +38,7 @@ struct Job {
   TemplateValues values;             // what renders it: its case, the arm's params, the seed, its out/
   const ArmContext* arm = nullptr;
   nlohmann::ordered_json case_json;
+  std::string label;  // its case's label (progress)
   std::filesystem::path dir;
   bool untrusted = false;  // a candidate command: through launch_untrusted
   std::string limit;       // the limit it exceeded (untrusted_launch.h), '' when none
@@ -308,6 +310,22 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
     }
     require_gpus(gate, multi, options.gpus);
   }
+  // Progress: told as each process ends, at the pace so far.
+  std::mutex progress_mutex;
+  RunProgress told{0, "gate", "process", 0, 0, 0, 0, "", "", "", 0, -1};
+  for (const Job* j : jobs) ++(j->untrusted ? told.total : told.references);
+  const auto stage_start = std::chrono::steady_clock::now();
+  const auto tell = [&](const Job& job) {
+    if (!options.progress) return;
+    const std::lock_guard lock(progress_mutex);
+    ++(job.untrusted ? told.done : told.references_done);
+    told.case_label = job.label;
+    told.arm = job.untrusted ? "candidate" : "reference";
+    told.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - stage_start).count();
+    const std::size_t ended = told.done + told.references_done, all = told.total + told.references;
+    told.eta_s = ended > 0 && ended < all ? told.elapsed_s / static_cast<double>(ended) * static_cast<double>(all - ended) : -1;
+    options.progress(told);
+  };
   SlotPool pool(static_cast<std::size_t>(threads_wanted));
   for (int t = 0; t < threads_wanted; ++t) {
     const std::string gpu = slots ? options.gpus[static_cast<std::size_t>(t)] : "";
@@ -335,6 +353,7 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
         try {
           if (sessions) {
             run_job_in_session(*jobs[i], slot, t, gate, jobs[i]->seed.value_or(seed), options, gpu);
+            tell(*jobs[i]);
             continue;
           }
           const auto held = pool.take(needs(*jobs[i]));
@@ -353,6 +372,7 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
             throw;
           }
           pool.give(held);
+          tell(*jobs[i]);
         } catch (...) {
           std::lock_guard lock(failure_mutex);
           failure = std::current_exception();
@@ -441,6 +461,7 @@ std::vector<ReferenceRun> run_references(const GateSpec& gate, const Case& c, co
     ref.values = {c.values, nlohmann::ordered_json::object(), seeds[i], (ref.dir / "out").string()};
     ref.arm = &options.reference;
     ref.case_json = reference_case(gate, c);
+    ref.label = c.label;
     fresh_dir(ref.dir);
     jobs.push_back(&ref);
   }
@@ -509,8 +530,9 @@ GateJobs plan_gate_jobs(const GateSpec& gate, const std::vector<Case>& cases, co
       ref.dir = options.work_dir / fmt::format("reference-{:03}", references.size());
       ref.command = gate.reference_command;
       ref.values = {c.values, nlohmann::ordered_json::object(), options.seed, (ref.dir / "out").string()};
-      ref.arm = &options.reference;
       ref.case_json = ref_case;
+      ref.label = c.label;
+      ref.arm = &options.reference;
       references.push_back(std::move(ref));
     }
     planned.case_reference[i] = it->second;
@@ -520,6 +542,7 @@ GateJobs plan_gate_jobs(const GateSpec& gate, const std::vector<Case>& cases, co
     cand.command = gate.candidate_command;
     cand.values = {c.values, candidate_params, options.seed, (cand.dir / "out").string()};
     cand.case_json = c.values;
+    cand.label = c.label;
     cand.arm = &options.candidate;
     cand.untrusted = true;
     cand.ranks = case_ranks(gate, c.values);
@@ -673,10 +696,16 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     gate_result.cases.push_back(std::move(cr));
   }
   judge_trend_bounds(gate, gate_result);
-  std::size_t failing = 0;
-  for (const auto& c : gate_result.cases) failing += c.verdict != Verdict::green;
-  if (failing > 0) {
-    gate_result.reason = fmt::format("{} of {} case(s) not green", failing, gate_result.cases.size());
+  gate_result.reason = gate_reason(gate_result.cases);
+  // A candidate that did not run because its tree lacks a file the trusted
+  // ref has (a branch made before the harness was added): say so.
+  if (std::any_of(gate_result.cases.begin(), gate_result.cases.end(), [](const CaseResult& c) { return candidate_did_not_run(c.failure); })) {
+    const auto missing = files_only_on_trusted_ref(gate.candidate_command, options.candidate, options.reference);
+    if (!missing.empty()) {
+      gate_result.reason += fmt::format("; {} is on the trusted ref but not in the candidate's tree ({}): the revision predates it, "
+                                        "so merge the trusted ref ({}) into it (git merge) and submit again",
+                                        fmt::join(missing, ", "), options.candidate.label, options.reference.label);
+    }
   }
   gate_result.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return gate_result;

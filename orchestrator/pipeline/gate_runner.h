@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "arm_context.h"
+#include "run_progress.h"
 #include "case_grid.h"
 #include "gate_spec.h"
 #include "reference_run.h"
@@ -49,6 +51,10 @@ struct GateRunOptions {
   // What runs the stage's launches and sessions (executor.h; the run's,
   // RunOptions::executor); nullptr: this machine's. A test passes a scripted one.
   Executor* executor = nullptr;
+  // Told as each process ends (phase "process": cases whose candidate ended,
+  // references ended, the pace so far); empty: nobody watches. Called from
+  // the stage's job threads, one call at a time.
+  std::function<void(const RunProgress&)> progress;
 };
 
 // Refuses (InputError naming the gate file and `ranks`) a multi-rank case

@@ -43,7 +43,17 @@ J gate_stage(const ExperimentRecord& e, const GateSpec* gate, const std::filesys
              {"profile", nullptr}, {"seed", nullptr}, {"gate_sha256", nullptr}, {"provenance", nullptr},
              {"wall_s", optional_number(outcome.wall_s)}, {"lock_problems", J::array()}, {"cases_total", 0},
              {"failing_cases", J::array()}, {"trend_tables", J::array()}};
-  if (!e.gate_run) return stage;
+  if (!e.gate_run) {
+    // While it runs: how far the gate has come (run_progress.h events).
+    const J events = read_bench_progress(work_dir / "progress.jsonl", 1u << 16);
+    for (auto it = events.rbegin(); it != events.rend(); ++it) {
+      if (it->value("stage", std::string()) != "gate") continue;
+      stage["cases_total"] = it->value("total", 0);
+      stage["cases_done"] = it->value("done", 0);
+      break;
+    }
+    return stage;
+  }
   const GateRunRow& g = *e.gate_run;
   stage["profile"] = g.profile.empty() ? J() : J(g.profile);
   stage["seed"] = g.seed.empty() ? J() : J(g.seed);

@@ -1,6 +1,7 @@
 #include "ledger_printers.h"
 
 #include <cmath>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -79,7 +80,8 @@ void print_gate_run(std::ostream& out, const GateRunRow& g) {
       metrics += fmt::format(" {}.{}={} (bound {:.1e})", one_line(m.output), one_line(m.metric),
                              std::isnan(m.value) ? "nan" : fmt::format("{:.2e}", m.value), m.bound);
     }
-    out << fmt::format("    {:<6} {:<50}{}{}\n", one_line(c.verdict), one_line(c.label), metrics, metrics.empty() ? " " + one_line(c.reason) : "");
+    out << fmt::format("    {:<6} {:<50}{}{}\n", one_line(case_label(c.verdict, c.failure)), one_line(c.label), metrics,
+                       metrics.empty() ? " " + one_line(c.reason) : "");
   }
 }
 
@@ -101,6 +103,30 @@ void print_bench_cases(std::ostream& out, const ExperimentRecord& e) {
                                  : "    timed by the candidate (promotion needs --accept-candidate-timing)\n");
     for (const auto& f : b.timing_flags) out << fmt::format("    {}: {}\n", one_line(f.value("kind", "")), one_line(f.value("reason", "")));
   }
+}
+
+// A stage's line says what happened: "inconclusive" for a bench whose every
+// case concluded nothing, "not declared" for an acceptance the manifest has
+// none of, "not run" for a stage an ended experiment never reached.
+std::string stage_text(const ExperimentRecord& e, const StageOutcome& o) {
+  const bool ended = !is_running(e.summary.state);
+  if (o.stage == "acceptance" && o.verdict == StageVerdict::pending) {
+    return e.has_acceptance ? "not run yet — densefeed promote runs the pre-registered criteria once the experiment is reviewed"
+                            : "not declared — the manifest pre-registers no acceptance criteria";
+  }
+  if (o.stage == "bench" && o.verdict == StageVerdict::green && !e.bench_cases.empty()) {
+    std::map<std::string, int> count;
+    for (const auto& b : e.bench_cases) ++count[b.verdict];
+    std::string counts;
+    for (const auto& [verdict, n] : count) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", n, one_line(verdict));
+    if (count["inconclusive"] == static_cast<int>(e.bench_cases.size())) {
+      return fmt::format("inconclusive — {} of {} case(s) inconclusive: no difference concluded (the bench ran to its end)",
+                         e.bench_cases.size(), e.bench_cases.size());
+    }
+    return fmt::format("green — {}", counts);
+  }
+  if (o.verdict == StageVerdict::pending && ended) return "not run" + dash(o.reason);
+  return to_string(o.verdict) + failure_text(o.failure) + dash(o.reason);
 }
 
 }  // namespace
@@ -135,7 +161,7 @@ void print_ledger_show(std::ostream& out, const ExperimentRecord& e) {
                        dash(s.reason));
   }
   for (const auto& o : s.stages) {
-    out << fmt::format("  stage {:<10} {}{}{}\n", o.stage, to_string(o.verdict), failure_text(o.failure), dash(o.reason));
+    out << fmt::format("  stage {:<10} {}\n", o.stage, stage_text(e, o));
   }
   if (e.gate_run) print_gate_run(out, *e.gate_run);
   else out << "  gate: no gate run recorded\n";

@@ -58,6 +58,7 @@ struct PendingCall {
   J arguments;
   std::shared_ptr<std::atomic<bool>> cancel;
   std::shared_ptr<std::atomic<bool>> done;
+  J progress_token;  // params._meta.progressToken (null: no progress wanted)
 };
 
 // A thread that runs calls one after another while any are pending.
@@ -194,7 +195,25 @@ struct McpServer::Impl {
     if (!*c.cancel) {
       McpToolResult r;
       try {
-        r = c.tool->run(c.arguments, *c.cancel);
+        if (c.tool->run_with_progress) {
+          McpProgress progress;
+          if (!c.progress_token.is_null()) {
+            auto last = std::make_shared<double>(-1);
+            progress = [this, token = c.progress_token, last, cancel = c.cancel](double p, std::optional<double> total,
+                                                                                 const std::string& message) {
+              // The progress value must increase with each notification (basic/utilities/progress).
+              if (p <= *last || *cancel) return;
+              *last = p;
+              J params = {{"progressToken", token}, {"progress", p}};
+              if (total) params["total"] = *total;
+              if (!message.empty()) params["message"] = printable(message);
+              send({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", params}});
+            };
+          }
+          r = c.tool->run_with_progress(c.arguments, *c.cancel, progress);
+        } else {
+          r = c.tool->run(c.arguments, *c.cancel);
+        }
       } catch (const std::exception& e) {
         r = {J::object(), std::string("internal error in densefeed's MCP server: ") + e.what(), true};
       }
@@ -409,7 +428,7 @@ struct McpServer::Impl {
 
   // Runs the call on a runner thread, queues it behind the running ones,
   // or refuses it (an id in use, too many calls).
-  void start_call(const J& id, std::size_t index, const J& arguments) {
+  void start_call(const J& id, std::size_t index, const J& arguments, const J& progress_token) {
     const std::string key = id.dump();
     auto cancel = std::make_shared<std::atomic<bool>>(false);
     auto done = std::make_shared<std::atomic<bool>>(false);
@@ -421,7 +440,7 @@ struct McpServer::Impl {
     }
     std::size_t alive = 0;
     for (const auto& r : runners) alive += !*r.exited;
-    PendingCall call{id, &options.tools[index], arguments, cancel, done};
+    PendingCall call{id, &options.tools[index], arguments, cancel, done, progress_token};
     if (alive >= options.max_running_calls && pending.size() >= options.max_queued_calls) {
       send(error_response(id, kInternalError,
                           fmt::format("busy: {} tool calls are running and {} waiting; retry when one has answered", alive,
@@ -448,7 +467,13 @@ struct McpServer::Impl {
       return;
     }
     if (!arguments_accepted(id, name, *index, arguments)) return;
-    start_call(id, *index, arguments);
+    // A progress token is a string or an integer (basic/utilities/progress); anything else asks for none.
+    J token = nullptr;
+    if (params.contains("_meta") && params["_meta"].is_object() && params["_meta"].contains("progressToken")) {
+      const J& t = params["_meta"]["progressToken"];
+      if (t.is_string() || t.is_number_integer()) token = t;
+    }
+    start_call(id, *index, arguments, token);
   }
 
   void cancel_call(const J& params) {

@@ -39,6 +39,7 @@
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,12 @@ struct McpToolResult {
   bool is_error = false;
 };
 
+// Tells the client how far a long tool call has come (MCP 2025-11-25,
+// basic/utilities/progress: notifications/progress with the request's
+// _meta.progressToken). `progress` only grows; a call whose client sent no
+// token gets an empty one.
+using McpProgress = std::function<void(double progress, std::optional<double> total, const std::string& message)>;
+
 struct McpTool {
   std::string name;   // [A-Za-z0-9_.-]{1,128} (server/tools: tool names)
   std::string title;
@@ -64,6 +71,10 @@ struct McpTool {
   // Runs the tool on arguments that passed input_schema. `cancel` becomes
   // true when the client cancels the call (or the server is ending). Never throws.
   std::function<McpToolResult(const nlohmann::ordered_json& arguments, const std::atomic<bool>& cancel)> run;
+  // Instead of `run` when set: the same, told where to send progress (an
+  // empty McpProgress when the client asked for none).
+  std::function<McpToolResult(const nlohmann::ordered_json& arguments, const std::atomic<bool>& cancel, const McpProgress& progress)>
+      run_with_progress;
 };
 
 struct McpResource {

@@ -22,6 +22,7 @@
 #include "ledger.h"
 #include "process_runner.h"
 #include "status_wait.h"
+#include "workspace.h"
 
 namespace densefeed {
 
@@ -227,10 +228,58 @@ struct DensefeedMcpTools::Impl {
     return result_of("narrow", o, "narrowing");
   }
 
-  McpToolResult status(const J& a, const std::atomic<bool>& cancel) {
+  // While `status --wait` waits: each new event of the experiment's
+  // progress.jsonl (run_progress.h, bench_progress.h) as a progress
+  // notification, polled every 200 ms until `stop`.
+  void watch_progress(const std::string& id, const McpProgress& progress, const std::atomic<bool>& stop) const {
+    if (!progress || config.ledger.empty()) return;
+    const auto file = Workspace{config.ledger}.runs() / id / "progress.jsonl";
+    std::size_t seen = 0;
+    // Read once more after `stop`: the events of a run that ended while the
+    // call waited are all told before its answer.
+    for (bool last = false; !last;) {
+      last = stop;
+      std::ifstream in(file);
+      std::string line;
+      std::size_t n = 0;
+      while (std::getline(in, line)) {
+        if (++n <= seen) continue;
+        seen = n;
+        progress(static_cast<double>(n), std::nullopt, progress_message(J::parse(line, nullptr, false)));
+      }
+      if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+  }
+
+  // One progress event in words: "gate: case 3 of 29 (candidate T=1024)",
+  // "bench 1/2 T=4096: round 6, undecided".
+  static std::string progress_message(const J& e) {
+    if (!e.is_object()) return "";
+    const std::string stage = e.value("stage", std::string("?")), phase = e.value("phase", std::string());
+    if (stage == "bench") {
+      return fmt::format("bench {}/{} {}: {}{}", e.value("case_index", 0) + 1, e.value("cases", 0), e.value("case", std::string()), phase,
+                         e.contains("rounds") ? fmt::format(" {}, {} so far", e.value("rounds", 0), e.value("verdict", std::string("?"))) : "");
+    }
+    if (phase == "start") return fmt::format("{}: {} case(s): starting", stage, e.value("total", 0));
+    if (phase == "end") return fmt::format("{}: {}", stage, e.value("verdict", std::string("ended")));
+    return fmt::format("{}: case {} of {}{}", stage, e.value("done", 0), e.value("total", 0),
+                       e.contains("case") ? fmt::format(" ({} {})", e.value("arm", std::string()), e.value("case", std::string())) : "");
+  }
+
+  McpToolResult status(const J& a, const std::atomic<bool>& cancel, const McpProgress& progress = {}) {
     const std::string id = a["experiment_id"].dump();
     const double wait_s = a.contains("wait_s") ? a["wait_s"].get<double>() : 0;
     if (wait_s > 0) {
+      std::atomic<bool> stop{false};
+      std::thread watcher([&] { watch_progress(id, progress, stop); });
+      struct Join {
+        std::atomic<bool>& stop;
+        std::thread& t;
+        ~Join() {
+          stop = true;
+          t.join();
+        }
+      } join{stop, watcher};
       const auto o = cli(with_ledger({"status", "--wait", fmt::format("--timeout={}", wait_s)}, {id}),
                          std::chrono::milliseconds(static_cast<long long>(wait_s * 1000) + 120'000), &cancel);
       auto r = result_of("status", o, "status");
@@ -369,7 +418,8 @@ std::vector<McpTool> DensefeedMcpTools::tools() {
                object_schema({{"experiment_id", id_schema},
                               {"wait_s", {{"type", "number"}, {"minimum", 0}, {"maximum", kMaxStatusWaitS}, {"description", "wait up to this many seconds for the experiment to end (0: answer now)"}}}},
                              {"experiment_id"}),
-               [self](const J& a, const std::atomic<bool>& c) { return self->status(a, c); }});
+               nullptr,
+               [self](const J& a, const std::atomic<bool>& c, const McpProgress& p) { return self->status(a, c, p); }});
   t.push_back({"narrow", "Narrow a red experiment down to the layer at fault",
                "densefeed runs, itself, the cheapest experiments that tell apart why a red experiment is red (densefeed narrow): "
                "reruns of its red cases with the same seed (nondeterminism: k of n reruns red), the precision swap its gate "

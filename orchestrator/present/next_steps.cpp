@@ -809,13 +809,22 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     return steps;
   }
   if (!f.lock_problems.empty()) {
+    // The gate as read (the trusted ref's commit) differs from its lock: a
+    // person's reviewed change not yet re-locked, or an edit to undo.
+    NextStep lock;
+    lock.kind = "ask-to-lock";
+    lock.command = {"densefeed", "gate", "lock", f.gate};
+    lock.suggestion = fmt::format("if the change to gate '{}' is reviewed, a person re-locks it: densefeed gate lock {}, then "
+                                  "commits gates/gates.lock on the trusted ref (agents never lock a gate): {}",
+                                  f.gate, f.gate, f.lock_problems.front());
+    lock.why = "no case ran: a gate that differs from gates/gates.lock is never trusted, and only a person re-locks it";
+    steps.push_back(lock);
     NextStep s;
     s.kind = "restore-frozen";
     s.command = {"densefeed", "gate", "verify", "--json"};
-    s.suggestion = fmt::format("restore the gate and its frozen files to their locked content (git checkout -- the files "
-                               "densefeed gate verify names): {}",
-                               f.lock_problems.front());
-    s.why = "no case ran: a gate that differs from gates/gates.lock is never trusted, and only a person re-locks it";
+    s.suggestion = "otherwise restore the gate and its frozen files to their locked content (git checkout -- the files "
+                   "densefeed gate verify names)";
+    s.why = "the lock records the content a person reviewed";
     steps.push_back(s);
     return steps;
   }

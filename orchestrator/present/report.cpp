@@ -204,7 +204,7 @@ std::string case_table_lines(const GateResult& g) {
   s += "\n";
   for (const auto& c : g.cases) {
     if (c.outputs.empty()) {
-      s += fmt::format("  {:<{}} {:<7} {}\n", c.gate_case.label, width, to_string(c.verdict), printable(c.reason));
+      s += fmt::format("  {:<{}} {:<7} {}\n", c.gate_case.label, width, case_label(to_string(c.verdict), c.failure), printable(c.reason));
       continue;
     }
     for (const auto& out : c.outputs) {
@@ -230,7 +230,7 @@ std::string not_green_lines(const GateResult& g) {
     if (c.verdict == Verdict::green) continue;
     if (!any_failed) s += "  not green:\n";
     any_failed = true;
-    s += fmt::format("    [{}] {}: {}\n", to_string(c.verdict), c.gate_case.label, printable(c.reason));
+    s += fmt::format("    [{}] {}: {}\n", case_label(to_string(c.verdict), c.failure), c.gate_case.label, printable(c.reason));
     for (const auto& out : c.outputs) {
       if (out.comparison.verdict != Verdict::green && !out.comparison.worst_index.empty()) {
         s += fmt::format("      {}: {}\n", out.output, worst_text(out.comparison));
@@ -341,6 +341,12 @@ std::string trace_lines(const ExperimentOutcome& o) {
         }
         if (r.intervals_total > 5) s += fmt::format("    ... {} interval(s) in all\n", r.intervals_total);
       }
+      // What the trace readers repaired: a check over a repaired trace is read with that in mind.
+      for (const auto& w : arm.report.warnings) {
+        s += fmt::format("  {} trace repaired: {} x{}{}{}{}\n", arm.arm, printable(w.kind), w.count,
+                         w.file.empty() ? "" : " in " + printable(w.file), w.first.empty() ? "" : " (first " + printable(w.first) + ")",
+                         w.message.empty() ? "" : ": " + printable(w.message));
+      }
     }
   }
   return s;
@@ -398,9 +404,11 @@ std::string render_next_steps_text(const nlohmann::ordered_json& next) {
   return s;
 }
 
-std::string render_text_report(const ExperimentOutcome& o) {
+std::string render_text_header(const ExperimentOutcome& o) { return experiment_lines(o); }
+
+std::string render_text_report(const ExperimentOutcome& o, bool header) {
   const GateResult& g = o.gate_result;
-  std::string s = experiment_lines(o);
+  std::string s = header ? experiment_lines(o) : std::string();
   s += gate_header_lines(o);
   s += session_lines(g);
   s += cache_lines(o);

@@ -19,7 +19,13 @@ namespace densefeed {
 // The experiment, its gate (lock, provenance, sandbox, sessions, caches,
 // executor, a row per case output, what is not green), its benchmark and
 // trace, `next`, and the verdict line; untrusted text on one line each.
-std::string render_text_report(const ExperimentOutcome& outcome);
+// With `header` false, everything but the experiment's first lines (a
+// terminal printed render_text_header as the run started).
+std::string render_text_report(const ExperimentOutcome& outcome, bool header = true);
+
+// The report's first lines: the experiment, gate, profile, seed, hypothesis
+// and arms; known once the experiment is recorded (RunOptions::on_started).
+std::string render_text_header(const ExperimentOutcome& outcome);
 
 // The `next` list (next_steps_json) as indented lines for people ('' when empty).
 std::string render_next_steps_text(const nlohmann::ordered_json& next);

@@ -447,7 +447,35 @@ std::vector<std::string> list_gates(const GateStore& store) {
   return names;
 }
 
+
+namespace {
+GateSpec load_gate_file(const GateStore& store, const std::string& name);
+}  // namespace
+
+std::string missing_gate_message(const GateStore& store, const std::string& name) {
+  const auto names = list_gates(store);
+  std::string text = fmt::format("no gate named '{}' in {} (available: {})", name, store.describe(),
+                                 names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", ")));
+  const auto draft = store.project_dir / store.gate_rel(name);
+  if (!store.worktree && !store.project_dir.empty() && std::filesystem::is_regular_file(draft)) {
+    text += fmt::format(". {} exists in the project folder but is not committed on {}: commit it there (git add {} && git "
+                        "commit), then a person runs 'densefeed gate lock {}' and commits {}; 'densefeed --trust-worktree gate "
+                        "show {}' checks the draft as it is now",
+                        store.gate_rel(name), store.ref, store.gate_rel(name), name, store.lock_rel(), name);
+  }
+  return text;
+}
+
 GateSpec load_gate(const GateStore& store, const std::string& name) {
+  try {
+    return load_gate_file(store, name);
+  } catch (const InputError& e) {
+    store.rethrow_shown(e);
+  }
+}
+
+namespace {
+GateSpec load_gate_file(const GateStore& store, const std::string& name) {
   const auto path = store.path(store.gate_rel(name));
   YamlDocument doc = load_yaml_file(path);
   SchemaValidator(schema_path("gate.schema.json")).validate(doc);
@@ -456,7 +484,7 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
   GateSpec gate;
   gate.name = v["gate"].get<std::string>();
   if (gate.name != name) {
-    doc.fail("/gate", fmt::format("the gate in {} must be named '{}' after its file", path.string(), name));
+    doc.fail("/gate", fmt::format("the gate in {} must be named '{}' after its file", store.shown_path(store.gate_rel(name)).string(), name));
   }
   gate.file = std::filesystem::absolute(path);
   gate.description = trim_trailing_space(v.value("description", ""));
@@ -486,4 +514,5 @@ GateSpec load_gate(const GateStore& store, const std::string& name) {
   return gate;
 }
 
+}  // namespace
 }  // namespace densefeed

@@ -178,9 +178,16 @@ std::size_t partition_parts(const OutputSpec& out, const nlohmann::ordered_json&
 // Names of the gates in the store (its gates folder's *.yaml), sorted.
 std::vector<std::string> list_gates(const GateStore& store);
 
+// What to say when `store` holds no gate `name`: the gates it has, and, when
+// the project folder holds gates/NAME.yaml that the trusted ref lacks, how to
+// commit and lock it, or check the draft with --trust-worktree.
+std::string missing_gate_message(const GateStore& store, const std::string& name);
+
 // Reads, validates and checks a gate file: schema, placeholders in both
 // commands defined by every case or declared params, bench cases gated,
-// frozen files present. Throws InputError (file, line, field) on any defect.
+// frozen files present. Throws InputError (file, line, field) on any defect;
+// for a gate read from the trusted ref's export, the error names the project
+// folder's file and the commit it was read at (GateStore::rethrow_shown).
 GateSpec load_gate(const GateStore& store, const std::string& name);
 
 }  // namespace densefeed

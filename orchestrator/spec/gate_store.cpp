@@ -28,9 +28,19 @@ std::string GateStore::describe() const {
   return fmt::format("{} at {}", ref, commit.substr(0, 12));
 }
 
+void GateStore::rethrow_shown(const InputError& e) const {
+  const std::string prefix = root.string() + "/";
+  if (worktree || project_dir.empty() || e.file().rfind(prefix, 0) != 0) throw e;
+  const auto shown = project_dir / e.file().substr(prefix.size());
+  throw InputError(shown.string(), e.mark(), e.field(),
+                   fmt::format("{} (as committed on {} at {}: edit it in the project folder and commit it on {})", e.message(), ref,
+                               commit.substr(0, 12), ref));
+}
+
 GateStore worktree_store(const Project& project) {
   GateStore s;
   s.root = project.dir;
+  s.project_dir = project.dir;
   s.gates = project.gates;
   s.ref = project.trusted_ref;
   s.commit = project.in_git() ? head_commit(project.dir) : "";
@@ -50,6 +60,7 @@ GateStore open_gate_store(const Project& project, const Workspace& workspace, bo
   GateStore s;
   s.gates = project.gates;
   s.ref = project.trusted_ref;
+  s.project_dir = project.dir;
   try {
     s.commit = resolve_revision(project.dir, project.trusted_ref);
   } catch (const std::runtime_error& e) {

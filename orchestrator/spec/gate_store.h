@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "error.h"
+
 #include "project.h"
 #include "tamper_event.h"
 #include "workspace.h"
@@ -23,6 +25,9 @@ struct GateStore {
   std::string ref;             // the trusted ref's name ("main")
   std::string commit;          // its commit; for a worktree store HEAD ("" outside git)
   bool worktree = false;       // read from the project folder as it is, not from the trusted ref
+  // The project folder, where a person edits what the export holds: errors
+  // in a gate read from the export name the file there (shown_path).
+  std::filesystem::path project_dir;
   // What open_gate_store found altered in the export it had made earlier
   // (export_verify.h), which it then replaced with a fresh export: the
   // caller that holds the ledger records each (Ledger::record_tamper).
@@ -32,6 +37,14 @@ struct GateStore {
   std::string lock_rel() const { return gates + "/gates.lock"; }
   std::filesystem::path path(const std::string& rel) const { return root / rel; }
   std::filesystem::path gate_dir() const { return root / gates; }
+  // `rel` as a person finds it: in the project folder (an export's copy is
+  // densefeed's, not the file anyone edits).
+  std::filesystem::path shown_path(const std::string& rel) const { return (project_dir.empty() ? root : project_dir) / rel; }
+  // An InputError about a file of the export, rethrown naming the project
+  // folder's file and the commit it was read at ("as committed on main at
+  // SHA: edit it in the project folder and commit it on main"); any other
+  // error unchanged. For a worktree store: `e` as it is.
+  [[noreturn]] void rethrow_shown(const InputError& e) const;
   // "main at 1a2b3c4d5e6f" or "the worktree of PROJECT (--trust-worktree)".
   std::string describe() const;
 };

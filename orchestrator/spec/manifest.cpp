@@ -75,14 +75,7 @@ Manifest from_document(YamlDocument doc, const GateStore& store, const Project& 
   }
   if (v.contains("trace")) m.trace = v["trace"];
   if (!std::filesystem::is_regular_file(store.path(store.gate_rel(m.gate)))) {
-    const auto names = list_gates(store);
-    if (!store.worktree && std::filesystem::is_regular_file(project.dir / store.gate_rel(m.gate))) {
-      m.doc.fail("/gate", fmt::format("gate '{}' is not on the trusted ref ({}): {} exists only in the worktree. Commit it on "
-                                      "{} and have a person run 'densefeed gate lock', or pass --trust-worktree",
-                                      m.gate, store.describe(), store.gate_rel(m.gate), store.ref));
-    }
-    m.doc.fail("/gate", fmt::format("no gate named '{}' in {} of {} (available: {})", m.gate, store.gates, store.describe(),
-                                    names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    m.doc.fail("/gate", missing_gate_message(store, m.gate) + (store.worktree ? "" : "; or pass --trust-worktree to run the draft"));
   }
   return m;
 }

@@ -155,7 +155,19 @@ std::filesystem::path harness_python(const Project& project) {
     const auto resolved = resolve_executable(exe.string());
     const std::string pointer = "/python/interpreter";
     if (resolved.empty() || !std::filesystem::exists(resolved)) {
-      project.config.fail(pointer, fmt::format("the Python interpreter '{}' is not found (looked in PATH)", project.python_interpreter));
+      const bool in_folder = std::filesystem::path(project.python_interpreter).is_relative() &&
+                             project.python_interpreter.find('/') != std::string::npos;
+      project.config.fail(
+          pointer,
+          in_folder ? fmt::format("the Python interpreter '{}' resolves against the project folder to {}, which does not exist: "
+                                  "make it (python3 -m venv {} && {}/bin/pip install numpy), or name an interpreter outside "
+                                  "the project (e.g. /usr/bin/python3 or /opt/venvs/team/bin/python), which a gate's Python "
+                                  "reference or driver needs anyway",
+                                  project.python_interpreter, exe.lexically_normal().string(),
+                                  exe.parent_path().parent_path().lexically_relative(project.dir).string(),
+                                  exe.parent_path().parent_path().lexically_relative(project.dir).string())
+                    : fmt::format("the Python interpreter '{}' is not found ({})", project.python_interpreter,
+                                  exe.is_absolute() ? "no such file" : "looked in PATH: " + std::string(std::getenv("PATH") ? std::getenv("PATH") : "")));
     }
     if (!inside_project(resolved) && !imports_numpy(resolved)) {
       project.config.fail(pointer, fmt::format("the Python interpreter '{}' ({}) cannot import numpy, which harnesses "

@@ -10,10 +10,7 @@ namespace densefeed {
 
 GateOverview gate_overview(const GateStore& store, const std::string& name, const std::filesystem::path& ledger) {
   if (!std::filesystem::is_regular_file(store.path(store.gate_rel(name)))) {
-    const auto names = list_gates(store);
-    throw InputError("command line", {}, "NAME",
-                     fmt::format("no gate named '{}' in {} (available: {})", name, store.describe(),
-                                 names.empty() ? std::string("none") : fmt::format("{}", fmt::join(names, ", "))));
+    throw InputError("command line", {}, "NAME", missing_gate_message(store, name));
   }
   GateOverview o{load_gate(store, name), {}, std::nullopt, ""};
   const auto lock = read_lock(store);

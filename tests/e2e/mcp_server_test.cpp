@@ -272,6 +272,40 @@ TEST_F(McpServerProcess, SubmitsRunsAndReadsVerdictsThroughTheCli) {
   EXPECT_EQ(server_->request(16, "ping")["result"], J::object());
 }
 
+// Issue 31: a client that waits on a run with a progressToken hears how far
+// it has come (notifications/progress, the value only growing); one that
+// sends no token hears nothing.
+TEST_F(McpServerProcess, AWaitWithAProgressTokenGetsProgressNotifications) {
+  server_->initialize();
+  const J green = server_->call(1, "submit_experiment", {{"manifest", manifest("honest", "honest")}});
+  ASSERT_EQ(green["result"]["isError"], false) << green.dump();
+  const J quiet = server_->call(2, "get_status", {{"experiment_id", 1}, {"wait_s", 0.3}});
+  ASSERT_EQ(quiet["result"]["isError"], false) << quiet.dump();
+  EXPECT_TRUE(server_->notifications().empty()) << server_->notifications().size();
+  ASSERT_EQ(server_->call(3, "run_queue", J::object())["result"]["structuredContent"]["started"], true);
+  const J g = server_->request(4, "tools/call",
+                               {{"name", "get_status"}, {"arguments", {{"experiment_id", 1}, {"wait_s", 300}}},
+                                {"_meta", {{"progressToken", "run-1"}}}});
+  ASSERT_EQ(g["result"]["isError"], false) << g.dump();
+  ASSERT_EQ(g["result"]["structuredContent"]["state"], "finished") << g.dump();
+  std::vector<J> progress;
+  for (const auto& n : server_->notifications()) {
+    if (n["method"] == "notifications/progress") progress.push_back(n["params"]);
+  }
+  ASSERT_FALSE(progress.empty()) << "no notifications/progress for a run that was waited on";
+  double last = -1;
+  bool started = false, ended = false;
+  for (const auto& p : progress) {
+    EXPECT_EQ(p["progressToken"], "run-1") << p.dump();
+    EXPECT_GT(p["progress"].get<double>(), last) << p.dump();
+    last = p["progress"].get<double>();
+    const std::string m = p.value("message", "");
+    started = started || m == "gate: 2 case(s): starting";
+    ended = ended || m == "gate: green";
+  }
+  EXPECT_TRUE(started && ended) << J(progress).dump();
+}
+
 TEST_F(McpServerProcess, ACancelledCallIsEndedAndNotAnswered) {
   server_->initialize();
   ASSERT_EQ(server_->call(1, "submit_experiment", {{"manifest", manifest("waits", "honest")}})["result"]["isError"], false);

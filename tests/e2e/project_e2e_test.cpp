@@ -138,7 +138,7 @@ TEST_F(ProjectE2E, InitLockRunRedAndGreenFromASubfolder) {
   // input naming what to do, and gate lock refuses to lock it.
   const auto early = densefeed({"run", (repo_ / "experiments" / "scan-merge-float16.yaml").string()});
   EXPECT_EQ(early.exit_code, 2) << early.out << early.err;
-  EXPECT_NE(early.err.find("not on the trusted ref"), std::string::npos) << early.err;
+  EXPECT_NE(early.err.find("is not committed on main"), std::string::npos) << early.err;
   const auto lock_early = densefeed({"gate", "lock"});
   EXPECT_EQ(lock_early.exit_code, 2) << lock_early.out << lock_early.err;
   EXPECT_NE(lock_early.err.find("gates/scan-sharded.yaml"), std::string::npos) << lock_early.err;

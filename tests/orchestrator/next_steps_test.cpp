@@ -187,9 +187,12 @@ TEST(NextSteps, ALockMismatchOrAFrozenFileInTheRevisionComesFirstAndAlone) {
   auto f = cp_tf32();
   f.lock_problems = {"kernels/affine_chain/reference.cpp: sha256 differs from gates/gates.lock"};
   auto steps = next_steps(f);
-  ASSERT_EQ(steps.size(), 1u);
-  EXPECT_EQ(steps[0].kind, "restore-frozen");
-  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "gate", "verify", "--json"}));
+  // A committed change not re-locked: re-lock it (a person) or restore it; nothing else.
+  ASSERT_EQ(steps.size(), 2u);
+  EXPECT_EQ(steps[0].kind, "ask-to-lock");
+  EXPECT_EQ(steps[0].command, (std::vector<std::string>{"densefeed", "gate", "lock", f.gate}));
+  EXPECT_EQ(steps[1].kind, "restore-frozen");
+  EXPECT_EQ(steps[1].command, (std::vector<std::string>{"densefeed", "gate", "verify", "--json"}));
   f.lock_problems.clear();
   f.cases.clear();
   f.gate_reason = "the candidate revision 0123456789ab changes frozen files: gates/cp-affine-chain.yaml; no case ran";

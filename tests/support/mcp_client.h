@@ -101,7 +101,11 @@ class McpClient {
       const auto l = line();
       if (l.empty()) return J();
       J m = J::parse(l);
-      if (m.contains("id") && m["id"] == id) return m;
+      if (!m.contains("id")) {
+        notifications_.push_back(m);  // a notification (notifications/progress): kept in order
+        continue;
+      }
+      if (m["id"] == id) return m;
       pending_[m.value("id", J()).dump()] = m;
     }
   }
@@ -112,6 +116,8 @@ class McpClient {
   J call(const J& id, const std::string& tool, const J& arguments) {
     return request(id, "tools/call", {{"name", tool}, {"arguments", arguments}});
   }
+  // The notifications read so far (messages without an id), in order.
+  const std::vector<J>& notifications() const { return notifications_; }
   // initialize (2025-11-25) and notifications/initialized; false when the server did not answer.
   bool initialize() {
     const J r = request(0, "initialize", {{"protocolVersion", "2025-11-25"}, {"capabilities", J::object()},
@@ -138,6 +144,7 @@ class McpClient {
   pid_t pid_ = 0;
   int to_ = -1, from_ = -1;
   std::string buffer_;
+  std::vector<J> notifications_;
   std::map<std::string, J> pending_;
 };
 
