@@ -21,6 +21,7 @@
 
 #include "ledger.h"
 #include "process_runner.h"
+#include "progress_display.h"
 #include "status_wait.h"
 #include "workspace.h"
 
@@ -245,25 +246,10 @@ struct DensefeedMcpTools::Impl {
       while (std::getline(in, line)) {
         if (++n <= seen) continue;
         seen = n;
-        progress(static_cast<double>(n), std::nullopt, progress_message(J::parse(line, nullptr, false)));
+        progress(static_cast<double>(n), std::nullopt, progress_event_text(J::parse(line, nullptr, false)));
       }
       if (!last) std::this_thread::sleep_for(std::chrono::milliseconds(200));
     }
-  }
-
-  // One progress event in words: "gate: case 3 of 29 (candidate T=1024)",
-  // "bench 1/2 T=4096: round 6, undecided".
-  static std::string progress_message(const J& e) {
-    if (!e.is_object()) return "";
-    const std::string stage = e.value("stage", std::string("?")), phase = e.value("phase", std::string());
-    if (stage == "bench") {
-      return fmt::format("bench {}/{} {}: {}{}", e.value("case_index", 0) + 1, e.value("cases", 0), e.value("case", std::string()), phase,
-                         e.contains("rounds") ? fmt::format(" {}, {} so far", e.value("rounds", 0), e.value("verdict", std::string("?"))) : "");
-    }
-    if (phase == "start") return fmt::format("{}: {} case(s): starting", stage, e.value("total", 0));
-    if (phase == "end") return fmt::format("{}: {}", stage, e.value("verdict", std::string("ended")));
-    return fmt::format("{}: case {} of {}{}", stage, e.value("done", 0), e.value("total", 0),
-                       e.contains("case") ? fmt::format(" ({} {})", e.value("arm", std::string()), e.value("case", std::string())) : "");
   }
 
   McpToolResult status(const J& a, const std::atomic<bool>& cancel, const McpProgress& progress = {}) {

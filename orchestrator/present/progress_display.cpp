@@ -2,7 +2,22 @@
 
 #include <ostream>
 
+#include <fmt/format.h>
+
 namespace densefeed {
+
+std::string progress_event_text(const nlohmann::ordered_json& e) {
+  if (!e.is_object()) return "";
+  const std::string stage = e.value("stage", std::string("?")), phase = e.value("phase", std::string());
+  if (stage == "bench") {
+    return fmt::format("bench {}/{} {}: {}{}", e.value("case_index", 0) + 1, e.value("cases", 0), e.value("case", std::string()), phase,
+                       e.contains("rounds") ? fmt::format(" {}, {} so far", e.value("rounds", 0), e.value("verdict", std::string("?"))) : "");
+  }
+  if (phase == "start") return fmt::format("{}: {} case(s): starting", stage, e.value("total", 0));
+  if (phase == "end") return fmt::format("{}: {}", stage, e.value("verdict", std::string("ended")));
+  return fmt::format("{}: case {} of {}{}", stage, e.value("done", 0), e.value("total", 0),
+                     e.contains("case") ? fmt::format(" ({} {})", e.value("arm", std::string()), e.value("case", std::string())) : "");
+}
 
 ProgressDisplay::ProgressDisplay(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
 

@@ -11,10 +11,17 @@
 #include <mutex>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
 #include "bench_progress.h"
 #include "run_progress.h"
 
 namespace densefeed {
+
+// One recorded progress event (progress.jsonl: run_progress_json or
+// bench_progress_json) in words: "gate: case 3 of 29 (candidate T=1024)",
+// "bench 1/2 T=4096: round 6, inconclusive so far"; '' for anything else.
+std::string progress_event_text(const nlohmann::ordered_json& event);
 
 class ProgressDisplay {
  public:

@@ -1,5 +1,7 @@
 #include "queue_printers.h"
 
+#include "progress_display.h"
+
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -32,6 +34,10 @@ void print_status(std::ostream& out, const ExperimentRecord& e, const nlohmann::
     out << fmt::format("  bench {}: {} {:.3f}x [{:.3f}, {:.3f}]\n", one_line(b.label), one_line(b.verdict), b.speedup, b.lo, b.hi);
   }
   if (!e.events.empty() && !e.events.back().detail.empty()) out << "  " << one_line(e.events.back().detail) << "\n";
+  // While it runs: how far it has come.
+  if (is_running(r.state) && document.contains("progress") && !document["progress"].empty()) {
+    out << "  progress: " << one_line(progress_event_text(document["progress"].back())) << "\n";
+  }
   out << render_next_steps_text(document["next"]);
 }
 

@@ -294,3 +294,47 @@ TEST(ReportHtmlGateSection, TheRecordCarriesTheRowsThePageReads) {
 
 }  // namespace
 }  // namespace densefeed
+
+namespace densefeed {
+namespace {
+
+// Issue 31: a stage line says what happened, not a bare verdict word.
+TEST(NewcomerStages, ABenchOfOnlyInconclusiveCasesANoAcceptanceAndAStageNeverReachedSaySo) {
+  ExperimentRecord r = red_record();
+  r.summary.verdict = "green";
+  r.summary.verdict_stage = "";
+  r.summary.reason = "";
+  r.summary.stages[0].verdict = StageVerdict::green;
+  r.summary.stages[0].failure = {};
+  r.summary.stages[0].reason = "";
+  r.summary.stages[1].verdict = StageVerdict::green;
+  r.summary.stages[1].reason = "";
+  StageOutcome trace;
+  trace.stage = "trace";  // pending: never reached
+  StageOutcome acceptance;
+  acceptance.stage = "acceptance";
+  r.summary.stages.push_back(trace);
+  r.summary.stages.push_back(acceptance);
+  r.bench_cases.resize(1);
+  r.bench_cases[0].label = "T=64";
+  r.bench_cases[0].verdict = "inconclusive";
+  r.has_acceptance = false;
+  std::ostringstream out;
+  print_ledger_show(out, r);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("  stage bench      inconclusive — 1 of 1 case(s) inconclusive"), std::string::npos) << text;
+  EXPECT_EQ(text.find("stage bench      green"), std::string::npos) << text;
+  EXPECT_NE(text.find("  stage trace      not run\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("  stage acceptance not declared"), std::string::npos) << text;
+  // Declared but not run yet: promote runs it.
+  r.has_acceptance = true;
+  r.bench_cases.push_back(r.bench_cases[0]);
+  r.bench_cases[1].verdict = "faster";
+  std::ostringstream again;
+  print_ledger_show(again, r);
+  EXPECT_NE(again.str().find("  stage acceptance not run yet — densefeed promote runs"), std::string::npos) << again.str();
+  EXPECT_NE(again.str().find("  stage bench      green — 1 faster, 1 inconclusive"), std::string::npos) << again.str();
+}
+
+}  // namespace
+}  // namespace densefeed
