@@ -24,11 +24,41 @@ namespace densefeed {
 namespace {
 
 // The project's configured chain key goes with its ledger, also when the
-// ledger was named with --ledger (workers pass both).
-void register_ledger_key(const Project& p, const std::filesystem::path& ledger) {
-  if (!p.ledger_key.empty() && std::filesystem::weakly_canonical(p.ledger) == std::filesystem::weakly_canonical(ledger)) {
+// ledger was named with --ledger (workers pass both); a key given on the
+// command line or in the environment (`given`) comes first.
+void register_ledger_key(const Project& p, const std::filesystem::path& ledger, const std::filesystem::path& given) {
+  if (!given.empty()) set_ledger_key_file(ledger, given);
+  else if (!p.ledger_key.empty() && std::filesystem::weakly_canonical(p.ledger) == std::filesystem::weakly_canonical(ledger)) {
     set_ledger_key_file(ledger, p.ledger_key);
   }
+}
+
+// --ledger-key, else DENSEFEED_LEDGER_KEY (absolute; '' for neither).
+// Throws InputError when the file is inside the ledger's folder or the
+// project folder (the agent's worktree): whoever can write there could
+// re-seal the ledger with a key of their own (spec/project.cpp refuses
+// densefeed.yaml's ledger_key in the ledger's folder alike).
+std::filesystem::path given_ledger_key(const std::string& flag, const std::filesystem::path& ledger, const Project* worktree) {
+  const char* env = std::getenv("DENSEFEED_LEDGER_KEY");
+  const std::string text = !flag.empty() ? flag : env ? env : "";
+  if (text.empty()) return {};
+  const char* what = !flag.empty() ? "--ledger-key" : "DENSEFEED_LEDGER_KEY";
+  const auto key = std::filesystem::weakly_canonical(std::filesystem::absolute(text));
+  const auto inside = [&](const std::filesystem::path& folder) {
+    const auto rel = key.lexically_relative(std::filesystem::weakly_canonical(folder));
+    return !rel.empty() && *rel.begin() != "..";
+  };
+  if (!ledger.empty() && inside(ledger.parent_path())) {
+    throw InputError(what, {}, text, fmt::format("{} is inside the ledger's folder {}: anyone who can edit the ledger could then "
+                                                 "re-seal it; keep the key elsewhere (a CI secret written to a 0600 file outside "
+                                                 "the checkout)", key.string(), ledger.parent_path().string()));
+  }
+  if (worktree && inside(worktree->dir)) {
+    throw InputError(what, {}, text, fmt::format("{} is inside the project folder {}, which the agent can write: keep the key "
+                                                 "outside it (a CI secret written to a 0600 file outside the checkout)",
+                                                 key.string(), worktree->dir.string()));
+  }
+  return key;
 }
 
 }  // namespace
@@ -44,7 +74,9 @@ void CliContext::resolve() {
   }
   if (!ledger_text.empty()) ledger_ = std::filesystem::absolute(ledger_text);
   else if (worktree_project_) ledger_ = worktree_project_->ledger;
-  if (worktree_project_ && !ledger_.empty()) register_ledger_key(*worktree_project_, ledger_);
+  given_key_ = given_ledger_key(ledger_key_text, ledger_, worktree_project_ ? &*worktree_project_ : nullptr);
+  if (worktree_project_ && !ledger_.empty()) register_ledger_key(*worktree_project_, ledger_, given_key_);
+  else if (!given_key_.empty() && !ledger_.empty()) set_ledger_key_file(ledger_, given_key_);
   resolved_ = true;
   const bool exported = store_use == StoreUse::if_exported && worktree_project_ && !trust_worktree &&
                         worktree_project_->in_git() && std::filesystem::is_directory(Workspace{ledger_}.exports());
@@ -96,7 +128,7 @@ void CliContext::open_store() {
       // The key is the trusted configuration's, also when it names none (the
       // default then), never a key the worktree's densefeed.yaml named.
       forget_ledger_key_file(ledger_);
-      register_ledger_key(trusted, ledger_);
+      register_ledger_key(trusted, ledger_, given_key_);
       trusted_project_ = std::move(trusted);
     }
     store_ = std::move(store);
@@ -180,8 +212,15 @@ std::int64_t parse_experiment_id(const std::string& text) {
   return static_cast<std::int64_t>(parse_unsigned("ID", text, INT64_MAX));
 }
 
+void add_ledger_key_option(CLI::App* verb, CliContext& ctx) {
+  verb->add_option("--ledger-key", ctx.ledger_key_text,
+                   "the ledger's chain key file (default: DENSEFEED_LEDGER_KEY, else densefeed.yaml's ledger_key, else "
+                   "~/.config/densefeed/keys/<ledger identity>.key); never inside the ledger's folder or the project");
+}
+
 void add_ledger_and_json(CLI::App* verb, CliContext& ctx) {
   verb->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's, .densefeed/ledger.db)");
+  add_ledger_key_option(verb, ctx);
   verb->add_flag("--json", ctx.json, "print one JSON document");
 }
 

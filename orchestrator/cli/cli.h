@@ -49,6 +49,7 @@ enum class StoreUse {
 struct CliContext {
   std::string project_text;     // --project ('' = walk up from the current directory)
   std::string ledger_text;      // --ledger ('' = the project's ledger)
+  std::string ledger_key_text;  // --ledger-key ('' = DENSEFEED_LEDGER_KEY, else densefeed.yaml's ledger_key, else ledger_key.h's default)
   bool trust_worktree = false;  // --trust-worktree
   bool json = false;            // --json
   std::string service_text;     // --service ('' = densefeed.yaml's service:, if any)
@@ -78,6 +79,7 @@ struct CliContext {
   void open_store();
 
   bool resolved_ = false;
+  std::filesystem::path given_key_;  // --ledger-key or DENSEFEED_LEDGER_KEY, absolute ('' for neither)
   bool store_tried_ = false;
   bool project_read_ = false;
   std::optional<Project> worktree_project_;  // the checked-out densefeed.yaml's
@@ -109,7 +111,9 @@ std::vector<std::string> context_args(CliContext& ctx);
 std::uint64_t parse_unsigned(const std::string& what, const std::string& text, std::uint64_t max);
 // An experiment id given on the command line.
 std::int64_t parse_experiment_id(const std::string& text);
-// Adds `--ledger` and `--json` to a verb.
+// Adds `--ledger-key FILE` (the ledger's chain key file) to a verb.
+void add_ledger_key_option(CLI::App* verb, CliContext& ctx);
+// Adds `--ledger`, `--ledger-key` and `--json` to a verb.
 void add_ledger_and_json(CLI::App* verb, CliContext& ctx);
 
 struct GateSpec;

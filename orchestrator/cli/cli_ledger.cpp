@@ -1,6 +1,9 @@
 // ledger list|show|compare|export|verify and audit: what engineers and CI
 // read from the ledger. All of them open it read-only except that an old
 // ledger is migrated on open.
+#include <unistd.h>
+
+#include <chrono>
 #include <iostream>
 
 #include <fmt/format.h>
@@ -17,6 +20,7 @@
 #include "ledger_printers.h"
 #include "list_filter_check.h"
 #include "pending_results.h"
+#include "utc_time.h"
 #include "workspace.h"
 
 namespace densefeed {
@@ -90,6 +94,7 @@ void add_ledger_read_verbs(CLI::App* ledger_cmd, CliContext& ctx, std::vector<Cl
   exp->add_option("--format", *format, "json or csv")->check(CLI::IsMember({"json", "csv"}))->capture_default_str();
   exp->add_option("--table", *table, "csv: the table or view to write")->capture_default_str();
   exp->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default ROOT/.densefeed/ledger.db)");
+  add_ledger_key_option(exp, ctx);
   verbs.push_back({exp, [&ctx, format, table] {
                      const Ledger ledger(ctx.ledger_path(), Ledger::Mode::read_only);
                      if (*format == "json") {
@@ -152,6 +157,35 @@ void add_ledger_chain_verbs(CLI::App* ledger_cmd, CliContext& ctx, std::vector<C
 
 }
 
+// Runs `audit` (which returns the report) and writes --junit on every exit:
+// the checks when it ran to its end, else one <error> naming why it could not
+// (the exception is then rethrown: exit 2 or 3 as main maps it).
+template <class Audit>
+int audit_with_junit(const std::string& junit, Audit&& audit) {
+  const auto start = std::chrono::steady_clock::now();
+  AuditRun run{utc_now(), 0, ""};
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) == 0) run.hostname = host;
+  const auto elapsed = [&] { return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(); };
+  const auto error = [&](const char* kind, const std::string& why) {
+    run.seconds = elapsed();
+    if (!junit.empty()) write_audit_junit_error(junit, kind, why, run);
+  };
+  AuditReport report;
+  try {
+    report = audit();
+  } catch (const InputError& e) {
+    error("bad-input", e.what());
+    throw;
+  } catch (const std::exception& e) {
+    error("infrastructure-error", e.what());
+    throw;
+  }
+  run.seconds = elapsed();
+  if (!junit.empty()) write_audit_junit(junit, report, run);
+  return report.ok() ? 0 : 1;
+}
+
 // audit, audit acknowledge: CI's checks, and a person's word on what they found.
 void add_audit_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs) {
   auto* audit = app.add_subcommand("audit", "CI: exit 1 if a result lacks a green gate, a gate or frozen file differs from gates/gates.lock, the hash chain is broken, or a tamper event is unacknowledged");
@@ -184,23 +218,31 @@ void add_audit_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs
                   "accept green results whose untrusted commands ran without the sandbox (--no-sandbox)");
   audit->add_option("--expect-head", *expect_head, "fail unless the chain still holds this head (SEQ:HASH from 'ledger head')");
   audit->add_option("--head-file", *head_file, "like --expect-head with the head kept in FILE (when it exists); on success the current head is written there");
+  auto fail_on = std::make_shared<std::vector<std::string>>();
+  audit->add_option("--fail-on", *fail_on,
+                    "also fail (exit 1) when a green-gated experiment has a bench case with one of these verdicts (slower, "
+                    "inconclusive; comma-separated or repeated)")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"slower", "inconclusive"}));
   auto strict = std::make_shared<bool>(false);
   audit->add_flag("--strict", *strict, "fail when no head recorded earlier is given to check the chain against (what CI should use)");
   add_ledger_and_json(audit, ctx);
-  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed, allow_untrusted_gates, expect_head, head_file, strict] {
+  verbs.push_back({audit, [&ctx, junit, allow_unsandboxed, allow_untrusted_gates, expect_head, head_file, strict, fail_on] {
                      AuditOptions options;
                      options.allow_untrusted_gates = *allow_untrusted_gates;
                      options.allow_unsandboxed = *allow_unsandboxed;
-                     options.expected = expected_heads(*expect_head, *head_file);
                      options.strict = *strict;
-                     const GateStore& store = ctx.store();
-                     options.require_service = ctx.project().require_service;
-                     const AuditReport report = audit_ledger(ctx.ledger_path(), store, options);
-                     if (!ctx.json) print_audit_checks(std::cout, report);
-                     if (report.ok() && !head_file->empty()) write_head_file(*head_file, report.head);
-                     print_audit_end(std::cout, ctx.ledger_path(), report, ctx.json);
-                     if (!junit->empty()) write_audit_junit(*junit, report);
-                     return report.ok() ? 0 : 1;
+                     return audit_with_junit(*junit, [&] {
+                       options.expected = expected_heads(*expect_head, *head_file);
+                       options.fail_on = parse_fail_on(*fail_on);
+                       const GateStore& store = ctx.store();
+                       options.require_service = ctx.project().require_service;
+                       const AuditReport report = audit_ledger(ctx.ledger_path(), store, options);
+                       if (!ctx.json) print_audit_checks(std::cout, report);
+                       if (report.ok() && !head_file->empty()) write_head_file(*head_file, report.head);
+                       print_audit_end(std::cout, ctx.ledger_path(), report, ctx.json);
+                       return report;
+                     });
                    }, StoreUse::always});
 }
 

@@ -16,6 +16,7 @@
 #include "cli.h"
 #include "bench_progress.h"
 #include "executor.h"
+#include "fail_on.h"
 #include "exit_code.h"
 #include "experiment_runner.h"
 #include "experiment_summary.h"
@@ -62,10 +63,12 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
     std::int64_t failing_of = 0;
     std::vector<std::string> candidate_params;
     CLI::Option* profile = nullptr;
+    std::vector<std::string> fail_on;
   };
   auto a = std::make_shared<Args>();
   run->add_option("MANIFEST", a->manifest, "experiment manifest (YAML); with --failing-of, default: the one that experiment recorded");
   run->add_option("--ledger", ctx.ledger_text, "SQLite ledger (default: the project's, .densefeed/ledger.db)");
+  add_ledger_key_option(run, ctx);
   a->profile = run->add_option("--profile", a->options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
   run->add_option("--case", a->cases,
                   "run only the cases with these key=value pairs, e.g. 'T=24576' or a case's whole label (repeatable: any of them)");
@@ -90,6 +93,11 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
                   "the bench's measurement budget per case, seconds of timed rounds (default: the gate's bench.max_seconds_per_case; "
                   "what an inconclusive case's next step asks for)")
       ->check(CLI::Range(1.0, 86400.0));
+  run->add_option("--fail-on", a->fail_on,
+                  "exit 5 when the gate is green but a bench case's verdict is one of these (slower, inconclusive; "
+                  "comma-separated or repeated): CI fails on a regression")
+      ->delimiter(',')
+      ->check(CLI::IsMember({"slower", "inconclusive"}));
   add_executor_option(run, a->executor_name);
   return {{run,
            [&ctx, a, budget] {
@@ -152,7 +160,13 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
                                         "it had\n", strsignal(sig), outcome.experiment_id);
              }
              print_run(outcome, options, ctx.json, !*header_printed);
-             return outcome.record ? exit_code_of(outcome.record->summary) : exit_code_of(outcome.verdict);
+             const int code = outcome.record ? exit_code_of(outcome.record->summary) : exit_code_of(outcome.verdict);
+             if (code == kExitGreen && outcome.record) {
+               const auto findings = fail_on_findings(*outcome.record, parse_fail_on(a->fail_on));
+               for (const auto& f : findings) std::cerr << "densefeed: --fail-on: " << f << "\n";
+               if (!findings.empty()) return kExitFailOn;
+             }
+             return code;
            },
            StoreUse::always}};
 }

@@ -9,6 +9,7 @@ std::vector<CliVerb> add_command_table(CLI::App& app, CliContext& ctx) {
   app.set_version_flag("--version", "densefeed " DENSEFEED_VERSION " (commit " DENSEFEED_COMMIT ")");
   app.add_option("--project", ctx.project_text,
                  "the project folder holding densefeed.yaml (default: the first folder from here upwards that has one)");
+  add_ledger_key_option(&app, ctx);
   app.add_flag("--trust-worktree", ctx.trust_worktree,
                "read gates, gates.lock and frozen files from the project folder as it is instead of the trusted ref "
                "(recorded in provenance)");

@@ -45,7 +45,7 @@ const std::vector<ServedVerb>& served_table() {
 
 // Options no peer may give: the service decides the project, the ledger and
 // the head it checks (its head log).
-constexpr std::array kServiceOwned = {"--project", "--ledger", "--head-file", "--service", "--peer", "--die-with-parent"};
+constexpr std::array kServiceOwned = {"--project", "--ledger", "--ledger-key", "--head-file", "--service", "--peer", "--die-with-parent"};
 // Options only people may give, whatever the verb.
 constexpr std::array kPeopleOnly = {"--trust-worktree", "--no-sandbox", "--allow-untrusted-gates", "--allow-unsandboxed",
                                     "--accept-candidate-timing", "--accept-speedup-beyond-bound", "--accept-agent-base"};
@@ -169,7 +169,7 @@ PolicyDecision service_policy(const CLI::App& app, const Peer& peer, const std::
       if (o->count() == 0) continue;
       const std::string name = option_name(o);
       if (std::find(kServiceOwned.begin(), kServiceOwned.end(), name) != kServiceOwned.end()) {
-        d.refusal = fmt::format("{} is the service's to decide (its project, ledger and head log): leave it out", name);
+        d.refusal = fmt::format("{} is the service's to decide (its project, ledger, key and head log): leave it out", name);
         return d;
       }
       if (!peer.person && std::find(kPeopleOnly.begin(), kPeopleOnly.end(), name) != kPeopleOnly.end()) {

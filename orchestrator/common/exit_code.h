@@ -1,7 +1,9 @@
 // densefeed's exit codes (README, "Exit codes"), the one mapping every verb
 // uses: 0 green, 1 red, 2 bad usage or input (rejected), 3 error (the
 // reference, the machine or densefeed itself failed; interrupted or
-// cancelled), 4 not ended yet (queued, started, requeued, cancel_requested).
+// cancelled), 4 not ended yet (queued, started, requeued, cancel_requested),
+// 5 green but a --fail-on bench verdict was met (a green gate with a slower
+// bench: run --fail-on slower; fail_on.h).
 #pragma once
 
 #include "verdict.h"
@@ -13,6 +15,7 @@ inline constexpr int kExitRed = 1;
 inline constexpr int kExitUsage = 2;
 inline constexpr int kExitError = 3;
 inline constexpr int kExitNotEnded = 4;
+inline constexpr int kExitFailOn = 5;
 
 // The exit code of a verdict: green 0, red 1, error 3.
 inline int exit_code_of(Verdict v) {

@@ -12,10 +12,13 @@
 
 namespace densefeed {
 
-// The key file for `ledger` (absolute): the one registered for it with
-// set_ledger_key_file, else the default above.
-std::filesystem::path ledger_key_file(const std::filesystem::path& ledger);
-// Registers the project's configured key file for its ledger (process-wide).
+// The key file for `ledger` (absolute) whose chain_keys records
+// `fingerprint` (sha256 of the key, 64 hex): the one registered for it with
+// set_ledger_key_file, else keys/<fingerprint's first 32 hex>.key above
+// (fingerprint empty, a ledger not keyed yet: the keys folder itself).
+std::filesystem::path ledger_key_file(const std::filesystem::path& ledger, const std::string& fingerprint);
+// Registers the key file given for this ledger (--ledger-key,
+// DENSEFEED_LEDGER_KEY or densefeed.yaml's ledger_key; process-wide).
 void set_ledger_key_file(const std::filesystem::path& ledger, const std::filesystem::path& key);
 // Forgets what set_ledger_key_file registered for `ledger`: its key is the
 // default above again (a trusted configuration that names no key replaces a
@@ -33,6 +36,17 @@ struct LedgerKey {
 // of 32 bytes owned by this user and unreadable by others, or (without
 // create) does not exist; InfraError when it cannot be written.
 LedgerKey load_ledger_key(const std::filesystem::path& file, bool create);
+
+// The key of `ledger`, whose chain_keys records `fingerprint` ('' when the
+// ledger has no key yet: then, with `create`, a new key is made, named by its
+// own identity unless a key file is registered). Looks in the order above,
+// then at the pre-identity name (sha256 of the ledger's path), which it links
+// to the identity's name. Throws InputError naming the ledger when the key
+// found is not the one `fingerprint` names (saying which fingerprint is
+// expected and how to pass the key: --ledger-key FILE or
+// DENSEFEED_LEDGER_KEY), or naming the key file when it is missing or
+// breaks load_ledger_key's rules; InfraError when a key cannot be made.
+LedgerKey find_ledger_key(const std::filesystem::path& ledger, const std::string& fingerprint, bool create);
 
 // HMAC-SHA256 of `message` under `key`, hex (64 characters).
 std::string hmac_sha256_hex(const std::string& key, const std::string& message);

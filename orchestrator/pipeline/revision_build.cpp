@@ -12,6 +12,7 @@
 #include "build_seal.h"
 #include "command_template.h"
 #include "error.h"
+#include "ledger_identity.h"
 #include "ledger_key.h"
 #include "process_runner.h"
 #include "revision.h"
@@ -28,7 +29,7 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
   // seals nothing, and so reuses nothing.
   std::string key;
   try {
-    key = load_ledger_key(ledger_key_file(workspace.ledger), false).bytes;
+    key = find_ledger_key(workspace.ledger, ledger_key_fingerprint(workspace.ledger), false).bytes;
   } catch (const std::exception&) {
   }
   const auto start = std::chrono::steady_clock::now();

@@ -1,6 +1,7 @@
 #include "audit_printers.h"
 
 #include <fstream>
+#include <vector>
 
 #include <boost/property_tree/ptree.hpp>
 #include <boost/property_tree/xml_parser.hpp>
@@ -36,32 +37,77 @@ void print_audit_end(std::ostream& out, const std::filesystem::path& ledger, con
   out << doc.dump(2) << "\n";
 }
 
-void write_audit_junit(const std::filesystem::path& path, const AuditReport& report) {
-  namespace pt = boost::property_tree;
+namespace {
+
+namespace pt = boost::property_tree;
+
+std::string seconds_text(double s) { return fmt::format("{:.3f}", s < 0 ? 0.0 : s); }
+
+// testsuites > testsuite "densefeed-audit" around `cases`, with the counts
+// junit-10.xsd requires, written to `path`.
+void write_suite(const std::filesystem::path& path, const std::vector<pt::ptree>& cases, std::size_t failures, std::size_t errors,
+                 const AuditRun& run) {
   pt::ptree suites, suite;
-  std::size_t failed = 0;
-  for (const auto& c : report.checks) failed += c.failures.empty() ? 0 : 1;
   suite.put("<xmlattr>.name", "densefeed-audit");
-  suite.put("<xmlattr>.tests", report.checks.size());
-  suite.put("<xmlattr>.failures", failed);
+  suite.put("<xmlattr>.tests", cases.size());
+  suite.put("<xmlattr>.failures", failures);
+  suite.put("<xmlattr>.errors", errors);
+  suite.put("<xmlattr>.skipped", 0);
+  suite.put("<xmlattr>.time", seconds_text(run.seconds));
+  suite.put("<xmlattr>.timestamp", run.started_at);
+  if (!run.hostname.empty()) suite.put("<xmlattr>.hostname", run.hostname);
+  for (const auto& tc : cases) suite.add_child("testcase", tc);
+  pt::ptree& top = suites.add_child("testsuites", pt::ptree());
+  top.put("<xmlattr>.name", "densefeed audit");
+  top.put("<xmlattr>.tests", cases.size());
+  top.put("<xmlattr>.failures", failures);
+  top.put("<xmlattr>.errors", errors);
+  top.put("<xmlattr>.time", seconds_text(run.seconds));
+  top.add_child("testsuite", suite);
+  std::ofstream out(path);
+  if (!out) throw InputError(path.string(), {}, "--junit", "cannot write the JUnit file here");
+  pt::write_xml(out, suites, pt::xml_writer_make_settings<std::string>(' ', 2));
+  if (!out.flush()) throw InputError(path.string(), {}, "--junit", "cannot write the JUnit file here");
+}
+
+pt::ptree testcase(const std::string& name, double seconds) {
+  pt::ptree tc;
+  tc.put("<xmlattr>.classname", "densefeed.audit");
+  tc.put("<xmlattr>.name", name);
+  tc.put("<xmlattr>.time", seconds_text(seconds));
+  return tc;
+}
+
+}  // namespace
+
+void write_audit_junit(const std::filesystem::path& path, const AuditReport& report, const AuditRun& run) {
+  std::vector<pt::ptree> cases;
+  std::size_t failed = 0;
   for (const auto& c : report.checks) {
-    pt::ptree tc;
-    tc.put("<xmlattr>.classname", "densefeed.audit");
-    tc.put("<xmlattr>.name", c.name);
+    pt::ptree tc = testcase(c.name, c.seconds);
     if (!c.failures.empty()) {
+      ++failed;
       std::string text;
       for (const auto& f : c.failures) text += f + "\n";
       pt::ptree failure;
       failure.put("<xmlattr>.message", c.failures.front());
+      failure.put("<xmlattr>.type", "audit");
       failure.put_value(text);
       tc.add_child("failure", failure);
     }
-    suite.add_child("testcase", tc);
+    cases.push_back(std::move(tc));
   }
-  suites.add_child("testsuites.testsuite", suite);
-  std::ofstream out(path);
-  if (!out) throw InputError(path.string(), {}, "--junit", "cannot write the JUnit file here");
-  pt::write_xml(out, suites, pt::xml_writer_make_settings<std::string>(' ', 2));
+  write_suite(path, cases, failed, 0, run);
+}
+
+void write_audit_junit_error(const std::filesystem::path& path, const std::string& kind, const std::string& why, const AuditRun& run) {
+  pt::ptree tc = testcase("the ledger and its gate store can be audited", run.seconds);
+  pt::ptree error;
+  error.put("<xmlattr>.message", why);
+  error.put("<xmlattr>.type", kind);
+  error.put_value(why);
+  tc.add_child("error", error);
+  write_suite(path, {tc}, 0, 1, run);
 }
 
 }  // namespace densefeed

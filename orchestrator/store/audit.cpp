@@ -1,5 +1,6 @@
 #include "audit.h"
 
+#include <chrono>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -43,30 +44,66 @@ AuditCheck intact_chain(const Ledger& ledger) {
   return chain;
 }
 
+// --fail-on: every green-gated experiment's bench cases.
+AuditCheck bench_verdicts(const Ledger& ledger, const std::vector<FailOn>& fail_on) {
+  std::string words;
+  for (const FailOn f : fail_on) words += (words.empty() ? "" : ", ") + std::string(to_string(f));
+  AuditCheck c{fmt::format("no green-gated experiment with a bench case that is {} (--fail-on)", words), {}};
+  Ledger::ListFilter green;
+  green.verdict = "green";
+  for (const auto& s : ledger.summaries(green)) {
+    const auto found = fail_on_findings(ledger.record(s.id), fail_on);
+    c.failures.insert(c.failures.end(), found.begin(), found.end());
+  }
+  return c;
+}
+
+// Appends make()'s check with the seconds it took.
+template <class Make>
+void add_check(std::vector<AuditCheck>& checks, Make&& make) {
+  const auto start = std::chrono::steady_clock::now();
+  AuditCheck c = make();
+  c.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  checks.push_back(std::move(c));
+}
+
 void audit_records(const Ledger& ledger, const std::string& trusted_ref, const AuditOptions& o, AuditReport& report) {
   auto& checks = report.checks;
-  checks.push_back({"schema objects (tables, views, triggers, indexes) are the SQL compiled into densefeed", ledger.schema_differences()});
-  checks.push_back({"no speedup, trace or acceptance result without a green gate", ledger.results_without_green_gate()});
+  add_check(checks, [&] {
+    return AuditCheck{"schema objects (tables, views, triggers, indexes) are the SQL compiled into densefeed", ledger.schema_differences()};
+  });
+  add_check(checks, [&] { return AuditCheck{"no speedup, trace or acceptance result without a green gate", ledger.results_without_green_gate()}; });
   if (!o.allow_untrusted_gates) {
-    checks.push_back({fmt::format("no green result whose gates came from elsewhere than the trusted ref '{}' "
-                                  "(--allow-untrusted-gates accepts them)",
-                                  trusted_ref),
-                      ledger.green_results_not_from(trusted_ref)});
+    add_check(checks, [&] {
+      return AuditCheck{fmt::format("no green result whose gates came from elsewhere than the trusted ref '{}' "
+                                    "(--allow-untrusted-gates accepts them)",
+                                    trusted_ref),
+                        ledger.green_results_not_from(trusted_ref)};
+    });
   }
   if (!o.allow_unsandboxed) {
-    checks.push_back({"no green result whose untrusted commands ran without the sandbox (--allow-unsandboxed accepts them)",
-                      ledger.unsandboxed_green_results()});
+    add_check(checks, [&] {
+      return AuditCheck{"no green result whose untrusted commands ran without the sandbox (--allow-unsandboxed accepts them)",
+                        ledger.unsandboxed_green_results()};
+    });
   }
-  checks.push_back({"no promotion or acceptance run without a green gate and green bench and trace stages", ledger.promotion_violations()});
-  checks.push_back(interrupted_acceptances(ledger));
-  checks.push_back(unacknowledged_tampering(ledger));
-  checks.push_back(intact_chain(ledger));
+  add_check(checks, [&] {
+    return AuditCheck{"no promotion or acceptance run without a green gate and green bench and trace stages", ledger.promotion_violations()};
+  });
+  if (!o.fail_on.empty()) add_check(checks, [&] { return bench_verdicts(ledger, o.fail_on); });
+  add_check(checks, [&] { return interrupted_acceptances(ledger); });
+  add_check(checks, [&] { return unacknowledged_tampering(ledger); });
+  add_check(checks, [&] { return intact_chain(ledger); });
   report.head = ledger.head();
-  AuditCheck extends{"the chain extends the head recorded earlier", {}};
-  for (const auto& h : o.expected) {
-    if (auto why = ledger.extends(h); !why.empty()) extends.failures.push_back(fmt::format("head {}: {}", h.text(), why));
+  if (!o.expected.empty()) {
+    add_check(checks, [&] {
+      AuditCheck extends{"the chain extends the head recorded earlier", {}};
+      for (const auto& h : o.expected) {
+        if (auto why = ledger.extends(h); !why.empty()) extends.failures.push_back(fmt::format("head {}: {}", h.text(), why));
+      }
+      return extends;
+    });
   }
-  if (!o.expected.empty()) checks.push_back(extends);
   if (o.expected.empty() && o.strict) {
     checks.push_back({"the chain extends a head recorded earlier (--strict)",
                       {"no head was ever recorded for this ledger: give --head-file FILE (kept outside the ledger's reach) or "
@@ -89,12 +126,14 @@ void audit_gates(const GateStore& store, AuditReport& report) {
   const auto names = list_gates(store);
   if (names.empty()) throw InputError(store.gate_dir().string(), {}, "", fmt::format("no gates (*.yaml) in {}", store.describe()));
   for (const auto& name : names) {
-    auto problems = check_locked_file(store, lock, store.gate_rel(name));
-    if (problems.empty()) {
-      const auto frozen = check_frozen_files(store, lock, load_gate(store, name));
-      problems.insert(problems.end(), frozen.begin(), frozen.end());
-    }
-    report.checks.push_back({fmt::format("gate {} and its frozen files match {} ({})", name, store.lock_rel(), store.describe()), problems});
+    add_check(report.checks, [&] {
+      auto problems = check_locked_file(store, lock, store.gate_rel(name));
+      if (problems.empty()) {
+        const auto frozen = check_frozen_files(store, lock, load_gate(store, name));
+        problems.insert(problems.end(), frozen.begin(), frozen.end());
+      }
+      return AuditCheck{fmt::format("gate {} and its frozen files match {} ({})", name, store.lock_rel(), store.describe()), problems};
+    });
   }
 }
 

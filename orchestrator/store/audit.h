@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "fail_on.h"
 #include "ledger.h"
 
 namespace densefeed {
@@ -15,6 +16,7 @@ struct GateStore;
 struct AuditCheck {
   std::string name;                   // what holds when it passes, in words
   std::vector<std::string> failures;  // one line each; empty: passed
+  double seconds = 0;                 // how long the check took (JUnit's testcase time)
 };
 
 struct AuditOptions {
@@ -27,6 +29,9 @@ struct AuditOptions {
   // The project's require_service: every experiment must have been
   // submitted through a densefeed service (none same-user).
   bool require_service = false;
+  // --fail-on: a green-gated experiment with a bench case of one of these
+  // verdicts fails the audit (fail_on.h); empty: bench verdicts are not audited.
+  std::vector<FailOn> fail_on;
 };
 
 struct AuditReport {

@@ -23,17 +23,16 @@ std::string Ledger::link_hash(const std::string& prev, const std::string& table,
 }
 
 void Ledger::load_key(bool create) {
-  key_ = load_ledger_key(ledger_key_file(std::filesystem::absolute(path_)), create);
+  // The ledger's identity, its key's fingerprint, is read from the file
+  // itself: the key is found wherever the file was copied to.
+  std::string fingerprint;
   Statement has(db_, "SELECT COUNT(*) FROM sqlite_schema WHERE type = 'table' AND name = 'chain_keys'");
   has.step();
-  if (has.column(0).get<std::int64_t>() == 0) return;
-  Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
-  if (k.step() && k.column(0).get<std::string>() != key_.fingerprint) {
-    throw InputError(key_.file.string(), {}, "",
-                     fmt::format("this key (fingerprint {}) is not the ledger's (fingerprint {} in {}); set ledger_key in "
-                                 "densefeed.yaml to the ledger's key", key_.fingerprint.substr(0, 16),
-                                 k.column(0).get<std::string>().substr(0, 16), path_.string()));
+  if (has.column(0).get<std::int64_t>() > 0) {
+    Statement k(db_, "SELECT fingerprint FROM chain_keys ORDER BY id LIMIT 1");
+    if (k.step()) fingerprint = k.column(0).get<std::string>();
   }
+  key_ = find_ledger_key(std::filesystem::absolute(path_), fingerprint, create);
 }
 
 namespace {

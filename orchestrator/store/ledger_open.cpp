@@ -353,8 +353,8 @@ void Ledger::open_for_writing() {
     k.step();
     if (k.column(0).get<std::string>() != key_.fingerprint) {
       throw InputError(key_.file.string(), {}, "",
-                       fmt::format("this key (fingerprint {}) is not the ledger's (fingerprint {} in {}); set ledger_key in "
-                                   "densefeed.yaml to the ledger's key", key_.fingerprint.substr(0, 16),
+                       fmt::format("this key (fingerprint {}) is not the ledger's (fingerprint {} in {}); pass the ledger's key "
+                                   "with --ledger-key FILE or DENSEFEED_LEDGER_KEY", key_.fingerprint.substr(0, 16),
                                    k.column(0).get<std::string>().substr(0, 16), path_.string()));
     }
   }

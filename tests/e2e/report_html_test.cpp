@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "ledger.h"
+#include "ledger_identity.h"
 #include "ledger_key.h"
 #include "test_support.h"
 
@@ -716,7 +717,7 @@ TEST_F(ReportHtml, BadInputIsExit2) {
   EXPECT_EQ(r.exit_code, 2) << "no -o";
   // Without its chain key the ledger cannot be checked: the report, like every
   // reader, refuses it naming the key's file (a broken chain is a page, above).
-  const auto key = ledger_key_file(std::filesystem::absolute(ledger_));
+  const auto key = ledger_key_file(std::filesystem::absolute(ledger_), ledger_key_fingerprint(ledger_));
   ASSERT_TRUE(std::filesystem::remove(key)) << key;
   r = densefeed({"report", "-o", (dir_ / "x.html").string(), "--ledger", ledger_.string()});
   EXPECT_EQ(r.exit_code, 2) << r.out << r.err;

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "ledger_identity.h"
 #include "ledger_key.h"
 #include "pending_results.h"
 #include "sha256.h"
@@ -233,7 +234,7 @@ TEST_F(TrustedGround, ForgedUnsignedAndTransplantedPendingResultsAreRefusedAndTh
   J for_b = honest;
   for_b["experiment_id"] = 2;
   for (const auto& [k, v] : env_) ::setenv(k.c_str(), v.c_str(), 1);  // where densefeed keeps the key for this ledger
-  const auto key = load_ledger_key(ledger_key_file(std::filesystem::weakly_canonical(ledger())), false);
+  const auto key = find_ledger_key(ledger(), ledger_key_fingerprint(ledger()), false);
   for_b["signature"] = hmac_sha256_hex(key.bytes, pending_signed_message(for_b));
   refused(file_b, for_b, "never started");
 

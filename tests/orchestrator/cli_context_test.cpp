@@ -144,6 +144,7 @@ TEST_F(CliContext, TheChainKeyIsTheTrustedRefsEvenWhenItNamesNone) {
   df::CliContext ctx = context();
   const auto ledger = ctx.ledger_path();
   EXPECT_FALSE(ctx.store().worktree);
-  EXPECT_NE(df::ledger_key_file(ledger), agent_key);
-  EXPECT_EQ(df::ledger_key_file(ledger).parent_path(), dir_ / "config" / "densefeed" / "keys");
+  const std::string fingerprint(64, 'a');
+  EXPECT_NE(df::ledger_key_file(ledger, fingerprint), agent_key);
+  EXPECT_EQ(df::ledger_key_file(ledger, fingerprint), dir_ / "config" / "densefeed" / "keys" / (std::string(32, 'a') + ".key"));
 }
