@@ -12,7 +12,7 @@ cd "$(dirname "$0")"
 
 packages=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libcli11-dev
           libboost-dev libboost-filesystem-dev libmuparser-dev libfmt-dev libvalijson-dev libgtest-dev libssl-dev bubblewrap zlib1g-dev
-          python3 python3-numpy git libjs-vega chromium dpkg-dev file libxml2-utils)
+          python3 python3-numpy python3-pip git libjs-vega chromium dpkg-dev file libxml2-utils)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -4,8 +4,8 @@
 //   audited in another folder and HOME when its key is given (--ledger-key,
 //   DENSEFEED_LEDGER_KEY); the key is found by the ledger's identity, a wrong
 //   one is refused naming the fingerprint it expects;
-// - AuditJUnit: audit's JUnit file is valid against junit-10.xsd's rules
-//   (tests/data/junit/junit-10-rules.xsd, checked with xmllint), has times,
+// - AuditJUnit: audit's JUnit file is valid against Jenkins' junit-10.xsd
+//   (fetched from PyPI's pytest sdist, checked with xmllint), has times,
 //   and is written on every exit;
 // - FailOn: run and audit --fail-on slower fail CI on a green gate with a
 //   slower bench.
@@ -110,10 +110,24 @@ class Artifacts : public ::testing::Test {
     std::filesystem::copy_file(from, to, std::filesystem::copy_options::overwrite_existing);
     ::chmod(to.c_str(), 0600);
   }
-  // xmllint's verdict on `file` against the vendored junit-10 rules ('' = valid).
+  // Jenkins' junit-10.xsd itself (MIT, Gregory Boissinot; jenkinsci/xunit-plugin),
+  // as pytest's source distribution on PyPI ships it
+  // (testing/example_scripts/junit-10.xsd): fetched once into the build folder.
+  static std::filesystem::path junit_10_xsd() {
+    const std::filesystem::path dir = std::filesystem::path(DENSEFEED_BUILD_DIR) / "third_party" / "junit-10";
+    const auto xsd = dir / "junit-10.xsd";
+    if (std::filesystem::is_regular_file(xsd)) return xsd;
+    std::filesystem::create_directories(dir);
+    const auto got = testing::run_cli("/usr/bin/python3", {"-m", "pip", "download", "--disable-pip-version-check", "-q", "--no-deps",
+                                                           "--no-binary", ":all:", "-d", dir.string(), "pytest==8.3.4"}, dir);
+    const auto tar = testing::run_cli("/usr/bin/tar", {"-xzf", (dir / "pytest-8.3.4.tar.gz").string(), "-C", dir.string(),
+                                                       "--strip-components=3", "pytest-8.3.4/testing/example_scripts/junit-10.xsd"}, dir);
+    EXPECT_TRUE(std::filesystem::is_regular_file(xsd)) << "junit-10.xsd from PyPI's pytest 8.3.4 sdist: " << got.out << got.err << tar.err;
+    return xsd;
+  }
+  // xmllint's verdict on `file` against junit-10.xsd ('' = valid).
   static std::string junit_problems(const std::filesystem::path& file) {
-    const auto r = testing::run_cli("/usr/bin/xmllint", {"--noout", "--schema", (kRoot / "tests" / "data" / "junit" / "junit-10-rules.xsd").string(),
-                                                         file.string()}, file.parent_path());
+    const auto r = testing::run_cli("/usr/bin/xmllint", {"--noout", "--schema", junit_10_xsd().string(), file.string()}, file.parent_path());
     return r.exit_code == 0 ? "" : r.out + r.err;
   }
   testing::TempDir dir_;
