@@ -4,7 +4,11 @@
 // and what they see while a run works.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <fstream>
+#include <iostream>
+
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -167,6 +171,95 @@ TEST_F(Newcomer, ARunShowsItsProgressAndQuietSilencesIt) {
                                     repo_, testing::project_env(dir_.path()));
   EXPECT_EQ(tty.exit_code, 0) << tty.out << tty.err;
   EXPECT_NE(tty.out.find("\r\x1b[Kdensefeed: gate: case "), std::string::npos) << tty.out;
+}
+
+// README's "Use it in your own repository", step by step as a new user takes
+// it, in a folder like a fresh container's (HOME of its own, PATH the install
+// and the system's only): install, init, the samples red and green, an own
+// copy of the sample gate changed and locked, red and green on it, the
+// report, a backup read in another HOME with its key. Prints how long each
+// step took (the closing note's figure); checks every exit code on the way.
+TEST(NewcomerFirstHour, TheReadmesOwnRepositoryStepsFromInstallToABackupReadElsewhere) {
+  testing::TempDir dir;
+  const auto home = dir.path() / "home";
+  const auto repo = home / "team-kernels";
+  std::filesystem::create_directories(repo);
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::pair<std::string, double>> steps;
+  auto lap = [&, last = start](const std::string& what) mutable {
+    const auto now = std::chrono::steady_clock::now();
+    steps.emplace_back(what, std::chrono::duration<double>(now - last).count());
+    last = now;
+  };
+  const std::map<std::string, std::string> env = {{"PATH", (home / ".local" / "bin").string() + ":/usr/local/bin:/usr/bin:/bin"},
+                                                  {"HOME", home.string()}};
+  const auto sh = [&](const std::string& command, const std::filesystem::path& cwd) {
+    return testing::run_cli("/bin/sh", {"-c", command}, cwd, env);
+  };
+  // 1. Install it once (the build is the README's first command's).
+  const std::string build = std::filesystem::path(kExe).parent_path().parent_path().string();
+  auto r = sh("cmake --install '" + build + "' --prefix ~/.local >/dev/null && densefeed --version", home);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  lap("install");
+  // 2. Make the repository a project, on main.
+  ASSERT_EQ(testing::git(repo, {"init", "-q", "-b", "main"}).exit_code, 0);
+  r = sh("densefeed init", repo);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(testing::git_commit_all(repo, "densefeed: sample gate").empty());
+  lap("init and commit");
+  // 3. The samples: red, then green.
+  r = sh("densefeed run experiments/scan-merge-float16.yaml --quiet", repo);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  lap("first red verdict (sample)");
+  r = sh("densefeed run experiments/scan-merge-float32.yaml --quiet --no-bench", repo);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  lap("green (sample)");
+  // 4. An own gate: the sample's copy with the float16 merge only, locked by a person.
+  std::string gate = testing::read_file(repo / "gates" / "scan-sharded.yaml");
+  gate.replace(gate.find("gate: scan-sharded"), 18, "gate: my-scan");
+  testing::write_file(repo / "gates" / "my-scan.yaml", gate);
+  for (const std::string dtype : {"float16", "float32"}) {
+    std::string m = testing::read_file(repo / "experiments" / ("scan-merge-" + dtype + ".yaml"));
+    m.replace(m.find("gate: scan-sharded"), 18, "gate: my-scan");
+    m.replace(m.find("experiment: scan-merge-" + dtype), 23 + dtype.size(), "experiment: mine-" + dtype);
+    testing::write_file(repo / "experiments" / ("mine-" + dtype + ".yaml"), m);
+  }
+  ASSERT_TRUE(testing::git_commit_all(repo, "my gate").empty());
+  r = sh("densefeed gate lock my-scan", repo);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(testing::git_commit_all(repo, "lock my gate").empty());
+  r = sh("densefeed run experiments/mine-float16.yaml --quiet", repo);
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  lap("first red verdict on the own gate");
+  r = sh("densefeed run experiments/mine-float32.yaml --quiet", repo);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  lap("green on the own gate, with its benchmark");
+  r = sh("densefeed ledger list && densefeed report --gate my-scan -o report.html", repo);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_TRUE(std::filesystem::is_regular_file(repo / "report.html"));
+  lap("ledger list and report");
+  // The CI recipe's artifact, read on another machine (another HOME) with its key.
+  r = sh("densefeed ledger backup ../ledger-backup.db", repo);
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  std::filesystem::path key;
+  for (const auto& e : std::filesystem::directory_iterator(home / ".config" / "densefeed" / "keys")) key = e.path();
+  const auto elsewhere = dir.path() / "colleague";
+  std::filesystem::create_directories(elsewhere);
+  std::filesystem::copy_file(key, elsewhere / "ci.key");
+  std::filesystem::permissions(elsewhere / "ci.key", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::copy_file(home / "ledger-backup.db", elsewhere / "ledger-backup.db");
+  const auto other = testing::run_cli((home / ".local" / "bin" / "densefeed").string(),
+                                      {"ledger", "list", "--ledger", (elsewhere / "ledger-backup.db").string()}, elsewhere,
+                                      {{"PATH", "/usr/bin:/bin"}, {"HOME", elsewhere.string()},
+                                       {"DENSEFEED_LEDGER_KEY", (elsewhere / "ci.key").string()}});
+  EXPECT_EQ(other.exit_code, 0) << other.out << other.err;
+  EXPECT_NE(other.out.find("mine-float32"), std::string::npos) << other.out;
+  lap("backup read elsewhere");
+  double total = 0;
+  for (const auto& [what, s] : steps) {
+    total += s;
+    std::cout << fmt::format("newcomer: {:<45} {:6.1f} s (total {:6.1f} s)\n", what, s, total);
+  }
 }
 
 }  // namespace
