@@ -8,7 +8,7 @@ if(DENSEFEED_PYTHON_DIR STREQUAL "")
     OUTPUT_VARIABLE DENSEFEED_PYTHON_DIR ERROR_VARIABLE err RESULT_VARIABLE rc OUTPUT_STRIP_TRAILING_WHITESPACE)
   if(NOT rc EQUAL 0)
     message(FATAL_ERROR "densefeed: ${DENSEFEED_PYTHON} could not say where modules go for the prefix ${CMAKE_INSTALL_PREFIX}: ${err}"
-                        "(set DENSEFEED_PYTHON_INSTALL_DIR to a folder relative to the prefix)")
+                        "(set DENSEFEED_PYTHON_SITE_DIR to a folder relative to the prefix)")
   endif()
 endif()
 file(INSTALL ${DENSEFEED_PYTHON_MODULES} DESTINATION "${CMAKE_INSTALL_PREFIX}/${DENSEFEED_PYTHON_DIR}")
