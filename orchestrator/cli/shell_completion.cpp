@@ -25,7 +25,11 @@ std::string option_words(const CommandNode& n, bool value_only) {
 // One line of description, for shells that show them: no newlines, at most 90 characters.
 std::string short_description(const std::string& text) {
   std::string line = text.substr(0, text.find('\n'));
-  if (line.size() > 90) line = line.substr(0, 87) + "...";
+  if (line.size() > 90) {
+    std::size_t cut = 87;
+    while (cut > 0 && (static_cast<unsigned char>(line[cut]) & 0xC0) == 0x80) --cut;  // not inside a UTF-8 character
+    line = line.substr(0, cut) + "...";
+  }
   return line;
 }
 

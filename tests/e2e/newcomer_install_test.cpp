@@ -163,6 +163,17 @@ TEST(NewcomerInstall, ZshAndFishCompletionsRunInTheirShells) {
   EXPECT_EQ(zrun.exit_code, 0) << zrun.err;
   EXPECT_NE(zrun.out.find("list show"), std::string::npos) << zrun.out;
   EXPECT_NE(zrun.out.find("--wait"), std::string::npos) << zrun.out;
+  // _densefeed itself, with compsys's _describe, compadd and _files stubbed to print what they are given.
+  const auto zcomplete = shell("zsh", "compdef() { :; }; source '" + zfile + "'; "
+                                      "_describe() { print -l -- \"${(@P)4}\"; }; compadd() { shift; print -l -- \"$@\"; }; _files() { print FILES; }; "
+                                      "words=(densefeed ledger l); CURRENT=3; _densefeed; echo ---; "
+                                      "words=(densefeed status 7 --j); CURRENT=4; _densefeed; echo ---; "
+                                      "words=(densefeed status 7 ''); CURRENT=4; _densefeed");
+  EXPECT_EQ(zcomplete.exit_code, 0) << zcomplete.err;
+  EXPECT_NE(zcomplete.out.find("\nshow:everything recorded for one experiment\n"), std::string::npos) << zcomplete.out;
+  EXPECT_EQ(zcomplete.out.find("run:"), std::string::npos) << zcomplete.out;
+  EXPECT_NE(zcomplete.out.find("---\n--help\n-h\n--wait\n"), std::string::npos) << zcomplete.out;
+  EXPECT_NE(zcomplete.out.find("\n--json\n---\nFILES\n"), std::string::npos) << zcomplete.out;
   // fish completes a command line for real (complete -C).
   const auto frun = shell("fish", "source '" + ffile + "'; complete -C 'densefeed ru'; echo ---; complete -C 'densefeed ledger list --ver'");
   EXPECT_EQ(frun.exit_code, 0) << frun.err;
