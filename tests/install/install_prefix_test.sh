@@ -34,6 +34,11 @@ cmp -s "$src/experiments/README.md" "$prefix/share/doc/densefeed/gate-authoring.
 # The modules where this python3 looks for the prefix (packaging/python_site_dir.py): P/lib/python3.X/site-packages here.
 site_rel=$("$python" "$src/packaging/python_site_dir.py" "$prefix") || fail "python_site_dir.py failed for $prefix"
 [[ "$site_rel" =~ ^lib/python3\.[0-9]+/site-packages$ ]] || fail "the site of a plain prefix is $site_rel"
+# For /usr (the .deb) and /usr/local (sudo cmake --install build) the answer is a folder on this python3's own sys.path.
+for p in /usr /usr/local; do
+  rel=$("$python" "$src/packaging/python_site_dir.py" "$p") || fail "python_site_dir.py failed for $p"
+  "$python" -c "import sys; sys.exit(0 if '$p/$rel' in sys.path else 1)" || fail "$p/$rel (for the prefix $p) is not on $python's sys.path"
+done
 for m in densefeed_harness densefeed_driver; do
   cmp -s "$src/kernels/python/$m.py" "$prefix/$site_rel/$m.py" || fail "$site_rel/$m.py differs from kernels/python/$m.py or is missing"
 done
