@@ -6,13 +6,14 @@
 #   ./setup.sh            set up, build, run the example
 #   ./setup.sh --build    set up and build only (what CI uses before the tests)
 # (libjs-vega: the charts `densefeed report` inlines; chromium: the report tests' headless browser;
-# libxml2-utils: xmllint, which the JUnit tests validate `audit --junit` with)
+# libxml2-utils: xmllint, which the JUnit tests validate `audit --junit` with;
+# zsh, fish: the completion tests run the generated completions in them; python3-venv, python3-wheel: the pip package test)
 set -euo pipefail
 cd "$(dirname "$0")"
 
 packages=(cmake make g++ pkg-config libyaml-cpp-dev nlohmann-json3-dev libsqlite3-dev sqlite3 libcli11-dev
           libboost-dev libboost-filesystem-dev libmuparser-dev libfmt-dev libvalijson-dev libgtest-dev libssl-dev bubblewrap zlib1g-dev
-          python3 python3-numpy python3-pip git libjs-vega chromium dpkg-dev file libxml2-utils)
+          python3 python3-numpy python3-pip git libjs-vega chromium dpkg-dev file libxml2-utils zsh fish python3-venv python3-wheel)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

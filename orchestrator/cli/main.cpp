@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli.h"
+#include "cli_help.h"
 #include "command_table.h"
 #include "service_client.h"
 #include "error.h"
@@ -72,17 +73,21 @@ int main(int argc, char** argv) {
   CLI::App app{"densefeed: dense-feedback experiments for agent-driven kernel optimisation"};
   df::CliContext ctx;
   const std::vector<df::CliVerb> verbs = df::add_command_table(app, ctx);
+  const df::HelpVerb help = df::add_help_verb(app);
 
   try {
     app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
+  } catch (const CLI::Success& e) {
+    return app.exit(e);  // --help, --version, --generate
   } catch (const CLI::ParseError& e) {
     // Agents asked for JSON get JSON even when the command line is wrong.
     bool wants_json = false;
     for (int i = 1; i < argc; ++i) wants_json = wants_json || std::string(argv[i]) == "--json";
+    // A mistyped verb is named, with the nearest one, before CLI11's "A subcommand is required".
+    if (const auto unknown = df::find_unknown_command(app, std::vector<std::string>(argv + 1, argv + argc))) {
+      print_error(wants_json, "bad-input", unknown->message(), {{"field", "command line"}, {"message", unknown->message()}});
+      return df::kExitUsage;
+    }
     if (wants_json) {
       print_error(true, "bad-input", e.what(), {{"field", "command line"}, {"message", e.what()}});
       return df::kExitUsage;
@@ -103,6 +108,8 @@ int main(int argc, char** argv) {
     safe_err.emplace(std::cerr);
   }
   if (ctx.die_with_parent) die_with_parent();
+  // Help is printed here, never sent to a service.
+  if (help.app->parsed()) return df::print_help(app, *help.topic, std::cout, std::cerr);
   for (const auto& verb : verbs) {
     if (!verb.app->parsed()) continue;
     ctx.store_use = verb.store;

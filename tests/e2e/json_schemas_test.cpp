@@ -73,6 +73,7 @@ const std::map<std::string, std::string> kNotReporting = {
     {"serve", "serves requests over its socket until stopped; each request's verb prints its own document (--json)"},
     {"gate lock", "a person's action; prints what changed in gates.lock"},
     {"ledger export", "its output is data already: --format json (schemas/ledger-export.schema.json)"},
+    {"help", "prints the help text of densefeed or of a verb, for people"},
 };
 
 class JsonSchemas : public ::testing::Test {

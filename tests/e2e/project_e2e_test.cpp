@@ -111,9 +111,15 @@ TEST_F(ProjectE2E, InstalledTreeHoldsEverythingItReadsAndNoSourcePath) {
   for (const char* f : {"bin/densefeed", "share/densefeed/schemas/experiment.schema.json", "share/densefeed/schemas/project.schema.json",
                         "share/densefeed/skills/densefeed-optimization-loop/SKILL.md", "share/densefeed/python/densefeed_harness.py",
                         "share/densefeed/init/densefeed.yaml", "share/densefeed/init/gates/scan-sharded.yaml",
-                        "lib/python3/dist-packages/densefeed_harness.py"}) {
+                        "share/doc/densefeed/gate-authoring.md", "share/man/man1/densefeed.1"}) {
     EXPECT_TRUE(std::filesystem::is_regular_file(p / f)) << f;
   }
+  // A plain prefix gets the modules in its lib/python3.X/site-packages (packaging/python_site_dir.py).
+  bool site_module = false;
+  for (const auto& e : std::filesystem::directory_iterator(p / "lib")) {
+    site_module = site_module || std::filesystem::is_regular_file(e.path() / "site-packages" / "densefeed_harness.py");
+  }
+  EXPECT_TRUE(site_module) << "no lib/python3.X/site-packages/densefeed_harness.py";
   const auto bin = testing::read_file(p / "bin" / "densefeed");
   EXPECT_EQ(bin.find(kSource.string() + "/schemas"), std::string::npos) << "the binary names the source tree's schemas";
   const auto v = densefeed({"--version"}, dir_.path());

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # InstallDeb: `cpack -G DEB` from the build folder makes densefeed's .deb: the
-# binary, schemas, skill and Python harness module under /usr, Depends on the
-# programs densefeed starts (bubblewrap first) and on the libraries it links;
-# the unpacked binary runs.
+# binary, schemas, skill and Python harness modules under /usr, the guides in
+# /usr/share/doc/densefeed, the man page and the bash, zsh and fish
+# completions; Depends on the programs and data its verbs use (bubblewrap,
+# git, tar, python3 with numpy, libjs-vega for report's charts) and on the
+# libraries it links; the unpacked binary runs.
 #   install_deb_test.sh BUILD_DIR VERSION
 set -euo pipefail
 build=$1 version=$2
@@ -24,7 +26,10 @@ dpkg-deb --contents "$deb" | awk '{print $NF}' >"$tmp/contents"
 for f in ./usr/bin/densefeed ./usr/share/densefeed/schemas/gate.schema.json ./usr/share/densefeed/schemas/experiment.schema.json \
          ./usr/share/densefeed/schemas/ledger.md ./usr/share/densefeed/skills/densefeed-optimization-loop/SKILL.md \
          ./usr/share/densefeed/python/densefeed_harness.py ./usr/lib/python3/dist-packages/densefeed_harness.py \
-         ./usr/share/densefeed/python/densefeed_driver.py ./usr/lib/python3/dist-packages/densefeed_driver.py; do
+         ./usr/share/densefeed/python/densefeed_driver.py ./usr/lib/python3/dist-packages/densefeed_driver.py \
+         ./usr/share/doc/densefeed/README.md ./usr/share/doc/densefeed/gate-authoring.md ./usr/share/doc/densefeed/SERVICE.md \
+         ./usr/share/doc/densefeed/copyright ./usr/share/man/man1/densefeed.1 ./usr/share/bash-completion/completions/densefeed \
+         ./usr/share/zsh/site-functions/_densefeed ./usr/share/fish/vendor_completions.d/densefeed.fish; do
   grep -qxF "$f" "$tmp/contents" || fail "the .deb does not contain $f"
 done
 grep '^\./usr/bin/.' "$tmp/contents" | grep -vqxE '\./usr/bin/(densefeed|densefeed-gpu-ceilings)' &&
@@ -32,10 +37,14 @@ grep '^\./usr/bin/.' "$tmp/contents" | grep -vqxE '\./usr/bin/(densefeed|densefe
 
 depends=$(dpkg-deb -f "$deb" Depends)
 tr ',' '\n' <<<"$depends" | awk '{print $1}' >"$tmp/depends"
-for p in bubblewrap git tar python3 python3-numpy libyaml-cpp0.7 libfmt9 libsqlite3-0 libssl3 zlib1g \
+for p in bubblewrap git tar python3 python3-numpy libjs-vega libyaml-cpp0.7 libfmt9 libsqlite3-0 libssl3 zlib1g \
          libboost-filesystem1.74.0 libstdc++6; do
   grep -qxF "$p" "$tmp/depends" || fail "Depends lacks $p: $depends"
 done
+
+[ "$(dpkg-deb -f "$deb" Suggests)" = "slurm-client" ] || fail "Suggests is '$(dpkg-deb -f "$deb" Suggests)', not slurm-client"
+# Nothing staged outside /usr (the package is made with DESTDIR and the prefix /usr).
+grep -v '^\./usr\(/\|$\)' "$tmp/contents" | grep -vqx '\./' && fail "files outside /usr: $(grep -v '^\./usr' "$tmp/contents" | tr '\n' ' ')"
 
 dpkg-deb -x "$deb" "$tmp/root"
 out=$(cd "$tmp" && env -u DENSEFEED_ROOT "$tmp/root/usr/bin/densefeed" --version) || fail "the packaged densefeed --version exited $?"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # InstallPrefix: `cmake --install BUILD --prefix P` installs densefeed, its
-# data and the Python harness module and nothing else; the installed binary
+# data, its guides (share/doc/densefeed), man page and shell completions, and
+# the Python harness modules where PYTHON finds them for P, and nothing else; the installed binary
 # runs from an unrelated folder, and neither it nor its data names the source
 # tree (data is found next to the executable, orchestrator/common/install_paths.h).
 #   install_prefix_test.sh BUILD_DIR SOURCE_DIR VERSION PYTHON
@@ -22,15 +23,29 @@ bins="$(ls "$prefix/bin" | tr '\n' ' ')"
 for f in bin/densefeed share/densefeed/schemas/gate.schema.json share/densefeed/schemas/experiment.schema.json \
          share/densefeed/schemas/ledger.md share/densefeed/skills/densefeed-optimization-loop/SKILL.md \
          share/densefeed/skills/densefeed-optimization-loop/reference/gate-cheats.md \
-         share/densefeed/python/densefeed_harness.py lib/python3/dist-packages/densefeed_harness.py; do
+         share/densefeed/python/densefeed_harness.py \
+         share/doc/densefeed/README.md share/doc/densefeed/gate-authoring.md share/doc/densefeed/SERVICE.md \
+         share/doc/densefeed/copyright share/man/man1/densefeed.1 share/bash-completion/completions/densefeed \
+         share/zsh/site-functions/_densefeed share/fish/vendor_completions.d/densefeed.fish; do
   [ -f "$prefix/$f" ] || fail "not installed: $f"
+done
+cmp -s "$src/experiments/README.md" "$prefix/share/doc/densefeed/gate-authoring.md" ||
+  fail "share/doc/densefeed/gate-authoring.md differs from experiments/README.md"
+# The modules where this python3 looks for the prefix (packaging/python_site_dir.py): P/lib/python3.X/site-packages here.
+site_rel=$("$python" "$src/packaging/python_site_dir.py" "$prefix") || fail "python_site_dir.py failed for $prefix"
+[[ "$site_rel" =~ ^lib/python3\.[0-9]+/site-packages$ ]] || fail "the site of a plain prefix is $site_rel"
+# For /usr (the .deb) and /usr/local (sudo cmake --install build) the answer is a folder on this python3's own sys.path.
+for p in /usr /usr/local; do
+  rel=$("$python" "$src/packaging/python_site_dir.py" "$p") || fail "python_site_dir.py failed for $p"
+  "$python" -c "import sys; sys.exit(0 if '$p/$rel' in sys.path else 1)" || fail "$p/$rel (for the prefix $p) is not on $python's sys.path"
+done
+for m in densefeed_harness densefeed_driver; do
+  cmp -s "$src/kernels/python/$m.py" "$prefix/$site_rel/$m.py" || fail "$site_rel/$m.py differs from kernels/python/$m.py or is missing"
 done
 [ -x "$prefix/bin/densefeed" ] || fail "bin/densefeed is not executable"
 for f in "$src"/schemas/*; do
   cmp -s "$f" "$prefix/share/densefeed/schemas/$(basename "$f")" || fail "schemas/$(basename "$f") differs or is missing"
 done
-cmp -s "$src/kernels/python/densefeed_harness.py" "$prefix/lib/python3/dist-packages/densefeed_harness.py" ||
-  fail "lib/python3/dist-packages/densefeed_harness.py differs from kernels/python/densefeed_harness.py"
 # The build folder mirrors the install layout: the same files under share/.
 diff <(cd "$build/share" && find . -type f | sort) <(cd "$prefix/share" && find . -type f | sort) >"$tmp/layout.diff" ||
   { cat "$tmp/layout.diff" >&2; fail "BUILD/share and PREFIX/share differ (< build, > install)"; }
@@ -53,6 +68,11 @@ origin=$(PYTHONPATH="$prefix/share/densefeed/python" "$python" -c \
   "import importlib.util; print(importlib.util.find_spec('densefeed_harness').origin)") ||
   fail "$python does not find densefeed_harness on PYTHONPATH=share/densefeed/python"
 [ "$origin" = "$prefix/share/densefeed/python/densefeed_harness.py" ] || fail "densefeed_harness found at $origin"
+# Imported from that prefix's site, outside densefeed, without share/densefeed/python.
+origin=$(env -u PYTHONPATH PYTHONPATH="$prefix/$site_rel" "$python" -c \
+  "import densefeed_harness, densefeed_driver; print(densefeed_driver.__file__)") ||
+  fail "$python cannot import densefeed_harness and densefeed_driver from $prefix/$site_rel"
+[ "$origin" = "$prefix/$site_rel/densefeed_driver.py" ] || fail "densefeed_driver imported from $origin"
 
 # No file installed names the source tree (the build folder, usually inside it, included).
 if grep -rlF "$src" "$prefix/share" "$prefix/lib" >"$tmp/data.hits"; then
