@@ -15,7 +15,7 @@ std::string text_of(const nlohmann::ordered_json& j, const char* key) {
 
 ProvenanceLine provenance_line(const nlohmann::ordered_json& p) {
   ProvenanceLine line;
-  if (!p.is_object()) {
+  if (!p.is_object() || !p.contains("clean")) {
     line.text = "not recorded";
     return line;
   }

@@ -21,7 +21,7 @@ struct ProvenanceLine {
 };
 
 // From GateRunRow::provenance ({project, commit, clean, gate_store, notes});
-// null or not an object: known false, text "not recorded".
+// null, not an object or without "clean": known false, text "not recorded".
 ProvenanceLine provenance_line(const nlohmann::ordered_json& provenance);
 
 // "host H; CPU M; GPU NAME (driver D) x2; CUDA V; compiler C (FLAGS); SM clocks base 1980 MHz, candidate 1980 MHz";

@@ -23,7 +23,8 @@ std::string badge(const std::string& verdict) {
 
 std::string verdict_line(const ExperimentRecord& r) {
   const ExperimentSummary& s = r.summary;
-  const std::string verdict = r.gate_run ? s.verdict : "pending";
+  // A gate run the summary has not judged yet (no stage outcome) speaks for itself.
+  const std::string verdict = !r.gate_run ? "pending" : s.verdict == "pending" ? r.gate_verdict() : s.verdict;
   std::string line = fmt::format("### densefeed: experiment {} {}: {}", r.id(), markdown_escape(s.name), badge(verdict));
   if (!s.verdict_stage.empty() && verdict != "green" && verdict != "pending") line += fmt::format(" ({})", markdown_escape(s.verdict_stage));
   line += fmt::format("\n\ngate {}: {}", markdown_escape(s.gate), badge(r.gate_verdict()));
