@@ -108,8 +108,9 @@ TEST(ReportContext, MarkdownOfABenchmarkedExperimentTablesMediansSpeedupInterval
   EXPECT_EQ(md.find("[!WARNING]"), std::string::npos);
 }
 
+// A line feed is one_line()'s "\n", whose backslash is escaped in turn: it renders as \n.
 TEST(ReportContext, MarkdownEscapesWhatAManifestOrHarnessWrote) {
-  EXPECT_EQ(markdown_escape("a|b [x](http://e) <img> `c` *d*\nnext"), "a\\|b \\[x\\](http://e) &lt;img&gt; \\`c\\` \\*d\\*\\nnext");
+  EXPECT_EQ(markdown_escape("a|b [x](http://e) <img> `c` *d*\nnext"), "a\\|b \\[x\\](http://e) &lt;img&gt; \\`c\\` \\*d\\*\\\\nnext");
 }
 
 TEST(ReportContext, ExperimentPageStatesProvenanceWarningAndEnvironment) {
