@@ -109,7 +109,6 @@ TEST(ReportContext, MarkdownOfABenchmarkedExperimentTablesMediansSpeedupInterval
 }
 
 // A line feed is one_line()'s "\n", whose backslash is escaped in turn: it renders as \n.
-// A line feed is one_line()'s "\\n", whose backslash is escaped in turn: it renders as \\n.
 TEST(ReportContext, MarkdownEscapesWhatAManifestOrHarnessWrote) {
   EXPECT_EQ(markdown_escape("a|b [x](http://e) <img> `c` *d*\nnext"), "a\\|b \\[x\\](http://e) &lt;img&gt; \\`c\\` \\*d\\*\\\\nnext");
 }
