@@ -48,10 +48,12 @@ std::string gate_table(const GateRunRow& run) {
     bool any = false;
     for (const auto& m : c.metrics) {
       if (m.passed) continue;
+      // The case's reason once, on its first failing metric's row.
+      const std::string reason = any ? "" : markdown_escape(c.reason);
       any = true;
       const std::string ratio = m.bound > 0 && !std::isnan(m.value) ? fmt::format("{:.3g}", m.value / m.bound) : "—";
       s += fmt::format("| {} | {} | {}.{} | {} | {} | {} | {} |\n", markdown_escape(c.label), c.verdict, markdown_escape(m.output),
-                       markdown_escape(m.metric), sci(m.value), sci(m.bound), ratio, markdown_escape(c.reason));
+                       markdown_escape(m.metric), sci(m.value), sci(m.bound), ratio, reason);
     }
     if (!any) s += fmt::format("| {} | {} | | | | | {} |\n", markdown_escape(c.label), c.verdict, markdown_escape(c.reason));
   }
