@@ -8,7 +8,7 @@
 
 #include "experiment_comparison.h"
 #include "experiment_record.h"
-#include "report_html.h"
+#include "report_frame.h"
 
 namespace densefeed {
 

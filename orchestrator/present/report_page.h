@@ -10,7 +10,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "report_html.h"
+#include "report_frame.h"
 
 namespace densefeed::report_page {
 
