@@ -17,7 +17,7 @@ namespace {
 template <class Args>
 void check_report_args(const Args& a, bool json) {
   const int kinds = !a.id.empty() + !a.gate.empty() + !a.compare.empty() + a.folder;
-  if (kinds > 1) throw InputError("command line", {}, "ID", "give one of ID, --gate, --compare A B and --folder");
+  if (kinds > 1) throw InputError("command line", {}, "ID", "give either ID or --gate, or --compare A B, or --folder: one kind of report at a time");
   if (a.format == "md") {
     if (!a.gate.empty() || !a.compare.empty() || a.folder) {
       throw InputError("command line", {}, "--format", "md summarises one experiment (ID, or the latest): it takes no --gate, --compare or --folder");
