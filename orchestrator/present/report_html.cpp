@@ -13,6 +13,9 @@
 #include "error.h"
 #include "experiment_state.h"
 #include "printable.h"
+#include "report_context.h"
+#include "report_page.h"
+#include "report_trends.h"
 #include "vega_bundle.h"
 #include "vega_specs.h"
 #include "workspace.h"
@@ -20,147 +23,7 @@
 namespace densefeed {
 namespace {
 
-using J = nlohmann::ordered_json;
-
-std::string str(const J& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || j[key].is_null()) return "";
-  return j[key].is_string() ? j[key].get<std::string>() : j[key].dump();
-}
-std::optional<double> num(const J& j, const char* key) {
-  if (!j.is_object() || !j.contains(key) || !j[key].is_number()) return std::nullopt;
-  return j[key].get<double>();
-}
-// A record's double as a figure: NaN (the ledger's NULL) is no figure.
-std::optional<double> known(double v) { return std::isnan(v) ? std::nullopt : std::optional<double>(v); }
-std::string sci(std::optional<double> v) { return v ? fmt::format("{:.3e}", *v) : "NaN"; }
-std::string fixed3(std::optional<double> v) { return v ? fmt::format("{:.3f}", *v) : "—"; }
-std::string general(std::optional<double> v) { return v ? fmt::format("{:.4g}", *v) : "—"; }
-
-// A case value as the case wrote it: 8192, long-memory.
-std::string case_value(const J& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
-
-const char* kStyle = R"css(
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,sans-serif;margin:24px auto;max-width:1180px;padding:0 16px;color:#1d1d1f}
-h1{font-size:22px;margin:0 0 6px}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #ddd;padding-bottom:4px}h3{font-size:15px;margin:18px 0 6px}
-.facts{display:grid;grid-template-columns:max-content 1fr;gap:2px 12px;font-size:13px;color:#444;margin:8px 0 14px}
-.facts dt{font-weight:600}.facts dd{margin:0;font-family:ui-monospace,monospace;word-break:break-all}
-.notice{border-left:5px solid #1f77b4;background:#eef5fb;padding:10px 14px;margin:12px 0;font-weight:500}
-.notice.bad{border-color:#d62728;background:#fdeeee}.notice.warn{border-color:#bcbd22;background:#fafae6}
-.side{display:grid;grid-template-columns:1fr 1fr 1fr;gap:14px}.side>div{background:#f7f7f9;border-radius:6px;padding:10px 12px}
-.side h3{margin-top:0}.charts{display:flex;flex-wrap:wrap;gap:18px;align-items:flex-start;margin:8px 0}
-table{border-collapse:collapse;margin:8px 0 14px;font-size:12.5px}th,td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
-th{background:#f2f2f4}td.num{text-align:right;font-family:ui-monospace,monospace}tr.red td,td.red{background:#fde2e1}
-td.green{background:#e3f4e1}.verdict-green{color:#2ca02c;font-weight:700}.verdict-red,.verdict-error{color:#d62728;font-weight:700}
-code{font-family:ui-monospace,monospace;font-size:12.5px}
-)css";
-
-const char* kRenderScript = R"js(
-(function(){
-  var specs=JSON.parse(document.getElementById('densefeed-specs').textContent);
-  var errors=[],rendered=0;
-  function logger(id){var level=2;return{level:function(l){if(arguments.length){level=+l;return this;}return level;},
-    error:function(){errors.push(id+': '+Array.prototype.join.call(arguments,' '));return this;},
-    warn:function(){errors.push(id+' (warning): '+Array.prototype.join.call(arguments,' '));return this;},
-    info:function(){return this;},debug:function(){return this;}};}
-  Promise.all(specs.map(function(s){
-    try{
-      return new vega.View(vega.parse(s.spec),{renderer:'svg',container:'#'+s.id,hover:false,logger:logger(s.id)})
-        .runAsync().then(function(){rendered++;},function(e){errors.push(s.id+': '+e);});
-    }catch(e){errors.push(s.id+': '+e);return Promise.resolve();}
-  })).then(function(){
-    document.body.setAttribute('data-charts-rendered',String(rendered));
-    if(errors.length)document.body.setAttribute('data-chart-errors',errors.join(' | '));
-  });
-})();
-)js";
-
-class Page {
- public:
-  Page(std::string kind, std::string title, const LedgerFacts& facts) : kind_(std::move(kind)), title_(std::move(title)), facts_(facts) {}
-
-  std::string& body() { return body_; }
-  void add(const std::string& html) { body_ += html; }
-  void notice(const std::string& text, const char* cls = "") {
-    notices_.push_back(text);
-    body_ += fmt::format("<p class=\"notice {}\" data-notice>{}</p>\n", cls, html_escape(text));
-  }
-  // A chart's container; the spec goes into the page's spec list.
-  std::string chart(const std::string& what, J spec) {
-    const std::string id = fmt::format("chart-{}", specs_.size() + 1);
-    specs_.push_back({{"id", id}, {"spec", std::move(spec)}});
-    return fmt::format("<div class=\"chart\" id=\"{}\" data-chart=\"{}\"></div>\n", id, html_escape(what));
-  }
-
-  ReportPage finish(const std::string& vega_scripts) const {
-    ReportPage p;
-    p.kind = kind_;
-    p.title = title_;
-    p.charts = static_cast<int>(specs_.size());
-    p.notices = notices_;
-    std::string facts;
-    facts += fmt::format("<dt>ledger</dt><dd data-fact=\"ledger\">{}</dd>\n", html_escape(facts_.ledger_file));
-    if (facts_.chain.ok) {
-      facts += fmt::format("<dt>chain head</dt><dd data-fact=\"chain-head\">{}</dd>\n<dt>chain</dt><dd>intact: {} links verified</dd>\n",
-                           facts_.chain.head.empty() ? "(empty chain)" : facts_.chain.head, facts_.chain.links);
-    } else {
-      facts += "<dt>chain head</dt><dd data-fact=\"chain-head\">none: the chain is broken</dd>\n";
-    }
-    facts += fmt::format("<dt>written</dt><dd data-fact=\"written\">{}</dd>\n", html_escape(facts_.written_at));
-    std::string broken;
-    if (!facts_.chain.ok) {
-      broken = fmt::format(
-          "<p class=\"notice bad\" data-notice data-chain-broken>The ledger's hash chain is broken at link {} ({} row {}{}): {}. "
-          "Rows from there on may have been changed outside densefeed; what this page shows is not verified.</p>\n",
-          facts_.chain.first_broken_seq, html_escape(facts_.chain.table), facts_.chain.row_id,
-          facts_.chain.experiment_id ? fmt::format(", experiment {}", facts_.chain.experiment_id) : "",
-          html_escape(facts_.chain.problem));
-    }
-    std::string specs = J(specs_).dump(-1, ' ', false, J::error_handler_t::replace);
-    // Inside <script> only "</" can end the element early; "<\/" is the same JSON string.
-    for (std::size_t at = 0; (at = specs.find("</", at)) != std::string::npos; at += 3) specs.replace(at, 2, "<\\/");
-    p.html = fmt::format(
-        "<!doctype html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n<meta name=\"generator\" content=\"densefeed report\">\n"
-        "<title>{}</title>\n<style>{}</style>\n{}</head>\n<body data-kind=\"{}\" data-chain=\"{}\" data-charts=\"{}\">\n"
-        "<h1>{}</h1>\n<dl class=\"facts\">\n{}</dl>\n{}{}\n"
-        "<script type=\"application/json\" id=\"densefeed-specs\">{}</script>\n<script>{}</script>\n</body></html>\n",
-        html_escape(title_), kStyle, vega_scripts, kind_, facts_.chain.ok ? "ok" : "broken", specs_.size(), html_escape(title_), facts,
-        broken, body_, specs, kRenderScript);
-    return p;
-  }
-
- private:
-  std::string kind_, title_;
-  const LedgerFacts& facts_;
-  std::string body_;
-  std::vector<J> specs_;
-  std::vector<std::string> notices_;
-};
-
-// A table: header cells, then rows of (already escaped) cells; a row whose first
-// element starts with "\x01" is marked red.
-struct Table {
-  std::vector<std::string> head;
-  std::vector<std::vector<std::string>> rows;
-  std::vector<bool> red;
-  std::string id;
-  std::string html() const {
-    std::string out = id.empty() ? "<table>" : fmt::format("<table data-table=\"{}\">", id);
-    out += "<thead><tr>";
-    for (const auto& h : head) out += "<th>" + html_escape(h) + "</th>";
-    out += "</tr></thead><tbody>\n";
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      out += i < red.size() && red[i] ? "<tr class=\"red\">" : "<tr>";
-      for (const auto& c : rows[i]) out += c;
-      out += "</tr>\n";
-    }
-    return out + "</tbody></table>\n";
-  }
-};
-std::string td(const std::string& text) { return "<td>" + html_escape(text) + "</td>"; }
-std::string tdn(const std::string& text) { return "<td class=\"num\">" + html_escape(text) + "</td>"; }
-std::string tdv(const std::string& verdict) {
-  return fmt::format("<td class=\"verdict-{}\">{}</td>", html_escape(verdict), html_escape(verdict));
-}
+using namespace report_page;
 
 // --- the experiment page --------------------------------------------------
 
@@ -332,8 +195,22 @@ void metric_charts(Page& page, const std::vector<GateCaseRow>& cases, const Case
   if (axes.columns.empty()) return;
   for (const auto& [output, metric] : metrics) {
     const MetricGroups mg = metric_groups(cases, axes, output, metric);
-    page.add(fmt::format("<h3>{}.{} over {} × {} (bound {})</h3>\n", html_escape(output), html_escape(metric),
-                         html_escape(axes.rows.empty() ? "-" : axes.rows), html_escape(axes.columns), sci(mg.bound)));
+    // One varying key: "o.rel_l2 over batch", never "over - × batch".
+    const std::string over = axes.rows.empty() ? axes.columns : axes.rows + " × " + axes.columns;
+    page.add(fmt::format("<h3>{}.{} over {} (bound {})</h3>\n", html_escape(output), html_escape(metric), html_escape(over), sci(mg.bound)));
+    // An exact output (every case's error 0) has nothing a colour scale could
+    // show: a heat map of zeros on a made-up scale says less than the sentence.
+    bool exact = true;
+    for (const auto& [g, rows] : mg.in_group) {
+      for (const auto& cm : rows) exact = exact && cm.second->passed && cm.second->value == 0;
+    }
+    if (exact && !mg.in_group.empty()) {
+      std::size_t n = 0;
+      for (const auto& [g, rows] : mg.in_group) n += rows.size();
+      page.add(fmt::format("<p data-exact=\"{}.{}\">All cases exact (error 0): {} case(s), {}.{} = 0 in each (bound {}).</p>\n",
+                           html_escape(output), html_escape(metric), n, html_escape(output), html_escape(metric), sci(mg.bound)));
+      continue;
+    }
     for (const auto& g : mg.groups) metric_group_charts(page, axes, output, metric, mg, g);
   }
 }
@@ -659,13 +536,119 @@ std::string html_escape(const std::string& raw) {
 
 namespace {
 
+// What to try next (next_steps.h: the argv an agent runs), cheapest first.
+void next_steps_list(Page& page, const std::vector<NextStep>& next, const std::string& heading = "Next (cheapest first)") {
+  if (next.empty()) return;
+  std::string items;
+  for (const auto& s : next) {
+    std::string command;
+    for (const auto& a : s.command) command += (command.empty() ? "" : " ") + html_escape(a);
+    items += fmt::format("<li data-next=\"{}\"><b>[{}]</b> {}{}<br><small>why: {}</small></li>\n", html_escape(s.kind), html_escape(s.kind),
+                         html_escape(s.suggestion), command.empty() ? "" : "<br><code>" + command + "</code>", html_escape(s.why));
+  }
+  page.add("<h2 id=\"next\">" + html_escape(heading) + "</h2>\n<ol>\n" + items + "</ol>\n");
+}
+
+// Where the gate run came from (a WARNING as the text report gives it) and
+// what the benchmark ran on.
+void context_section(Page& page, const ExperimentRecord& record) {
+  const ProvenanceLine p = provenance_line(record.gate_run ? record.gate_run->provenance : J());
+  page.add(fmt::format("<dl class=\"facts\" data-context>\n<dt>provenance</dt><dd data-provenance=\"{}\">{}</dd>\n"
+                       "<dt>environment</dt><dd data-environment>{}</dd>\n</dl>\n",
+                       !p.known ? "unknown" : p.clean ? "clean" : "warning", html_escape(p.text), html_escape(environment_line(record))));
+  if (p.known && !p.clean) page.notice("Provenance: " + p.text, "warn");
+}
+
+// The compare pages of a folder that hold this experiment, and its harness logs.
+void links_section(Page& page, const ExperimentRecord& record, const ReportLinks& links) {
+  const std::int64_t id = record.id();
+  std::string compares;
+  for (const auto& [ab, href] : links.compares) {
+    if (ab.first != id && ab.second != id) continue;
+    compares += "<li>" + link(href, fmt::format("experiment {} against experiment {}", ab.first, ab.second)) + "</li>";
+  }
+  if (!compares.empty()) page.add("<h2 id=\"compare\">Compared with</h2>\n<ul data-compares>" + compares + "</ul>\n");
+  const auto it = links.logs.find(id);
+  if (it == links.logs.end()) return;
+  Table t;
+  t.id = "harness logs";
+  t.head = {"process", "case", "stream", "bytes", "log"};
+  std::map<std::string, std::string> case_of;  // candidate-NNN -> its case's label
+  if (record.gate_run) {
+    for (const auto& c : record.gate_run->cases) case_of[fmt::format("candidate-{:03}", c.index)] = c.label;
+  }
+  for (const auto& l : it->second) {
+    const std::string size = l.truncated ? fmt::format("{} (last {} of {})", l.bytes, l.bytes, l.original_bytes) : std::to_string(l.bytes);
+    t.rows.push_back({td(l.process), td(case_of.count(l.process) ? case_of[l.process] : ""), td(l.stream), tdn(size),
+                      td_html(link(l.href, l.stream + ".log"))});
+  }
+  page.add("<h2 id=\"logs\">Harness logs</h2>\n<p>Each process's stdout and stderr as the run folder kept them, copied into this report.</p>\n" +
+           (t.rows.empty() ? std::string("<p>The run folder holds no logs.</p>\n") : t.html()));
+}
+
+// An experiment's id, linked to its page when the folder has one.
+std::string id_cell(const ReportLinks& links, std::int64_t id) {
+  const auto it = links.experiments.find(id);
+  return it == links.experiments.end() ? tdn(std::to_string(id)) : "<td class=\"num\">" + link(it->second, std::to_string(id)) + "</td>";
+}
+
+// Per experiment: where its gate run came from (WARNING rows red), what its
+// benchmark ran on, and the compare pages that hold it.
+void records_context_section(Page& page, const std::vector<ExperimentRecord>& records, const ReportLinks& links) {
+  if (records.empty()) return;
+  Table t;
+  t.id = "provenance";
+  t.head = {"id", "experiment", "provenance", "environment", "compare"};
+  int warnings = 0;
+  for (const auto& r : records) {
+    const ProvenanceLine p = provenance_line(r.gate_run ? r.gate_run->provenance : J());
+    std::string compares;
+    for (const auto& [ab, href] : links.compares) {
+      if (ab.second == r.id()) compares += (compares.empty() ? "" : " ") + link(href, fmt::format("against #{}", ab.first));
+    }
+    t.rows.push_back({id_cell(links, r.id()), td(r.summary.name), td(p.text), td(environment_line(r)), td_html(compares)});
+    t.red.push_back(p.known && !p.clean);
+    warnings += p.known && !p.clean;
+  }
+  if (warnings) page.notice(fmt::format("{} of {} experiment(s) ran from a checkout or gate store that was not clean (provenance WARNING).", warnings,
+                                        records.size()), "warn");
+  page.add("<h2 id=\"context\">Provenance and environment</h2>\n" + t.html());
+}
+
+// A folder's index: its gate pages and compare pages.
+void index_section(Page& page, const ReportLinks& links) {
+  if (links.index.empty()) return;
+  std::string gates, compares;
+  for (const auto& [g, href] : links.gates) gates += "<li>" + link(href, "gate " + g) + "</li>";
+  for (const auto& [ab, href] : links.compares) compares += "<li>" + link(href, fmt::format("experiment {} against experiment {}", ab.first, ab.second)) + "</li>";
+  page.add("<h2 id=\"pages\">Pages</h2>\n<p>Every experiment's page is linked from its id below.</p>\n<h3>Gates</h3>\n<ul data-gates>" + gates +
+           "</ul>\n" + (compares.empty() ? "" : "<h3>Compare pages (each experiment against the one before it on its gate)</h3>\n<ul data-compares>" + compares + "</ul>\n"));
+}
+
+// The links above a folder's page: the index, and the gate's page.
+std::string nav_html(const ReportLinks& links, const std::string& gate) {
+  if (links.index.empty()) return "";
+  std::string nav = link(links.index, "index");
+  if (const auto g = links.gates.find(gate); !gate.empty() && g != links.gates.end()) nav += " " + link(g->second, "gate " + gate);
+  return nav;
+}
+
+}  // namespace
+
+namespace {
+
 // What to try next (next_steps.h: the argv an agent runs), the experiments
 // that replay or narrow this one (parent and children), and what densefeed
 // narrow concluded.
-void next_and_narrowing_section(Page& page, const ExperimentRecord& record, const std::vector<NextStep>& next) {
+std::string experiment_href(const ReportLinks& links, std::int64_t id) {
+  const auto it = links.experiments.find(id);
+  return it == links.experiments.end() ? "" : it->second;
+}
+
+void next_and_narrowing_section(Page& page, const ExperimentRecord& record, const std::vector<NextStep>& next, const ReportLinks& links) {
   if (record.parent_id) {
-    page.add(fmt::format("<p data-parent>Step <b>{}</b> of experiment {} (densefeed report {}).</p>\n", html_escape(record.step),
-                         *record.parent_id, *record.parent_id));
+    page.add(fmt::format("<p data-parent>Step <b>{}</b> of {} (densefeed report {}).</p>\n", html_escape(record.step),
+                         link(experiment_href(links, *record.parent_id), fmt::format("experiment {}", *record.parent_id)), *record.parent_id));
   }
   for (const auto& n : record.narrowings) {
     page.add(fmt::format("<h2>Narrowed</h2>\n<p data-narrowing>layer <b>{}</b>: {}</p>\n", html_escape(n.layer), html_escape(n.conclusion)));
@@ -682,27 +665,21 @@ void next_and_narrowing_section(Page& page, const ExperimentRecord& record, cons
     Table t;
     t.id = "children";
     t.head = {"experiment", "step"};
-    for (const auto& [id, step] : record.children) t.rows.push_back({td(std::to_string(id)), td(step)});
+    for (const auto& [id, step] : record.children) t.rows.push_back({td_html(link(experiment_href(links, id), std::to_string(id))), td(step)});
     page.add("<h2>Replays and narrowing steps</h2>\n" + t.html());
   }
-  if (next.empty()) return;
-  std::string items;
-  for (const auto& s : next) {
-    std::string command;
-    for (const auto& a : s.command) command += (command.empty() ? "" : " ") + html_escape(a);
-    items += fmt::format("<li data-next=\"{}\"><b>[{}]</b> {}{}<br><small>why: {}</small></li>\n", html_escape(s.kind), html_escape(s.kind),
-                         html_escape(s.suggestion), command.empty() ? "" : "<br><code>" + command + "</code>", html_escape(s.why));
-  }
-  page.add("<h2>Next (cheapest first)</h2>\n<ol>\n" + items + "</ol>\n");
+  next_steps_list(page, next);
 }
 
 }  // namespace
 
+
 ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& facts, const ReportAxes& axes, const std::string& vega_scripts,
-                             const std::vector<NextStep>& next) {
+                             const std::vector<NextStep>& next, const ReportLinks& links) {
   const ExperimentSummary& summary = record.summary;
   const std::string id = std::to_string(record.id());
   Page page("experiment", fmt::format("Experiment {}: {}", id, summary.name), facts);
+  page.nav(nav_html(links, summary.gate));
   const std::string state = to_string(summary.state);
   const auto& run = record.gate_run;
   page.add(fmt::format("<p>by <b>{}</b>, submitted {}; state <b data-state>{}</b>; gate <code>{}</code>; manifest {} (sha256 <code>{}</code>).</p>\n",
@@ -710,6 +687,7 @@ ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& 
                        html_escape(record.manifest_path), html_escape(record.manifest_sha256)));
   page.add(fmt::format("<p>candidate <code>{}</code> {} &nbsp; base <code>{}</code> {}</p>\n", html_escape(record.candidate.revision),
                        html_escape(record.candidate.params.dump()), html_escape(record.base.revision), html_escape(record.base.params.dump())));
+  context_section(page, record);
   if (!run) {
     if (summary.state == ExperimentState::queued || summary.state == ExperimentState::requeued) {
       page.notice(fmt::format("Experiment {} is {}: no stage has run yet, so there is no verdict, benchmark or trace to show. "
@@ -752,13 +730,16 @@ ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& 
   bench_section(page, record);
   trace_section(page, record.trace_findings);
   acceptance_and_review_section(page, record);
-  next_and_narrowing_section(page, record, next);
+  next_and_narrowing_section(page, record, next, links);
+  links_section(page, record, links);
   return page.finish(vega_scripts);
 }
 
 ReportPage gate_report(const std::string& gate, const std::string& since, const J& experiments, const J& speedups, const J& red_reasons,
-                       const LedgerFacts& facts, const std::string& vega_scripts) {
+                       const LedgerFacts& facts, const std::string& vega_scripts, const std::vector<ExperimentRecord>& records,
+                       const NextStepsOf& next, const ReportLinks& links) {
   Page page("gate", fmt::format("Gate {}: its experiments{}", gate, since.empty() ? "" : " since " + since), facts);
+  page.nav(nav_html(links, ""));
   if (experiments.empty()) {
     page.notice(fmt::format("No experiment on gate {}{} in this ledger.", gate, since.empty() ? "" : " since " + since));
     return page.finish(vega_scripts);
@@ -785,7 +766,7 @@ ReportPage gate_report(const std::string& gate, const std::string& since, const 
     }
     const auto& ss = speedups_of[id];
     if (ss.empty()) {
-      t.rows.push_back({tdn(std::to_string(id)), td(str(e, "name")), td(str(e, "submitted_at")), td(str(e, "state")), tdv(verdict), td(""), td(""),
+      t.rows.push_back({id_cell(links, id), td(str(e, "name")), td(str(e, "submitted_at")), td(str(e, "state")), tdv(verdict), td(""), td(""),
                         td(""), td(""), td(str(e, "reason"))});
       t.red.push_back(verdict == "red" || verdict == "error");
     }
@@ -800,7 +781,7 @@ ReportPage gate_report(const std::string& gate, const std::string& since, const 
       m.description = fmt::format("{} {}: speedup {} [{}, {}]{}", label, str(*s, "case_label"), fixed3(m.speedup), fixed3(m.lo), fixed3(m.hi),
                                   m.predicted ? ", predicted " + fixed3(m.predicted) : "");
       marks.push_back(m);
-      t.rows.push_back({tdn(std::to_string(id)), td(str(e, "name")), td(str(e, "submitted_at")), td(str(e, "state")), tdv(verdict),
+      t.rows.push_back({id_cell(links, id), td(str(e, "name")), td(str(e, "submitted_at")), td(str(e, "state")), tdv(verdict),
                         td(str(*s, "case_label")), tdn(fixed3(m.speedup)), tdn(fmt::format("[{}, {}]", fixed3(m.lo), fixed3(m.hi))),
                         tdn(fixed3(m.predicted)), td(str(e, "reason"))});
       t.red.push_back(false);
@@ -832,11 +813,19 @@ ReportPage gate_report(const std::string& gate, const std::string& since, const 
   }
   page.add("<h2>Why experiments were red</h2>\n");
   page.add(reasons.rows.empty() ? "<p>No red or error gate run on this gate.</p>\n" : reasons.html());
+  gate_trend_sections(page, records, links);
+  records_context_section(page, records, links);
+  if (!records.empty()) {
+    const auto it = next.find(records.back().id());
+    if (it != next.end()) next_steps_list(page, it->second, fmt::format("Next for the latest experiment, #{} (cheapest first)", records.back().id()));
+  }
   return page.finish(vega_scripts);
 }
 
-ReportPage ledger_report(const J& experiments, const LedgerFacts& facts, const std::string& vega_scripts) {
+ReportPage ledger_report(const J& experiments, const LedgerFacts& facts, const std::string& vega_scripts, const std::vector<ExperimentRecord>& records,
+                         const NextStepsOf& next, const ReportLinks& links) {
   Page page("ledger", "The ledger", facts);
+  index_section(page, links);
   if (experiments.empty()) {
     page.notice("The ledger holds no experiments yet: nothing has been submitted or run into it.");
     return page.finish(vega_scripts);
@@ -916,70 +905,24 @@ ReportPage ledger_report(const J& experiments, const LedgerFacts& facts, const s
                           fixed3(num(s, "speedup_lo")), fixed3(num(s, "speedup_hi")));
     }
     if (tail.empty()) tail = str(e, "reason");
-    all.rows.push_back({tdn(str(e, "id")), td(str(e, "name")), td(str(e, "gate")), td(str(e, "state")), tdv(str(e, "verdict")), td(str(e, "submitted_at")), td(tail)});
+    all.rows.push_back({id_cell(links, e["id"].get<std::int64_t>()), td(str(e, "name")), td(str(e, "gate")), td(str(e, "state")), tdv(str(e, "verdict")), td(str(e, "submitted_at")), td(tail)});
     all.red.push_back(str(e, "verdict") == "red" || str(e, "verdict") == "error");
   }
   page.add("<h2>Every experiment</h2>\n" + all.html());
+  records_context_section(page, records, links);
+  Table steps;
+  steps.id = "next";
+  steps.head = {"id", "experiment", "next", "suggestion", "command"};
+  for (const auto& r : records) {
+    const auto it = next.find(r.id());
+    if (it == next.end() || it->second.empty()) continue;
+    const NextStep& n = it->second.front();
+    std::string command;
+    for (const auto& a : n.command) command += (command.empty() ? "" : " ") + a;
+    steps.rows.push_back({id_cell(links, r.id()), td(r.summary.name), td(n.kind), td(n.suggestion), td(command)});
+  }
+  if (!steps.rows.empty()) page.add("<h2 id=\"next\">Next step of each experiment (the cheapest)</h2>\n" + steps.html());
   return page.finish(vega_scripts);
-}
-
-ReportWritten write_report(const ReportRequest& request) {
-  const Ledger ledger(request.ledger, Ledger::Mode::read_only);
-  LedgerFacts facts;
-  facts.ledger_file = std::filesystem::absolute(request.ledger).lexically_normal().string();
-  facts.chain = ledger.verify();
-  facts.written_at = utc_now();
-  const std::string vega = vega_inline_scripts(request.vega_dir.empty() ? default_vega_dir() : request.vega_dir);
-  ReportPage page;
-  if (request.experiment_id) {
-    const ExperimentRecord record = ledger.record(*request.experiment_id);
-    ReportAxes axes;
-    if (request.axes_for) axes = request.axes_for(record.summary.gate);
-    const std::optional<GateSpec> gate = request.gate_for ? request.gate_for(record.summary.gate) : std::nullopt;
-    Workspace workspace;
-    workspace.ledger = std::filesystem::absolute(request.ledger);
-    const auto next = next_steps(facts_from_record(record, gate ? &*gate : nullptr, workspace.runs() / std::to_string(record.id())));
-    page = experiment_report(record, facts, axes, vega, next);
-  } else if (!request.gate.empty()) {
-    Ledger::ListFilter filter;
-    filter.gate = request.gate;
-    filter.since = request.since;
-    page = gate_report(request.gate, request.since, ledger.list(filter), ledger.rows("gate_speedups"), ledger.rows("red_gates_by_reason"), facts, vega);
-  } else {
-    Ledger::ListFilter filter;
-    filter.since = request.since;
-    page = ledger_report(ledger.list(filter), facts, vega);
-  }
-  const auto out = request.out;
-  if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  const auto tmp = std::filesystem::path(out.string() + ".tmp");
-  {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << page.html;
-    f.close();
-    if (!f) throw InfraError(fmt::format("{}: cannot write the report", tmp.string()));
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, out, ec);
-  if (ec) throw InfraError(fmt::format("{}: cannot write the report: {}", out.string(), ec.message()));
-  ReportWritten w;
-  w.kind = page.kind;
-  w.path = std::filesystem::absolute(out).lexically_normal();
-  w.bytes = std::filesystem::file_size(out);
-  w.charts = page.charts;
-  w.notices = page.notices;
-  w.chain = facts.chain;
-  return w;
-}
-
-J report_written_json(const ReportWritten& w) {
-  return {{"kind", w.kind},
-          {"path", w.path.string()},
-          {"bytes", w.bytes},
-          {"charts", w.charts},
-          {"notices", w.notices},
-          {"chain", {{"ok", w.chain.ok}, {"head", w.chain.head.empty() ? J(nullptr) : J(w.chain.head)}, {"links", w.chain.links},
-                     {"problem", w.chain.problem}}}};
 }
 
 }  // namespace densefeed

@@ -20,6 +20,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,15 +29,9 @@
 
 #include "experiment_record.h"
 #include "ledger.h"
+#include "report_frame.h"
 
 namespace densefeed {
-
-// What every page states about the ledger it was made from.
-struct LedgerFacts {
-  std::string ledger_file;
-  ChainCheck chain;        // Ledger::verify(); chain.head is the head hash when ok
-  std::string written_at;  // ISO 8601 UTC
-};
 
 // The case keys of the gate's error table (GateSpec::trend_rows/columns,
 // e.g. T x shards); empty: the first two numeric case keys that vary.
@@ -44,29 +39,38 @@ struct ReportAxes {
   std::string rows, columns;
 };
 
-struct ReportPage {
-  std::string kind;   // experiment | gate | ledger
-  std::string title;
-  std::string html;
-  int charts = 0;
-  std::vector<std::string> notices;  // what the page says instead of a figure (queued, red without bench, ...)
-};
 
 // The page of one experiment: a function of its record (Ledger::record),
 // the gate's axes and its next steps (next_steps.h, the same `run`, `status`
 // and MCP give), nothing else read from the ledger. The page lists the
 // experiments that replay or narrow it and what densefeed narrow concluded.
+// It states the gate run's provenance (a WARNING where the checkout or the
+// gate store was not clean, as the text report does) and the environment
+// the benchmark ran on, and links (`links`) the index, its gate, its parent
+// and children, the compare pages it is part of and its harness logs.
 ReportPage experiment_report(const ExperimentRecord& record, const LedgerFacts& facts, const ReportAxes& axes,
-                             const std::string& vega_scripts, const std::vector<NextStep>& next = {});
+                             const std::string& vega_scripts, const std::vector<NextStep>& next = {}, const ReportLinks& links = {});
+
+// The next steps of each experiment (next_steps.h), by id.
+using NextStepsOf = std::map<std::int64_t, std::vector<NextStep>>;
 
 // `experiments`: Ledger::list filtered by gate and since; `speedups`: the
-// gate_speedups view's rows of that gate; `red_reasons`: red_gates_by_reason's rows.
+// gate_speedups view's rows of that gate; `red_reasons`: red_gates_by_reason's
+// rows; `records`: the same experiments' records (Ledger::record), in id
+// order, for the error-headroom trend (value / bound per case, output and
+// metric, per experiment: report_trends.h), the bench medians' trend, each
+// experiment's provenance and the latest environment; `next`: the latest
+// experiment's next steps are shown.
 ReportPage gate_report(const std::string& gate, const std::string& since, const nlohmann::ordered_json& experiments,
                        const nlohmann::ordered_json& speedups, const nlohmann::ordered_json& red_reasons, const LedgerFacts& facts,
-                       const std::string& vega_scripts);
+                       const std::string& vega_scripts, const std::vector<ExperimentRecord>& records = {}, const NextStepsOf& next = {},
+                       const ReportLinks& links = {});
 
-// `experiments`: Ledger::list (all).
-ReportPage ledger_report(const nlohmann::ordered_json& experiments, const LedgerFacts& facts, const std::string& vega_scripts);
+// `experiments`: Ledger::list (all); `records` as for gate_report (their
+// provenance, environments and first next step per experiment, linked).
+// As a report folder's index.html it links every page the folder holds.
+ReportPage ledger_report(const nlohmann::ordered_json& experiments, const LedgerFacts& facts, const std::string& vega_scripts,
+                         const std::vector<ExperimentRecord>& records = {}, const NextStepsOf& next = {}, const ReportLinks& links = {});
 
 // `densefeed report`: which page, from which ledger, to which file.
 struct ReportRequest {
@@ -83,6 +87,16 @@ struct ReportRequest {
   // (its params, structure and candidate command); nullopt: not known here
   // (the steps are then the record's alone).
   std::function<std::optional<GateSpec>(const std::string& gate)> gate_for;
+  // Two experiments side by side (report --compare A B): the compare page.
+  std::optional<std::pair<std::int64_t, std::int64_t>> compare;
+  // `out` is a folder: index.html (the ledger page), a page per gate, per
+  // experiment and per compare (each experiment with the one before it on
+  // its gate), and logs/ with each experiment's harness logs, linked.
+  bool folder = false;
+  // html (default) | md: a GitHub-flavoured markdown summary of one
+  // experiment (experiment_id, or the latest) for a pull-request comment or
+  // $GITHUB_STEP_SUMMARY (report_markdown.h); `out` '' = into ReportWritten::text.
+  std::string format = "html";
 };
 
 struct ReportWritten {
@@ -92,18 +106,17 @@ struct ReportWritten {
   int charts = 0;
   std::vector<std::string> notices;
   ChainCheck chain;
+  std::vector<std::filesystem::path> pages;  // a folder's pages (absolute), index first
+  int logs = 0;                              // harness logs copied into a folder
+  std::string text;                          // format md with no `out`: the markdown
 };
 
 // Reads the ledger read-only, builds the page and writes it (to a temporary
-// file renamed over `out`). Throws InputError for a missing ledger or
-// experiment, InfraError when libjs-vega is missing or the file cannot be written.
+// file renamed over `out`; a folder's pages each so). Throws InputError for
+// a missing ledger or experiment, an empty ledger for md without an id, or
+// a format other than html|md; InfraError when libjs-vega is missing or a
+// file cannot be written.
 ReportWritten write_report(const ReportRequest& request);
 nlohmann::ordered_json report_written_json(const ReportWritten& written);
-
-// Text on one line (printable.h's one_line(): control characters, bidi
-// marks and bytes that are not UTF-8 escaped, a line feed as "\n"), then
-// &, <, >, " and ' as entities: what a manifest or a harness wrote reads on
-// the page as it does in `ledger show`.
-std::string html_escape(const std::string& text);
 
 }  // namespace densefeed

@@ -180,6 +180,61 @@ J trend_spec(const TrendChart& chart) {
   return spec;
 }
 
+J history_lines_spec(const HistoryChart& chart) {
+  const int width = std::clamp(60 * static_cast<int>(chart.order.size()), 240, kGateHistoryMaxWidth);
+  J spec = base_spec(chart.title, chart.subtitle, width, 220);
+  J points = J::array();
+  for (const auto& p : chart.points) {
+    points.push_back({{"x", p.x}, {"series", p.series}, {"y", p.y}, {"failed", p.failed}, {"description", p.description}});
+  }
+  J data = J::array({{{"name", "points"}, {"values", points}}});
+  J ydomain = {{"fields", J::array({{{"data", "points"}, {"field", "y"}}})}};
+  if (chart.rule) {
+    data.push_back({{"name", "rule"}, {"values", J::array({{{"y", *chart.rule}}})}});
+    ydomain["fields"].push_back({{"data", "rule"}, {"field", "y"}});
+  }
+  spec["data"] = data;
+  spec["scales"] = J::array({{{"name", "x"}, {"type", "point"}, {"domain", chart.order}, {"range", "width"}, {"padding", 0.5}},
+                             {{"name", "y"}, {"type", "log"}, {"domain", ydomain}, {"range", "height"}, {"nice", true}},
+                             {{"name", "color"}, {"type", "ordinal"}, {"domain", {{"data", "points"}, {"field", "series"}}}, {"range", "category"}}});
+  J x_axis = {{"orient", "bottom"}, {"scale", "x"}, {"title", "experiment"}, {"labelAngle", -30}, {"labelAlign", "right"}, {"labelLimit", 160}};
+  if (static_cast<int>(chart.order.size()) > kGateHistoryLabelled) x_axis["labels"] = false;
+  spec["axes"] = J::array({x_axis, {{"orient", "left"}, {"scale", "y"}, {"title", chart.y_title}, {"format", ".1e"}, {"grid", true}}});
+  if (chart.legend) spec["legends"] = J::array({{{"stroke", "color"}, {"title", "series"}, {"symbolType", "stroke"}}});
+  J marks = J::array();
+  marks.push_back({{"type", "group"},
+                   {"from", {{"facet", {{"name", "series"}, {"data", "points"}, {"groupby", "series"}}}}},
+                   {"marks", J::array({{{"type", "line"},
+                                        {"from", {{"data", "series"}}},
+                                        {"aria", false},
+                                        {"encode", {{"enter", {{"x", field("x", "x")}, {"y", field("y", "y")},
+                                                               {"stroke", field("color", "series")}, {"strokeWidth", {{"value", 1.5}}}}}}}}})}});
+  marks.push_back({{"type", "symbol"},
+                   {"name", "mark-history"},
+                   {"from", {{"data", "points"}}},
+                   {"encode",
+                    {{"enter",
+                      {{"x", field("x", "x")},
+                       {"y", field("y", "y")},
+                       {"size", {{"value", 40}}},
+                       {"fill", field("color", "series")},
+                       {"stroke", J::array({{{"test", "datum.failed"}, {"value", kFailOutlineColor}}, {{"value", "#ffffff"}}})},
+                       {"strokeWidth", {{"value", 2}}},
+                       {"description", {{"field", "description"}}},
+                       {"tooltip", {{"field", "description"}}}}}}}});
+  if (chart.rule) {
+    const std::string label = fmt::format("'{} ' + format(datum.y, '.3g')", chart.rule_label);
+    marks.push_back({{"type", "rule"},
+                     {"name", "mark-rule"},
+                     {"from", {{"data", "rule"}}},
+                     {"encode", {{"enter", {{"x", {{"value", 0}}}, {"x2", {{"signal", "width"}}}, {"y", field("y", "y")},
+                                            {"stroke", {{"value", kRedColor}}}, {"strokeDash", {{"value", {6, 3}}}},
+                                            {"description", {{"signal", label}}}}}}}});
+  }
+  spec["marks"] = marks;
+  return spec;
+}
+
 J bench_samples_spec(const std::string& title, const std::string& unit, const std::vector<BenchSample>& samples) {
   J spec = base_spec(title, "every sample of both arms, round by round (rounds interleave the arms)", 460, 200);
   J values = J::array();

@@ -51,6 +51,27 @@ struct TrendChart {
 };
 nlohmann::ordered_json trend_spec(const TrendChart& chart);
 
+// A figure per experiment, experiments left to right in the order given
+// (categories), one line per series on a log y axis, with a dashed rule
+// (e.g. 1: the tolerance of an error headroom). Points whose y is not > 0
+// are the caller's to leave out (a log axis has no 0).
+struct HistoryPoint {
+  std::string x;       // the experiment's label, one of `order`
+  std::string series;  // a case (headroom) or a bench case and arm (medians)
+  double y = 0;        // > 0
+  bool failed = false;  // outlined
+  std::string description;
+};
+struct HistoryChart {
+  std::string title, subtitle, y_title;
+  std::vector<std::string> order;
+  std::vector<HistoryPoint> points;
+  std::optional<double> rule;
+  std::string rule_label;  // "tolerance"
+  bool legend = true;      // false: many series, named by the points' descriptions only
+};
+nlohmann::ordered_json history_lines_spec(const HistoryChart& chart);
+
 // Every sample of both arms, round by round (x: round, the arms side by side within it).
 struct BenchSample {
   int round = 0;  // from 1

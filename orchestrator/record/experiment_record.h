@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench_statistics.h"
+#include "environment.h"
 #include "experiment_summary.h"
 #include "failure.h"
 
@@ -178,6 +179,11 @@ struct ExperimentRecord {
   std::vector<std::string> case_filter;
   std::vector<std::pair<std::int64_t, std::string>> children;
   std::vector<NarrowingRow> narrowings;  // densefeed narrow's conclusions about it, oldest first
+  // The machine and build its benchmark ran on (environments, the latest
+  // row); nullopt: no benchmark was recorded. `clocks`: the SM clocks the
+  // harnesses reported, MHz, as recorded ({} when none).
+  std::optional<Environment> environment;
+  nlohmann::ordered_json clocks = nlohmann::ordered_json::object();
 
   std::int64_t id() const { return summary.id; }
   // The manifest's acceptance criteria as written, before any result (empty: none).

@@ -217,6 +217,19 @@ ExperimentRecord experiment_record_from_rows(const nlohmann::ordered_json& e) {
     r.narrowings.push_back({text(n, "layer"), text(n, "conclusion"), at(n, "result").is_object() ? at(n, "result") : J::object(),
                             text(n, "recorded_at")});
   }
+  if (const J& env = at(e, "environment"); env.is_object()) {
+    Environment m;
+    m.host = text(env, "host");
+    m.cpu_model = text(env, "cpu_model");
+    if (at(env, "gpus").is_array()) m.gpus = nlohmann::json::parse(at(env, "gpus").dump());
+    m.cuda_version = text(env, "cuda_version");
+    m.compiler = text(env, "compiler");
+    m.flags = text(env, "flags");
+    r.environment = m;
+    const J& clocks = at(env, "clocks");
+    const J parsed = clocks.is_string() ? J::parse(clocks.get<std::string>(), nullptr, false) : clocks;
+    if (parsed.is_object()) r.clocks = parsed;
+  }
   return r;
 }
 
