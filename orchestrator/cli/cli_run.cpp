@@ -46,6 +46,25 @@ void stop_on_signal(int signal_number) {
   std::signal(signal_number, SIG_DFL);
 }
 
+// Seen while it runs: the header at once (text only; `header_printed` says
+// it was), then one progress line on stderr (updated in place on a
+// terminal, plain lines elsewhere) unless `quiet`. The display, or null.
+std::shared_ptr<ProgressDisplay> watch_run(RunOptions& options, bool quiet, bool json, const std::shared_ptr<bool>& header_printed) {
+  auto display = quiet ? nullptr : std::make_shared<ProgressDisplay>(std::cerr, ::isatty(STDERR_FILENO) == 1);
+  if (display) {
+    options.on_progress = [display](const RunProgress& p) { display->show(p); };
+    options.on_bench_progress = [display](const BenchProgress& p) { display->show(p); };
+  }
+  if (!json) {
+    options.on_started = [display, header_printed](const ExperimentOutcome& o) {
+      if (display) display->finish();
+      std::cout << render_text_header(o) << std::flush;
+      *header_printed = true;
+    };
+  }
+  return display;
+}
+
 }  // namespace
 
 std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
@@ -103,21 +122,8 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
            [&ctx, a, budget] {
              RunOptions options = run_options(ctx);
              if (*budget > 0) options.bench_budget_s = *budget;
-             // Seen while it runs: the header at once, then one progress line
-             // (updated in place on a terminal, plain lines elsewhere).
-             auto display = a->quiet ? nullptr : std::make_shared<ProgressDisplay>(std::cerr, ::isatty(STDERR_FILENO) == 1);
-             if (display) {
-               options.on_progress = [display](const RunProgress& p) { display->show(p); };
-               options.on_bench_progress = [display](const BenchProgress& p) { display->show(p); };
-             }
              auto header_printed = std::make_shared<bool>(false);
-             if (!ctx.json) {
-               options.on_started = [display, header_printed](const ExperimentOutcome& o) {
-                 if (display) display->finish();
-                 std::cout << render_text_header(o) << std::flush;
-                 *header_printed = true;
-               };
-             }
+             const auto display = watch_run(options, a->quiet, ctx.json, header_printed);
              std::signal(SIGTERM, stop_on_signal);
              std::signal(SIGINT, stop_on_signal);
              options.profile = a->options.profile;

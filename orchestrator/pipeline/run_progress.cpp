@@ -35,6 +35,8 @@ std::string run_progress_line(const RunProgress& p) {
 }
 
 void append_run_progress(const std::filesystem::path& file, const RunProgress& p) {
+  std::error_code ec;
+  std::filesystem::create_directories(file.parent_path(), ec);  // a stage's first event comes before its first process's folder
   std::ofstream out(file, std::ios::app);
   if (out) out << run_progress_json(p).dump() << "\n";
 }

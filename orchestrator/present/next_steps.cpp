@@ -760,6 +760,56 @@ void add_narrow_step(std::vector<NextStep>& steps, const ResultFacts& f, std::si
   steps.insert(steps.begin() + std::min<std::size_t>(1, steps.size()), s);
 }
 
+// A gate that no case could run because of its lock: never locked, changed
+// since (a person re-locks or the change is undone), or a frozen file the
+// candidate changed. True when it added the steps (they are the only ones).
+bool add_lock_steps(const ResultFacts& f, std::vector<NextStep>& steps) {
+  if (f.gate_unlocked) {
+    NextStep s;
+    s.kind = "ask-to-lock";
+    s.suggestion = "ask a person to review the gate and lock it: they commit it on the trusted ref and run "
+                   "densefeed gate lock (agents never lock a gate)";
+    s.why = fmt::format("no case ran: {}", f.lock_problems.front());
+    steps.push_back(s);
+    return true;
+  }
+  if (!f.lock_problems.empty()) {
+    // The gate as read (the trusted ref's commit) differs from its lock: a
+    // person's reviewed change not yet re-locked, or an edit to undo.
+    NextStep lock;
+    lock.kind = "ask-to-lock";
+    lock.command = {"densefeed", "gate", "lock", f.gate};
+    lock.suggestion = fmt::format("if the change to gate '{}' is reviewed, a person re-locks it: densefeed gate lock {}, then "
+                                  "commits gates/gates.lock on the trusted ref (agents never lock a gate): {}",
+                                  f.gate, f.gate, f.lock_problems.front());
+    lock.why = "no case ran: a gate that differs from gates/gates.lock is never trusted, and only a person re-locks it";
+    steps.push_back(lock);
+    NextStep s;
+    s.kind = "restore-frozen";
+    s.command = {"densefeed", "gate", "verify", "--json"};
+    s.suggestion = "otherwise restore the gate and its frozen files to their locked content (git checkout -- the files "
+                   "densefeed gate verify names)";
+    s.why = "the lock records the content a person reviewed";
+    steps.push_back(s);
+    return true;
+  }
+  if (f.gate_failure.kind == FailureKind::lock && f.gate_failure.who == FailureWho::candidate) {
+    NextStep s;
+    s.kind = "revert-frozen";
+    if (f.gate_failure.metric == "worktree") {
+      s.suggestion = fmt::format("restore the gate, gates.lock and frozen files in the project folder to the trusted ref's "
+                                 "(git checkout main -- {}), then submit again; a change to them is a person's, on main",
+                                 f.gate_failure.detail.empty() ? std::string("the files the reason names") : f.gate_failure.detail);
+    } else {
+      s.suggestion = "make a commit that leaves the gate, gates.lock and every frozen file as they are, and submit that revision";
+    }
+    s.why = f.gate_reason;
+    steps.push_back(s);
+    return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
@@ -799,49 +849,7 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     steps.push_back(s);
     return steps;
   }
-  if (f.gate_unlocked) {
-    NextStep s;
-    s.kind = "ask-to-lock";
-    s.suggestion = "ask a person to review the gate and lock it: they commit it on the trusted ref and run "
-                   "densefeed gate lock (agents never lock a gate)";
-    s.why = fmt::format("no case ran: {}", f.lock_problems.front());
-    steps.push_back(s);
-    return steps;
-  }
-  if (!f.lock_problems.empty()) {
-    // The gate as read (the trusted ref's commit) differs from its lock: a
-    // person's reviewed change not yet re-locked, or an edit to undo.
-    NextStep lock;
-    lock.kind = "ask-to-lock";
-    lock.command = {"densefeed", "gate", "lock", f.gate};
-    lock.suggestion = fmt::format("if the change to gate '{}' is reviewed, a person re-locks it: densefeed gate lock {}, then "
-                                  "commits gates/gates.lock on the trusted ref (agents never lock a gate): {}",
-                                  f.gate, f.gate, f.lock_problems.front());
-    lock.why = "no case ran: a gate that differs from gates/gates.lock is never trusted, and only a person re-locks it";
-    steps.push_back(lock);
-    NextStep s;
-    s.kind = "restore-frozen";
-    s.command = {"densefeed", "gate", "verify", "--json"};
-    s.suggestion = "otherwise restore the gate and its frozen files to their locked content (git checkout -- the files "
-                   "densefeed gate verify names)";
-    s.why = "the lock records the content a person reviewed";
-    steps.push_back(s);
-    return steps;
-  }
-  if (f.gate_failure.kind == FailureKind::lock && f.gate_failure.who == FailureWho::candidate) {
-    NextStep s;
-    s.kind = "revert-frozen";
-    if (f.gate_failure.metric == "worktree") {
-      s.suggestion = fmt::format("restore the gate, gates.lock and frozen files in the project folder to the trusted ref's "
-                                 "(git checkout main -- {}), then submit again; a change to them is a person's, on main",
-                                 f.gate_failure.detail.empty() ? std::string("the files the reason names") : f.gate_failure.detail);
-    } else {
-      s.suggestion = "make a commit that leaves the gate, gates.lock and every frozen file as they are, and submit that revision";
-    }
-    s.why = f.gate_reason;
-    steps.push_back(s);
-    return steps;
-  }
+  if (add_lock_steps(f, steps)) return steps;
   if (f.gate_failure.kind == FailureKind::infrastructure && f.gate_failure.metric == "build") {
     NextStep s;
     s.kind = "fix-build";

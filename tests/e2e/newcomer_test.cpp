@@ -122,8 +122,10 @@ TEST_F(Newcomer, ABranchMadeBeforeTheHarnessExistedSaysToMergeTheTrustedRef) {
   std::string gate = read("gates/scan-sharded.yaml");
   replace(gate, "{project}/harness/scan.py", "{project}/harness/scan_v2.py");
   write("gates/scan-sharded.yaml", gate);
-  ASSERT_EQ(densefeed({"gate", "lock", "scan-sharded"}).exit_code, 0);
   commit("the candidate harness is scan_v2.py");
+  const auto lock = densefeed({"gate", "lock", "scan-sharded"});
+  ASSERT_EQ(lock.exit_code, 0) << lock.out << lock.err;
+  commit("relock");
   std::string manifest = read("experiments/scan-merge-float32.yaml");
   replace(manifest, "candidate: {revision: WORKTREE", "candidate: {revision: agent");
   write("experiments/on-agent.yaml", manifest);
