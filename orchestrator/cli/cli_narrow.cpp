@@ -77,7 +77,7 @@ std::vector<CliVerb> add_narrow_verbs(CLI::App& app, CliContext& ctx) {
              options.manifest = a->manifest;
              if (::isatty(STDERR_FILENO)) {
                // Each step's progress in place, then the step's line.
-               auto display = std::make_shared<ProgressDisplay>(std::cerr, true);
+               auto display = std::make_shared<ProgressDisplay>(STDERR_FILENO, true);
                options.run.on_progress = [display](const RunProgress& p) { display->show(p); };
                options.run.on_bench_progress = [display](const BenchProgress& p) { display->show(p); };
                options.on_step = [display](const NarrowStep& s) {

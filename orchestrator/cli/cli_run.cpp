@@ -50,7 +50,7 @@ void stop_on_signal(int signal_number) {
 // it was), then one progress line on stderr (updated in place on a
 // terminal, plain lines elsewhere) unless `quiet`. The display, or null.
 std::shared_ptr<ProgressDisplay> watch_run(RunOptions& options, bool quiet, bool json, const std::shared_ptr<bool>& header_printed) {
-  auto display = quiet ? nullptr : std::make_shared<ProgressDisplay>(std::cerr, ::isatty(STDERR_FILENO) == 1);
+  auto display = quiet ? nullptr : std::make_shared<ProgressDisplay>(STDERR_FILENO, ::isatty(STDERR_FILENO) == 1);
   if (display) {
     options.on_progress = [display](const RunProgress& p) { display->show(p); };
     options.on_bench_progress = [display](const BenchProgress& p) { display->show(p); };

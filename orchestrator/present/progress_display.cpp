@@ -1,8 +1,12 @@
 #include "progress_display.h"
 
-#include <ostream>
+#include <unistd.h>
+
+#include <iostream>
 
 #include <fmt/format.h>
+
+#include "printable.h"
 
 namespace densefeed {
 
@@ -19,13 +23,24 @@ std::string progress_event_text(const nlohmann::ordered_json& e) {
                      e.contains("case") ? fmt::format(" ({} {})", e.value("arm", std::string()), e.value("case", std::string())) : "");
 }
 
-ProgressDisplay::ProgressDisplay(std::ostream& out, bool tty) : out_(out), tty_(tty) {}
+ProgressDisplay::ProgressDisplay(int fd, bool tty) : fd_(fd), tty_(tty) {}
 
 ProgressDisplay::~ProgressDisplay() { finish(); }
 
+void ProgressDisplay::write(const std::string& bytes) {
+  // What others wrote to the same stream comes first.
+  std::cerr.flush();
+  std::cout.flush();
+  for (std::size_t at = 0; at < bytes.size();) {
+    const ssize_t n = ::write(fd_, bytes.data() + at, bytes.size() - at);
+    if (n <= 0) return;  // progress is for watching: a closed stream loses it, nothing else
+    at += static_cast<std::size_t>(n);
+  }
+}
+
 void ProgressDisplay::finish() {
   const std::lock_guard lock(mutex_);
-  if (open_) out_ << "\n" << std::flush;
+  if (open_) write("\n");
   open_ = false;
 }
 
@@ -34,22 +49,20 @@ void ProgressDisplay::put(const std::string& stage, const std::string& text, boo
   const auto now = std::chrono::steady_clock::now();
   const bool first = stage != stage_;
   stage_ = stage;
+  const std::string line = "densefeed: " + printable(text, false);
   if (tty_) {
     // Erase the line and write the new one over it; a stage's first line
     // follows the previous stage's on a line of its own.
-    if (first && open_) out_ << "\n";
-    out_ << "\r\x1b[K" << "densefeed: " << text;
-    open_ = true;
-    if (last) {
-      out_ << "\n";
-      open_ = false;
-    }
-    out_ << std::flush;
+    std::string bytes = first && open_ ? "\n" : "";
+    bytes += "\r\x1b[K" + line;
+    open_ = !last;
+    if (last) bytes += "\n";
+    write(bytes);
     return;
   }
   if (!first && !last && now - shown_ < std::chrono::seconds(1)) return;
   shown_ = now;
-  out_ << "densefeed: " << text << "\n" << std::flush;
+  write(line + "\n");
 }
 
 void ProgressDisplay::show(const RunProgress& p) { put(p.stage, run_progress_line(p), p.phase == "start" || p.phase == "end"); }

@@ -3,11 +3,13 @@
 // terminal one line that updates in place (carriage return, ECMA-48 "erase
 // in line" CSI K), a stage's last line kept; elsewhere (CI logs, a pipe)
 // plain lines, at most one per second per stage besides its first and last.
-// Every line starts "densefeed: " and goes to the stream given (stderr).
+// Every line starts "densefeed: " and is written to the file descriptor
+// given (stderr) directly, past main's PrintableStream (printable.h), whose
+// escaping would show the terminal codes as text; the text itself goes
+// through printable(), so a label cannot bring codes of its own.
 #pragma once
 
 #include <chrono>
-#include <iosfwd>
 #include <mutex>
 #include <string>
 
@@ -25,8 +27,8 @@ std::string progress_event_text(const nlohmann::ordered_json& event);
 
 class ProgressDisplay {
  public:
-  // `tty`: the stream is a terminal (isatty), so the line updates in place.
-  ProgressDisplay(std::ostream& out, bool tty);
+  // `tty`: `fd` is a terminal (isatty), so the line updates in place.
+  ProgressDisplay(int fd, bool tty);
   ~ProgressDisplay();
   ProgressDisplay(const ProgressDisplay&) = delete;
   ProgressDisplay& operator=(const ProgressDisplay&) = delete;
@@ -41,7 +43,8 @@ class ProgressDisplay {
   void put(const std::string& stage, const std::string& text, bool last);
 
   std::mutex mutex_;
-  std::ostream& out_;
+  void write(const std::string& bytes);
+  int fd_;
   bool tty_;
   bool open_ = false;  // a tty line is being updated
   std::string stage_;

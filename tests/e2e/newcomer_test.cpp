@@ -245,15 +245,17 @@ TEST(NewcomerFirstHour, TheReadmesOwnRepositoryStepsFromInstallToABackupReadElse
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   std::filesystem::path key;
   for (const auto& e : std::filesystem::directory_iterator(home / ".config" / "densefeed" / "keys")) key = e.path();
+  // The key as a CI secret written to a 0600 file outside the artifact's folder.
   const auto elsewhere = dir.path() / "colleague";
-  std::filesystem::create_directories(elsewhere);
-  std::filesystem::copy_file(key, elsewhere / "ci.key");
-  std::filesystem::permissions(elsewhere / "ci.key", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
-  std::filesystem::copy_file(home / "ledger-backup.db", elsewhere / "ledger-backup.db");
+  std::filesystem::create_directories(elsewhere / "artifact");
+  std::filesystem::create_directories(elsewhere / "secrets");
+  std::filesystem::copy_file(key, elsewhere / "secrets" / "ci.key");
+  std::filesystem::permissions(elsewhere / "secrets" / "ci.key", std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  std::filesystem::copy_file(home / "ledger-backup.db", elsewhere / "artifact" / "ledger-backup.db");
   const auto other = testing::run_cli((home / ".local" / "bin" / "densefeed").string(),
-                                      {"ledger", "list", "--ledger", (elsewhere / "ledger-backup.db").string()}, elsewhere,
+                                      {"ledger", "list", "--ledger", (elsewhere / "artifact" / "ledger-backup.db").string()}, elsewhere,
                                       {{"PATH", "/usr/bin:/bin"}, {"HOME", elsewhere.string()},
-                                       {"DENSEFEED_LEDGER_KEY", (elsewhere / "ci.key").string()}});
+                                       {"DENSEFEED_LEDGER_KEY", (elsewhere / "secrets" / "ci.key").string()}});
   EXPECT_EQ(other.exit_code, 0) << other.out << other.err;
   EXPECT_NE(other.out.find("mine-float32"), std::string::npos) << other.out;
   lap("backup read elsewhere");
