@@ -78,6 +78,15 @@ void CliContext::resolve() {
   if (worktree_project_ && !ledger_.empty()) register_ledger_key(*worktree_project_, ledger_, given_key_);
   else if (!given_key_.empty() && !ledger_.empty()) set_ledger_key_file(ledger_, given_key_);
   resolved_ = true;
+  // A key the checked-out densefeed.yaml names is the agent's to change: in a
+  // repository it counts only as the trusted ref configures it (open_store
+  // registers that one), also for verbs that read no gate.
+  if (worktree_project_ && worktree_project_->in_git() && !trust_worktree && !worktree_project_->ledger_key.empty() &&
+      given_key_.empty() && store_use != StoreUse::always) {
+    forget_ledger_key_file(ledger_);
+    open_store();
+    return;
+  }
   const bool exported = store_use == StoreUse::if_exported && worktree_project_ && !trust_worktree &&
                         worktree_project_->in_git() && std::filesystem::is_directory(Workspace{ledger_}.exports());
   if (store_use == StoreUse::always || exported) open_store();
@@ -129,6 +138,13 @@ void CliContext::open_store() {
       // default then), never a key the worktree's densefeed.yaml named.
       forget_ledger_key_file(ledger_);
       register_ledger_key(trusted, ledger_, given_key_);
+      // An edit to densefeed.yaml not committed yet changes nothing: say so
+      // (the fresh-user trial's python settings were silently the trusted ref's).
+      if (std::filesystem::is_regular_file(worktree.config_file()) && worktree.config.text != trusted.config.text) {
+        std::cerr << fmt::format("densefeed: note: {} differs from its copy on {} ({}); densefeed uses the committed one: "
+                                 "commit the change on {} for it to take effect\n",
+                                 worktree.config_file().string(), store.ref, store.commit.substr(0, 12), store.ref);
+      }
       trusted_project_ = std::move(trusted);
     }
     store_ = std::move(store);

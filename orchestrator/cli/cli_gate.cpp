@@ -40,6 +40,11 @@ void print_verification(const GateVerification& v, bool json) {
   for (const auto& g : v.gates) {
     std::cout << fmt::format("{}: {}\n", g.name, g.problems.empty() ? "ok" : "NOT OK");
     for (const auto& p : g.problems) std::cout << "  " << p << "\n";
+    if (!g.problems.empty()) {
+      std::cout << fmt::format("  to fix: a person reviews the change and runs `densefeed gate lock {}`, then commits gates.lock; "
+                               "or restore the files named above (git checkout -- FILE)\n",
+                               g.name);
+    }
   }
   for (const auto& e : v.tampered) {
     std::cout << fmt::format("export of {}: TAMPERED ({}): {}: {}\n", v.trusted, to_string(e.kind), e.path, e.detail);

@@ -11,6 +11,7 @@
 #include "exit_code.h"
 #include "help_text.h"
 #include "man_page.h"
+#include "printable.h"
 #include "shell_completion.h"
 
 namespace densefeed {
@@ -83,7 +84,8 @@ std::string UnknownCommand::message() const {
   std::vector<std::string> typed = parent, suggested = parent;
   typed.push_back(word);
   suggested.push_back(closest);
-  std::string text = fmt::format("unknown command '{}'", join(typed));
+  // The typed word is the caller's, shown as text: its control characters escaped (printable.h).
+  std::string text = fmt::format("unknown command '{}'", one_line(join(typed)));
   if (!closest.empty()) text += fmt::format(" (did you mean '{}'?)", join(suggested));
   return text + fmt::format("; see densefeed {}--help", parent.empty() ? "" : join(parent) + " ");
 }

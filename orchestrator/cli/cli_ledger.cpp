@@ -222,6 +222,7 @@ void add_audit_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs
   audit->add_option("--fail-on", *fail_on,
                     "also fail (exit 1) when a green-gated experiment has a bench case with one of these verdicts (slower, "
                     "inconclusive; comma-separated or repeated)")
+      ->allow_extra_args(false)
       ->delimiter(',')
       ->check(CLI::IsMember({"slower", "inconclusive"}));
   auto strict = std::make_shared<bool>(false);
@@ -235,6 +236,11 @@ void add_audit_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verbs
                      return audit_with_junit(*junit, [&] {
                        options.expected = expected_heads(*expect_head, *head_file);
                        options.fail_on = parse_fail_on(*fail_on);
+                       // Nothing to audit is not a pass: a mistyped --ledger would make a fresh, empty ledger.
+                       if (!std::filesystem::exists(ctx.ledger_path())) {
+                         throw InputError(ctx.ledger_path().string(), {}, "--ledger",
+                                          "no ledger here: audit checks an existing ledger (the project's, or --ledger PATH)");
+                       }
                        const GateStore& store = ctx.store();
                        options.require_service = ctx.project().require_service;
                        const AuditReport report = audit_ledger(ctx.ledger_path(), store, options);

@@ -90,14 +90,16 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
   add_ledger_key_option(run, ctx);
   a->profile = run->add_option("--profile", a->options.profile, "gate profile (quick, full, or one the gate names)")->capture_default_str();
   run->add_option("--case", a->cases,
-                  "run only the cases with these key=value pairs, e.g. 'T=24576' or a case's whole label (repeatable: any of them)");
+                  "run only the cases with these key=value pairs, e.g. 'T=24576' or a case's whole label (repeatable: any of them)")
+      ->allow_extra_args(false);  // one value each: `--case C MANIFEST` keeps MANIFEST
   run->add_option("--failing-of", a->failing_of,
                   "replay experiment ID's red cases (or those --case names) with its seed and profile, recorded as a new "
                   "experiment linked to it")
       ->check(CLI::Range(std::int64_t{1}, INT64_MAX));
   run->add_option("--candidate-param", a->candidate_params,
                   "with --failing-of: set a candidate param for the replay, KEY=VALUE (e.g. precision=ieee; repeatable); "
-                  "checked against the gate's params");
+                  "checked against the gate's params")
+      ->allow_extra_args(false);
   a->seed = run->add_option("--seed", a->seed_text, "input seed, 0..2^64-1 (default: drawn fresh and recorded)");
   a->options.jobs = static_cast<int>(std::max(1u, std::min(256u, std::thread::hardware_concurrency())));
   run->add_option("--jobs", a->options.jobs, "harness processes at once (default: the machine's cores)")
@@ -115,6 +117,7 @@ std::vector<CliVerb> add_run_verbs(CLI::App& app, CliContext& ctx) {
   run->add_option("--fail-on", a->fail_on,
                   "exit 5 when the gate is green but a bench case's verdict is one of these (slower, inconclusive; "
                   "comma-separated or repeated): CI fails on a regression")
+      ->allow_extra_args(false)
       ->delimiter(',')
       ->check(CLI::IsMember({"slower", "inconclusive"}));
   add_executor_option(run, a->executor_name);

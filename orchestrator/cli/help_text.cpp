@@ -25,6 +25,7 @@ const std::vector<std::pair<std::string, std::string>>& help_exit_codes() {
       {"2", "bad input: an unknown command or option, a bad manifest, gate or densefeed.yaml (nothing is written to the ledger)"},
       {"3", "infrastructure error, or an `error` verdict (the reference failed)"},
       {"4", "densefeed status: the experiment has not ended"},
+      {"5", "run --fail-on: the gate is green but a bench case's verdict is one --fail-on names (slower, inconclusive)"},
   };
   return codes;
 }

@@ -33,8 +33,8 @@ std::string gate_reason(const std::vector<CaseResult>& cases) {
     if (n > 0) parts += fmt::format("{}{} {}", parts.empty() ? "" : ", ", n, what);
   };
   add(tolerance, "over tolerance");
-  add(did_not_run, first_not_run ? fmt::format("where the candidate did not run (error: {})", first_not_run->reason)
-                                 : std::string("where the candidate did not run"));
+  add(did_not_run, first_not_run ? fmt::format("where the candidate's process failed (error: {})", first_not_run->reason)
+                                 : std::string("where the candidate's process failed"));
   add(timeout, "timed out");
   add(output, "with missing or malformed output");
   add(error, "where the reference or densefeed failed");

@@ -14,7 +14,7 @@
 namespace densefeed {
 
 // "" when every case is green; else "K of N case(s) not green: A over
-// tolerance, B where the candidate did not run (error: <the first such case's
+// tolerance, B where the candidate's process failed (error: <the first such case's
 // reason>), C timed out, D with missing or malformed output, E where the
 // reference or densefeed failed", listing only the non-zero counts.
 std::string gate_reason(const std::vector<CaseResult>& cases);

@@ -701,6 +701,7 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
   // ref has (a branch made before the harness was added): say so.
   if (std::any_of(gate_result.cases.begin(), gate_result.cases.end(), [](const CaseResult& c) { return candidate_did_not_run(c.failure); })) {
     const auto missing = files_only_on_trusted_ref(gate.candidate_command, options.candidate, options.reference);
+    gate_result.missing_in_candidate = missing;
     if (!missing.empty()) {
       gate_result.reason += fmt::format("; {} is on the trusted ref but not in the candidate's tree ({}): the revision predates it, "
                                         "so merge the trusted ref ({}) into it (git merge) and submit again",

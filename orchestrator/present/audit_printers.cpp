@@ -1,6 +1,11 @@
 #include "audit_printers.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstring>
 #include <fstream>
+#include <sstream>
 #include <vector>
 
 #include <boost/property_tree/ptree.hpp>
@@ -64,16 +69,33 @@ void write_suite(const std::filesystem::path& path, const std::vector<pt::ptree>
   top.put("<xmlattr>.errors", errors);
   top.put("<xmlattr>.time", seconds_text(run.seconds));
   top.add_child("testsuite", suite);
-  std::ofstream out(path);
-  if (!out) throw InputError(path.string(), {}, "--junit", "cannot write the JUnit file here");
-  pt::write_xml(out, suites, pt::xml_writer_make_settings<std::string>(' ', 2));
-  if (!out.flush()) throw InputError(path.string(), {}, "--junit", "cannot write the JUnit file here");
+  // Written beside it under a fresh name (O_EXCL | O_NOFOLLOW), then renamed
+  // over it: a link planted at `path` is replaced, its target never written.
+  std::ostringstream text;
+  pt::write_xml(text, suites, pt::xml_writer_make_settings<std::string>(' ', 2));
+  const std::string bytes = text.str();
+  const auto tmp = path.parent_path() / fmt::format(".{}.{}.tmp", path.filename().string(), ::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+  if (fd < 0) throw InputError(path.string(), {}, "--junit", fmt::format("cannot write the JUnit file here: {}", std::strerror(errno)));
+  const bool ok = ::write(fd, bytes.data(), bytes.size()) == static_cast<ssize_t>(bytes.size());
+  ::close(fd);
+  std::error_code ec;
+  if (ok) std::filesystem::rename(tmp, path, ec);
+  if (!ok || ec) {
+    std::filesystem::remove(tmp, ec);
+    throw InputError(path.string(), {}, "--junit", "cannot write the JUnit file here");
+  }
 }
+
+// Text fit for an XML attribute or element: XML 1.0 allows no control
+// characters but tab, line feed and carriage return (a file name the agent
+// chose could hold any), so they are written as printable() writes them.
+std::string xml_text(const std::string& text) { return printable(text); }
 
 pt::ptree testcase(const std::string& name, double seconds) {
   pt::ptree tc;
   tc.put("<xmlattr>.classname", "densefeed.audit");
-  tc.put("<xmlattr>.name", name);
+  tc.put("<xmlattr>.name", xml_text(name));
   tc.put("<xmlattr>.time", seconds_text(seconds));
   return tc;
 }
@@ -88,9 +110,9 @@ void write_audit_junit(const std::filesystem::path& path, const AuditReport& rep
     if (!c.failures.empty()) {
       ++failed;
       std::string text;
-      for (const auto& f : c.failures) text += f + "\n";
+      for (const auto& f : c.failures) text += xml_text(f) + "\n";
       pt::ptree failure;
-      failure.put("<xmlattr>.message", c.failures.front());
+      failure.put("<xmlattr>.message", xml_text(c.failures.front()));
       failure.put("<xmlattr>.type", "audit");
       failure.put_value(text);
       tc.add_child("failure", failure);
@@ -103,9 +125,9 @@ void write_audit_junit(const std::filesystem::path& path, const AuditReport& rep
 void write_audit_junit_error(const std::filesystem::path& path, const std::string& kind, const std::string& why, const AuditRun& run) {
   pt::ptree tc = testcase("the ledger and its gate store can be audited", run.seconds);
   pt::ptree error;
-  error.put("<xmlattr>.message", why);
+  error.put("<xmlattr>.message", xml_text(why));
   error.put("<xmlattr>.type", kind);
-  error.put_value(why);
+  error.put_value(xml_text(why));
   tc.add_child("error", error);
   write_suite(path, {tc}, 0, 1, run);
 }

@@ -206,7 +206,7 @@ struct McpServer::Impl {
               *last = p;
               J params = {{"progressToken", token}, {"progress", p}};
               if (total) params["total"] = *total;
-              if (!message.empty()) params["message"] = printable(message);
+              if (!message.empty()) params["message"] = one_line(message);
               send({{"jsonrpc", "2.0"}, {"method", "notifications/progress"}, {"params", params}});
             };
           }

@@ -850,6 +850,18 @@ std::vector<NextStep> next_steps(const ResultFacts& f, std::size_t max_steps) {
     return steps;
   }
   if (add_lock_steps(f, steps)) return steps;
+  if (!f.missing_in_candidate.empty()) {
+    // A revision older than its gate: no rerun of it can help.
+    NextStep s;
+    s.kind = "resubmit";
+    s.suggestion = fmt::format("merge the trusted ref into the candidate's revision (git merge, or rebase it), so that it has {}, "
+                               "then submit again",
+                               fmt::join(f.missing_in_candidate, ", "));
+    s.why = fmt::format("the candidate did not run: its command names {}, which the trusted ref has and the candidate's tree lacks",
+                        fmt::join(f.missing_in_candidate, ", "));
+    steps.push_back(s);
+    return steps;
+  }
   if (f.gate_failure.kind == FailureKind::infrastructure && f.gate_failure.metric == "build") {
     NextStep s;
     s.kind = "fix-build";
@@ -941,6 +953,7 @@ ResultFacts facts_from_outcome(const ExperimentOutcome& o) {
     f.params = o.gate->params;
     f.structure = o.gate->structure;
     f.candidate_command = o.gate->candidate_command;
+    f.missing_in_candidate = o.gate_result.missing_in_candidate;
     f.timeout_s = o.gate->timeout_s;
   }
   // What the record keeps of the candidate's arm (provenance.h), so that the

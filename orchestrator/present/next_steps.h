@@ -50,6 +50,9 @@ struct ResultFacts {
   std::string gate_verdict = "pending";  // green | red | error | pending
   std::string gate_reason;
   std::vector<std::string> lock_problems;  // non-empty: red before any case ran (text for people)
+  // What the candidate's tree lacks of the trusted ref's files its command
+  // names (GateResult::missing_in_candidate; empty from a ledger record).
+  std::vector<std::string> missing_in_candidate;
   // The gate stage's own failure (failure.h) when no case ran: a lock whose
   // metric says what (unlocked | worktree | own_commits), a build
   // (infrastructure, metric build).

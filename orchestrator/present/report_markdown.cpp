@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "failure.h"
 #include "printable.h"
 #include "report_context.h"
 
@@ -52,10 +53,10 @@ std::string gate_table(const GateRunRow& run) {
       const std::string reason = any ? "" : markdown_escape(c.reason);
       any = true;
       const std::string ratio = m.bound > 0 && !std::isnan(m.value) ? fmt::format("{:.3g}", m.value / m.bound) : "—";
-      s += fmt::format("| {} | {} | {}.{} | {} | {} | {} | {} |\n", markdown_escape(c.label), c.verdict, markdown_escape(m.output),
+      s += fmt::format("| {} | {} | {}.{} | {} | {} | {} | {} |\n", markdown_escape(c.label), case_label(c.verdict, c.failure), markdown_escape(m.output),
                        markdown_escape(m.metric), sci(m.value), sci(m.bound), ratio, reason);
     }
-    if (!any) s += fmt::format("| {} | {} | | | | | {} |\n", markdown_escape(c.label), c.verdict, markdown_escape(c.reason));
+    if (!any) s += fmt::format("| {} | {} | | | | | {} |\n", markdown_escape(c.label), case_label(c.verdict, c.failure), markdown_escape(c.reason));
   }
   if (red > kMarkdownRedCases) s += fmt::format("\n…and {} more red case(s) (the HTML report lists them all).\n", red - kMarkdownRedCases);
   return s + "\n";
@@ -72,7 +73,7 @@ std::string bench_table(const ExperimentRecord& r) {
   }
   std::string s = "**Bench**\n\n| bench case | base median | candidate median | speedup | interval | verdict |\n| --- | ---: | ---: | ---: | --- | --- |\n";
   for (const auto& b : r.bench_cases) {
-    s += fmt::format("| {} | {} {} | {} {} | {}x | [{}, {}] at {:.0f} % | {} |\n", markdown_escape(b.label), general(b.base_median), markdown_escape(b.unit),
+    s += fmt::format("| {} | {} {} | {} {} | {}x | [{}, {}] at {:.4g} % | {} |\n", markdown_escape(b.label), general(b.base_median), markdown_escape(b.unit),
                      general(b.candidate_median), markdown_escape(b.unit), fixed3(b.speedup), fixed3(b.lo), fixed3(b.hi),
                      std::isnan(b.ci_confidence) ? 0.0 : 100 * b.ci_confidence, badge(b.verdict));
   }
@@ -85,7 +86,14 @@ std::string next_list(const std::vector<NextStep>& next) {
   int i = 0;
   for (const auto& n : next) {
     std::string command;
-    for (const auto& a : n.command) command += (command.empty() ? "" : " ") + one_line(a);
+    // Quoted as a shell reads it: "--case 'cols=1000 chunks=1'" stays one argument when pasted.
+    for (const auto& a : n.command) {
+      const std::string arg = one_line(a);
+      const bool plain = !arg.empty() && arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-") == std::string::npos;
+      std::string quoted = "'";
+      for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      command += (command.empty() ? "" : " ") + (plain ? arg : quoted + "'");
+    }
     // A code span that holds a backtick needs a longer fence: use two and pad.
     s += fmt::format("{}. [{}] {}{}\n", ++i, markdown_escape(n.kind), markdown_escape(n.suggestion),
                      command.empty() ? "" : command.find('`') == std::string::npos ? " `" + command + "`" : " `` " + command + " ``");

@@ -2,7 +2,11 @@
 // the markdown) from its typed records and writes them. A report folder
 // holds everything its pages link to, harness logs included, so that it can
 // be zipped and handed over.
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstring>
 #include <cctype>
 #include <fstream>
 #include <map>
@@ -23,15 +27,21 @@ namespace {
 
 using J = nlohmann::ordered_json;
 
-// Text to `out` through a temporary file renamed over it.
+// Text to `out` through a temporary file of a fresh name (O_EXCL |
+// O_NOFOLLOW: a link planted there is never written through) renamed over it.
 std::uintmax_t write_atomically(const std::filesystem::path& out, const std::string& text) {
   if (out.has_parent_path()) std::filesystem::create_directories(out.parent_path());
-  const auto tmp = std::filesystem::path(out.string() + ".tmp");
+  const auto tmp = std::filesystem::path(fmt::format("{}.{}.tmp", out.string(), ::getpid()));
   {
-    std::ofstream f(tmp, std::ios::binary | std::ios::trunc);
-    f << text;
-    f.close();
-    if (!f) throw InfraError(fmt::format("{}: cannot write the report", tmp.string()));
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+    if (fd < 0) throw InfraError(fmt::format("{}: cannot write the report: {}", tmp.string(), std::strerror(errno)));
+    const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    ::close(fd);
+    if (!ok) {
+      std::error_code ignored;
+      std::filesystem::remove(tmp, ignored);
+      throw InfraError(fmt::format("{}: cannot write the report", tmp.string()));
+    }
   }
   std::error_code ec;
   std::filesystem::rename(tmp, out, ec);

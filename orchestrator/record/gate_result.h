@@ -98,6 +98,10 @@ struct GateResult {
   double harness_wall_s = 0;  // sum of every harness process's wall time, seconds
   SandboxStatus sandbox;      // whether the candidate commands ran sandboxed, and if not why
   std::vector<TrendJudgement> trends;  // every trend bound of the gate, per row
+  // Files the candidate's command names that the trusted ref has and the
+  // candidate's tree lacks, when a candidate did not run (gate_reason.h
+  // files_only_on_trusted_ref): a revision older than its gate.
+  std::vector<std::string> missing_in_candidate;
 };
 
 }  // namespace densefeed

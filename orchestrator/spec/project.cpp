@@ -73,6 +73,14 @@ Project load_project_from(const std::filesystem::path& dir_in, const std::filesy
                                                "then re-seal it; keep the key elsewhere (default ~/.config/densefeed/keys/)",
                                                p.ledger_key.string(), folder.string()));
     }
+    // Nor in the project folder: the agent's worktree (README: a key lies
+    // outside the ledger's folder and the project folder).
+    const auto in_project = p.ledger_key.lexically_relative(p.dir);
+    if (!in_project.empty() && *in_project.begin() != "..") {
+      p.config.fail("/ledger_key", fmt::format("{} is inside the project folder {}, which the agent can write: keep the key "
+                                               "outside it (default ~/.config/densefeed/keys/)",
+                                               p.ledger_key.string(), p.dir.string()));
+    }
   }
   if (v.contains("python")) {
     const auto& py = v["python"];

@@ -3,9 +3,12 @@
 // backup of the whole file.
 #include "ledger.h"
 
+#include <algorithm>
+
 #include <sqlite3.h>
 
 #include <cctype>
+#include <iostream>
 #include <map>
 
 #include <fmt/format.h>
@@ -33,6 +36,13 @@ void Ledger::load_key(bool create) {
     if (k.step()) fingerprint = k.column(0).get<std::string>();
   }
   key_ = find_ledger_key(std::filesystem::absolute(path_), fingerprint, create);
+  // A new ledger's key is said once: without it no copy of the ledger can be read or checked.
+  if (fingerprint.empty() && create) {
+    std::cerr << fmt::format("densefeed: note: made the chain key of {} at {} (32 random bytes, mode 0600): keep a copy "
+                             "(in CI a secret); a backup of the ledger is read elsewhere with --ledger-key FILE or "
+                             "DENSEFEED_LEDGER_KEY\n",
+                             path_.string(), key_.file.string());
+  }
 }
 
 namespace {
@@ -190,6 +200,17 @@ ChainCheck Ledger::verify() const {
     for (const char* t : kChainedTables) known_table = known_table || table == t;
     if (!known_table) {
       broken(seq, table, row, s.column(1), "it names a table that densefeed does not chain");
+      return c;
+    }
+    // The column list is not under the HMAC: it must be the table's own
+    // columns, in order (a link made before a migration added columns holds
+    // a prefix of them). A name that is no column, or one out of place, would
+    // let SQLite read a "quoted name" as a literal: the hostile trial's forged
+    // copy hashed the original verdict as text while the row said green.
+    if (!known.count(table)) known[table] = columns_of(db_, table);
+    const auto& real = known[table];
+    if (columns.empty() || columns.size() > real.size() || !std::equal(columns.begin(), columns.end(), real.begin())) {
+      broken(seq, table, row, s.column(1), "its column list is not the table's columns in their order: the link or the table was altered");
       return c;
     }
     std::optional<std::string> now;

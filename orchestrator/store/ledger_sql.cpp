@@ -38,7 +38,13 @@ std::vector<std::string> columns_of(sqlite3* db, const std::string& table) {
 std::optional<std::string> row_sha256(sqlite3* db, const std::string& table, const std::vector<std::string>& columns,
                                       std::int64_t row_id) {
   std::string select;
-  for (const auto& c : columns) select += (select.empty() ? "\"" : ", \"") + c + "\"";
+  // Identifiers quoted as SQL quotes them ("" inside "..."): a name is read as a name, never as SQL.
+  const auto quoted = [](const std::string& name) {
+    std::string q = "\"";
+    for (char ch : name) q += ch == '"' ? std::string("\"\"") : std::string(1, ch);
+    return q + "\"";
+  };
+  for (const auto& c : columns) select += (select.empty() ? "" : ", ") + quoted(c);
   Statement s(db, fmt::format("SELECT {} FROM \"{}\" WHERE id = ?", select, table).c_str());
   s.bind(1, row_id);
   if (!s.step()) return std::nullopt;

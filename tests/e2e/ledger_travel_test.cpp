@@ -138,6 +138,47 @@ class LedgerTravel : public Artifacts {};
 class AuditJUnit : public Artifacts {};
 class FailOn : public Artifacts {};
 
+// The hostile trial's forgery of a copy, without the key: the link's column
+// list (not under the HMAC) names "green" where the column verdict stood, and
+// SQLite reads a double-quoted name that is no column as a text literal, so
+// the row hashed as it was while it said green. The copy's chain is broken at
+// that link, whatever key is given, and audit fails.
+TEST_F(LedgerTravel, AForgedCopyWhoseLinkNamesALiteralForAColumnIsABrokenChain) {
+  ASSERT_EQ(green(), 0);
+  const auto key = made_key();
+  const auto copy = dir_ / "artifact" / "ledger.db";
+  std::filesystem::create_directories(copy.parent_path());
+  std::filesystem::copy_file(ledger_, copy);
+  const auto sql = [&](const std::string& q) {
+    const auto r = testing::run_cli("/usr/bin/sqlite3", {copy.string(), q}, dir_.path());
+    EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;
+    return r.out;
+  };
+  const std::string trigger1 = sql("SELECT sql FROM sqlite_schema WHERE name = 'experiment_outcomes_no_update'");
+  const std::string trigger2 = sql("SELECT sql FROM sqlite_schema WHERE name = 'record_chain_no_update'");
+  ASSERT_FALSE(trigger1.empty());
+  ASSERT_FALSE(trigger2.empty());
+  const std::string columns = sql("SELECT columns FROM record_chain WHERE table_name = 'experiment_outcomes' AND row_id = 1");
+  const std::string verdict = sql("SELECT verdict FROM experiment_outcomes WHERE id = 1");
+  ASSERT_EQ(verdict, "green\n");
+  // Hash the original verdict as a literal while the row says red.
+  std::string forged = columns.substr(0, columns.find('\n'));
+  const auto at = forged.find("\"verdict\"");
+  ASSERT_NE(at, std::string::npos) << forged;
+  forged.replace(at, 9, "\"green\"");
+  sql("DROP TRIGGER experiment_outcomes_no_update; DROP TRIGGER record_chain_no_update; "
+      "UPDATE experiment_outcomes SET verdict = 'red' WHERE id = 1; "
+      "UPDATE record_chain SET columns = '" + forged + "' WHERE table_name = 'experiment_outcomes' AND row_id = 1; " +
+      trigger1 + ";" + trigger2 + ";");
+  ASSERT_EQ(sql("SELECT verdict FROM experiment_outcomes WHERE id = 1"), "red\n");
+  const std::map<std::string, std::string> with_key = {{"DENSEFEED_LEDGER_KEY", key.string()}};
+  const auto verify = cli({"ledger", "verify", "--ledger", copy.string()}, "elsewhere", with_key);
+  EXPECT_NE(verify.exit_code, 0) << verify.out << verify.err;
+  EXPECT_NE((verify.out + verify.err).find("its column list is not the table's columns"), std::string::npos) << verify.out << verify.err;
+  const auto audit = cli({"audit", "--ledger", copy.string()}, "elsewhere", with_key);
+  EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
+}
+
 // The README's CI recipe: a backup (and a plain cp of the file) taken to
 // another folder and HOME is listed, shown, reported and audited there with
 // its key given; without it, it is refused naming what to pass.

@@ -110,7 +110,7 @@ TEST_F(Newcomer, AHarnessThatCannotImportIsAnErrorNotAToleranceFailure) {
   const J doc = J::parse(list.out);
   ASSERT_EQ(doc.size(), 1u) << list.out;
   const std::string reason = doc[0]["reason"];
-  EXPECT_NE(reason.find("where the candidate did not run (error: the candidate exited with code 1"), std::string::npos) << reason;
+  EXPECT_NE(reason.find("where the candidate's process failed (error: the candidate exited with code 1"), std::string::npos) << reason;
   EXPECT_NE(reason.find("einops_not_installed"), std::string::npos) << reason;
   EXPECT_EQ(reason.find("over tolerance"), std::string::npos) << reason;
 }
@@ -133,6 +133,12 @@ TEST_F(Newcomer, ABranchMadeBeforeTheHarnessExistedSaysToMergeTheTrustedRef) {
   EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
   EXPECT_NE(r.out.find("harness/scan_v2.py is on the trusted ref but not in the candidate's tree"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("git merge"), std::string::npos) << r.out;
+  // And `next` says the same, alone: no rerun of that revision can help.
+  const auto j = densefeed({"run", "experiments/on-agent.yaml", "--no-bench", "--quiet", "--json"});
+  const J doc = J::parse(j.out);
+  ASSERT_EQ(doc["next"].size(), 1u) << doc["next"].dump();
+  EXPECT_EQ(doc["next"][0]["kind"], "resubmit") << doc["next"].dump();
+  EXPECT_NE(doc["next"][0]["suggestion"].get<std::string>().find("merge the trusted ref into the candidate's revision"), std::string::npos);
 }
 
 TEST_F(Newcomer, LedgerShowSaysWhatEachStageDid) {
