@@ -703,6 +703,9 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     const auto missing = files_only_on_trusted_ref(gate.candidate_command, options.candidate, options.reference);
     gate_result.missing_in_candidate = missing;
     if (!missing.empty()) {
+      // The stage's failure as a value the ledger keeps, so that `next` says so wherever it is read.
+      gate_result.failure = Failure{FailureKind::no_start, FailureWho::candidate, {}, {}, "", "missing_in_candidate",
+                                    fmt::format("{}", fmt::join(missing, ", "))};
       gate_result.reason += fmt::format("; {} is on the trusted ref but not in the candidate's tree ({}): the revision predates it, "
                                         "so merge the trusted ref ({}) into it (git merge) and submit again",
                                         fmt::join(missing, ", "), options.candidate.label, options.reference.label);

@@ -1033,6 +1033,8 @@ ResultFacts facts_from_record(const ExperimentRecord& e, const GateSpec* gate, c
     f.gate_failure.who = gf.who;
     f.gate_failure.metric = gf.metric;
     f.gate_failure.detail = gf.detail;
+    // A revision older than its gate (gate_runner: metric missing_in_candidate, detail the files).
+    if (gf.metric == "missing_in_candidate" && !gf.detail.empty()) f.missing_in_candidate = {gf.detail};
     f.seed = g.seed;
     f.cases = g.cases;
     // Where the candidate ran from, as the run recorded it (arm_replay.h); a

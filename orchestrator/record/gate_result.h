@@ -100,7 +100,9 @@ struct GateResult {
   std::vector<TrendJudgement> trends;  // every trend bound of the gate, per row
   // Files the candidate's command names that the trusted ref has and the
   // candidate's tree lacks, when a candidate did not run (gate_reason.h
-  // files_only_on_trusted_ref): a revision older than its gate.
+  // files_only_on_trusted_ref): a revision older than its gate. The stage's
+  // failure then says so (no_start by the candidate, metric
+  // "missing_in_candidate", detail the files), which the ledger keeps.
   std::vector<std::string> missing_in_candidate;
 };
 

@@ -175,7 +175,7 @@ TEST_F(LedgerTravel, AForgedCopyWhoseLinkNamesALiteralForAColumnIsABrokenChain) 
   const auto verify = cli({"ledger", "verify", "--ledger", copy.string()}, "elsewhere", with_key);
   EXPECT_NE(verify.exit_code, 0) << verify.out << verify.err;
   EXPECT_NE((verify.out + verify.err).find("its column list is not the table's columns"), std::string::npos) << verify.out << verify.err;
-  const auto audit = cli({"audit", "--ledger", copy.string()}, "elsewhere", with_key);
+  const auto audit = cli({"--trust-worktree", "audit", "--ledger", copy.string()}, "elsewhere", with_key);
   EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
 }
 
