@@ -120,6 +120,13 @@ ReportWritten write_folder(const Context& c) {
   std::map<std::string, std::vector<ExperimentRecord>> by_gate;
   NextStepsOf next;
   int logs = 0;
+  // The logs folder is made afresh: a link planted in it (or as it) is
+  // removed, never written through (remove_all does not follow links).
+  {
+    std::error_code ec;
+    std::filesystem::remove_all(dir / "logs", ec);
+    if (ec) throw InfraError(fmt::format("{}: cannot clear the report's logs folder: {}", (dir / "logs").string(), ec.message()));
+  }
   for (const auto& r : records) {
     links.experiments[r.id()] = fmt::format("experiment-{}.html", r.id());
     links.gates[r.summary.gate] = "gate-" + file_safe(r.summary.gate) + ".html";

@@ -117,7 +117,7 @@ nlohmann::ordered_json Ledger::list(const ListFilter& filter) const {
 
 nlohmann::ordered_json Ledger::export_tables() const {
   nlohmann::ordered_json out = nlohmann::ordered_json::object();
-  Statement tables(db_, "SELECT name FROM sqlite_schema WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name");
+  Statement tables(db_, "SELECT name FROM sqlite_schema WHERE type = 'table' AND lower(substr(name, 1, 7)) <> 'sqlite_' ORDER BY name");
   std::vector<std::string> names;
   while (tables.step()) names.push_back(tables.column(0).get<std::string>());
   for (const auto& name : names) {
@@ -131,7 +131,7 @@ nlohmann::ordered_json Ledger::export_tables() const {
 namespace {
 
 void require_relation(sqlite3* db, const std::filesystem::path& path, const std::string& name) {
-  Statement s(db, "SELECT COUNT(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ? AND name NOT LIKE 'sqlite_%'");
+  Statement s(db, "SELECT COUNT(*) FROM sqlite_schema WHERE type IN ('table', 'view') AND name = ? AND lower(substr(name, 1, 7)) <> 'sqlite_'");
   s.bind(1, name);
   s.step();
   if (s.column(0).get<std::int64_t>() == 0) {

@@ -93,7 +93,7 @@ using Inventory = std::map<std::pair<std::string, std::string>, std::string>;  /
 
 Inventory inventory_of(sqlite3* db) {
   Inventory out;
-  Statement s(db, "SELECT type, name, sql FROM sqlite_schema WHERE name NOT LIKE 'sqlite_%' AND sql IS NOT NULL");
+  Statement s(db, "SELECT type, name, sql FROM sqlite_schema WHERE lower(substr(name, 1, 7)) <> 'sqlite_' AND sql IS NOT NULL");
   while (s.step()) out[{s.column(0).get<std::string>(), s.column(1).get<std::string>()}] = normalized_sql(s.column(2).get<std::string>());
   return out;
 }

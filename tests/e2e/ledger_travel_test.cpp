@@ -179,6 +179,58 @@ TEST_F(LedgerTravel, AForgedCopyWhoseLinkNamesALiteralForAColumnIsABrokenChain) 
   EXPECT_EQ(audit.exit_code, 1) << audit.out << audit.err;
 }
 
+// The re-attack of the fix above, with the rows and links untouched: an
+// index that readers' views join on pointed at another index's pages (the
+// list then shows another row's verdict), and a table named like SQLite's own
+// (sqliteX..., which "NOT LIKE 'sqlite_%'" passed over) to hold the pages.
+// verify runs SQLite's integrity_check, and the schema inventory skips only
+// the names SQLite reserves.
+TEST_F(LedgerTravel, AnIndexPointedElsewhereOrAnObjectNamedLikeSqlitesOwnIsCaught) {
+  ASSERT_EQ(green(), 0);
+  const auto key = made_key();
+  const std::map<std::string, std::string> with_key = {{"DENSEFEED_LEDGER_KEY", key.string()}};
+  const auto forged = [&](const std::string& name, const std::string& q) {
+    const auto copy = dir_ / name / "ledger.db";
+    std::filesystem::create_directories(copy.parent_path());
+    std::filesystem::copy_file(ledger_, copy);
+    const auto r = testing::run_cli("/usr/bin/sqlite3", {copy.string(), q}, dir_.path());
+    EXPECT_EQ(r.exit_code, 0) << q << ": " << r.err;
+    return copy;
+  };
+  const auto index = forged("index", "PRAGMA writable_schema = ON; UPDATE sqlite_schema SET rootpage = (SELECT rootpage FROM "
+                                     "sqlite_schema WHERE name = 'experiment_events_by_experiment') WHERE name = "
+                                     "'sqlite_autoindex_experiment_outcomes_1';");
+  const auto v1 = cli({"ledger", "verify", "--ledger", index.string()}, "elsewhere", with_key);
+  EXPECT_NE(v1.exit_code, 0) << v1.out << v1.err;
+  EXPECT_NE((v1.out + v1.err).find("integrity_check"), std::string::npos) << v1.out << v1.err;
+  const auto hidden = forged("hidden", "CREATE TABLE sqliteXt(k INTEGER); INSERT INTO sqliteXt VALUES (1);");
+  const auto v2 = cli({"ledger", "verify", "--ledger", hidden.string()}, "elsewhere", with_key);
+  EXPECT_NE(v2.exit_code, 0) << v2.out << v2.err;
+  EXPECT_NE((v2.out + v2.err).find("sqliteXt"), std::string::npos) << v2.out << v2.err;
+}
+
+// The re-attack: a report folder whose logs/ is a link planted beforehand
+// (and a page's name a link) never writes through them.
+class ReportContext : public Artifacts {};
+TEST_F(ReportContext, AFolderNeverWritesThroughALinkPlantedInIt) {
+  ASSERT_EQ(green(), 0);
+  const auto site = dir_ / "site";
+  const auto victim = dir_ / "victim";
+  std::filesystem::create_directories(site);
+  std::filesystem::create_directories(victim);
+  testing::write_file(victim / "keep.txt", "mine\n");
+  std::filesystem::create_directory_symlink(victim, site / "logs");
+  std::filesystem::create_symlink(victim / "keep.txt", site / "index.html");
+  const auto r = cli({"--trust-worktree", "report", "--folder", "-o", site.string(), "--ledger", ledger_.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(testing::read_file(victim / "keep.txt"), "mine\n");
+  std::size_t in_victim = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(victim)) in_victim += e.is_regular_file();
+  EXPECT_EQ(in_victim, 1u) << "the report wrote into the planted link's target";
+  EXPECT_FALSE(std::filesystem::is_symlink(site / "logs"));
+  EXPECT_FALSE(std::filesystem::is_symlink(site / "index.html"));
+}
+
 // The README's CI recipe: a backup (and a plain cp of the file) taken to
 // another folder and HOME is listed, shown, reported and audited there with
 // its key given; without it, it is refused naming what to pass.
