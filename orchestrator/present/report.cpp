@@ -13,6 +13,7 @@
 #include "experiment_document.h"
 #include "experiment_summary.h"
 #include "next_steps.h"
+#include "shell_words.h"
 #include "printable.h"
 #include "report_parts.h"
 #include "trace_report.h"
@@ -388,17 +389,11 @@ std::string render_next_steps_text(const nlohmann::ordered_json& next) {
   for (const auto& step : next) {
     s += fmt::format("  - [{}] {}\n    why: {}\n", step["kind"].get<std::string>(), printable(step["suggestion"].get<std::string>()),
                      printable(step["why"].get<std::string>()));
-    // The argv as a shell line: an argument with anything but [A-Za-z0-9_./=:,+-] single-quoted.
+    // The argv as a shell line (shell_words.h), each argument shown printable().
     if (step.contains("command") && step["command"].is_array() && !step["command"].empty()) {
-      std::string line;
-      for (const auto& a : step["command"]) {
-        const std::string arg = printable(a.get<std::string>());
-        const bool plain = !arg.empty() && arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-") == std::string::npos;
-        std::string quoted = "'";
-        for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-        line += (line.empty() ? "" : " ") + (plain ? arg : quoted + "'");
-      }
-      s += "    run: " + line + "\n";
+      std::vector<std::string> words;
+      for (const auto& a : step["command"]) words.push_back(printable(a.get<std::string>()));
+      s += "    run: " + shell_line(words) + "\n";
     }
   }
   return s;

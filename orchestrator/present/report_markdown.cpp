@@ -7,6 +7,7 @@
 #include "failure.h"
 #include "printable.h"
 #include "report_context.h"
+#include "shell_words.h"
 
 namespace densefeed {
 namespace {
@@ -85,15 +86,10 @@ std::string next_list(const std::vector<NextStep>& next) {
   std::string s = "**Next** (cheapest first)\n\n";
   int i = 0;
   for (const auto& n : next) {
-    std::string command;
     // Quoted as a shell reads it: "--case 'cols=1000 chunks=1'" stays one argument when pasted.
-    for (const auto& a : n.command) {
-      const std::string arg = one_line(a);
-      const bool plain = !arg.empty() && arg.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./=:,+-") == std::string::npos;
-      std::string quoted = "'";
-      for (char c : arg) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-      command += (command.empty() ? "" : " ") + (plain ? arg : quoted + "'");
-    }
+    std::vector<std::string> words;
+    for (const auto& a : n.command) words.push_back(one_line(a));
+    const std::string command = shell_line(words);
     // A code span that holds a backtick needs a longer fence: use two and pad.
     s += fmt::format("{}. [{}] {}{}\n", ++i, markdown_escape(n.kind), markdown_escape(n.suggestion),
                      command.empty() ? "" : command.find('`') == std::string::npos ? " `" + command + "`" : " `` " + command + " ``");

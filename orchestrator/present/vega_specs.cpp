@@ -25,6 +25,33 @@ J base_spec(const std::string& title, const std::string& subtitle, int width, in
 
 J field(const char* scale, const char* name) { return {{"scale", scale}, {"field", name}}; }
 
+// One line per series and a point per datum (outlined when it failed): the
+// marks of the series charts over data "points" {x, y, series, failed,
+// description}; line width and point area in Vega's px units.
+void add_series_marks(J& marks, const char* name, double stroke_width, double point_size) {
+  marks.push_back({{"type", "group"},
+                   {"from", {{"facet", {{"name", "series"}, {"data", "points"}, {"groupby", "series"}}}}},
+                   {"marks", J::array({{{"type", "line"},
+                                        {"from", {{"data", "series"}}},
+                                        {"aria", false},
+                                        {"encode", {{"enter", {{"x", field("x", "x")}, {"y", field("y", "y")},
+                                                               {"stroke", field("color", "series")}, {"strokeWidth", {{"value", stroke_width}}}}}}}}})}});
+  marks.push_back({{"type", "symbol"},
+                   {"name", name},
+                   {"from", {{"data", "points"}}},
+                   {"encode",
+                    {{"enter",
+                      {{"x", field("x", "x")},
+                       {"y", field("y", "y")},
+                       {"size", {{"value", point_size}}},
+                       {"fill", field("color", "series")},
+                       {"stroke", J::array({{{"test", "datum.failed"}, {"value", kFailOutlineColor}}, {{"value", "#ffffff"}}})},
+                       {"strokeWidth", {{"value", 2}}},
+                       {"description", {{"field", "description"}}},
+                       {"tooltip", {{"field", "description"}}}}}}}});
+}
+
+
 const J& verdict_colours() {
   static const J c = {{"scale", "verdict"}, {"field", "verdict"}};
   return c;
@@ -142,26 +169,7 @@ J trend_spec(const TrendChart& chart) {
                            {{"orient", "left"}, {"scale", "y"}, {"title", chart.y_title}, {"format", ".0e"}, {"grid", true}}});
   spec["legends"] = J::array({{{"stroke", "color"}, {"title", chart.series_title}, {"symbolType", "stroke"}}});
   J marks = J::array();
-  marks.push_back({{"type", "group"},
-                   {"from", {{"facet", {{"name", "series"}, {"data", "points"}, {"groupby", "series"}}}}},
-                   {"marks", J::array({{{"type", "line"},
-                                        {"from", {{"data", "series"}}},
-                                        {"aria", false},
-                                        {"encode", {{"enter", {{"x", field("x", "x")}, {"y", field("y", "y")},
-                                                               {"stroke", field("color", "series")}, {"strokeWidth", {{"value", 2}}}}}}}}})}});
-  marks.push_back({{"type", "symbol"},
-                   {"name", "mark-points"},
-                   {"from", {{"data", "points"}}},
-                   {"encode",
-                    {{"enter",
-                      {{"x", field("x", "x")},
-                       {"y", field("y", "y")},
-                       {"size", {{"value", 50}}},
-                       {"fill", field("color", "series")},
-                       {"stroke", J::array({{{"test", "datum.failed"}, {"value", kFailOutlineColor}}, {{"value", "#ffffff"}}})},
-                       {"strokeWidth", {{"value", 2}}},
-                       {"description", {{"field", "description"}}},
-                       {"tooltip", {{"field", "description"}}}}}}}});
+  add_series_marks(marks, "mark-points", 2, 50);
   if (chart.bound) {
     marks.push_back({{"type", "rule"},
                      {"name", "mark-bound"},
@@ -202,26 +210,7 @@ J history_lines_spec(const HistoryChart& chart) {
   spec["axes"] = J::array({x_axis, {{"orient", "left"}, {"scale", "y"}, {"title", chart.y_title}, {"format", ".1e"}, {"grid", true}}});
   if (chart.legend) spec["legends"] = J::array({{{"stroke", "color"}, {"title", "series"}, {"symbolType", "stroke"}}});
   J marks = J::array();
-  marks.push_back({{"type", "group"},
-                   {"from", {{"facet", {{"name", "series"}, {"data", "points"}, {"groupby", "series"}}}}},
-                   {"marks", J::array({{{"type", "line"},
-                                        {"from", {{"data", "series"}}},
-                                        {"aria", false},
-                                        {"encode", {{"enter", {{"x", field("x", "x")}, {"y", field("y", "y")},
-                                                               {"stroke", field("color", "series")}, {"strokeWidth", {{"value", 1.5}}}}}}}}})}});
-  marks.push_back({{"type", "symbol"},
-                   {"name", "mark-history"},
-                   {"from", {{"data", "points"}}},
-                   {"encode",
-                    {{"enter",
-                      {{"x", field("x", "x")},
-                       {"y", field("y", "y")},
-                       {"size", {{"value", 40}}},
-                       {"fill", field("color", "series")},
-                       {"stroke", J::array({{{"test", "datum.failed"}, {"value", kFailOutlineColor}}, {{"value", "#ffffff"}}})},
-                       {"strokeWidth", {{"value", 2}}},
-                       {"description", {{"field", "description"}}},
-                       {"tooltip", {{"field", "description"}}}}}}}});
+  add_series_marks(marks, "mark-history", 1.5, 40);
   if (chart.rule) {
     const std::string label = fmt::format("'{} ' + format(datum.y, '.3g')", chart.rule_label);
     marks.push_back({{"type", "rule"},
