@@ -194,9 +194,10 @@ GateStore CliContext::worktree() {
 
 void add_executor_option(CLI::App* verb, std::string& name) {
   verb->add_option("--executor", name,
-                   "where harness jobs run: local (this machine's cores and GPUs) or slurm (each job an sbatch job; "
-                   "SBATCH_PARTITION and the other SBATCH_* variables choose where)")
-      ->check(CLI::IsMember({"local", "slurm"}))
+                   "where harness jobs run: local (this machine's cores and GPUs), slurm (sbatch jobs, a gate arm's "
+                   "cases one job array; the gate's and project's resources and the SBATCH_* variables choose where) or "
+                   "slurm-steps (inside a Slurm allocation: srun steps on its nodes)")
+      ->check(CLI::IsMember({"local", "slurm", "slurm-steps"}))
       ->capture_default_str();
 }
 

@@ -74,7 +74,7 @@ void add_worker_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
   verbs.push_back({worker, [&ctx, wa] {
                      WorkerOptions o;
                      // Under Slurm the scheduler assigns GPUs, not this host's list.
-                     if (wa->executor != "slurm") o.gpus = find_gpus(wa->gpus);
+                     if (!is_slurm_executor(wa->executor)) o.gpus = find_gpus(wa->gpus);
                      require_gate_profile(ctx.store(), wa->profile);
                      o.child_args = context_args(ctx);
                      o.ledger = ctx.ledger_path();
@@ -85,7 +85,7 @@ void add_worker_verbs(CLI::App& app, CliContext& ctx, std::vector<CliVerb>& verb
                      o.profile = wa->profile;
                      o.jobs = wa->jobs;
                      o.executor = wa->executor;
-                     if (o.executor == "slurm") make_executor("slurm");  // fails now when Slurm's commands are missing
+                     if (is_slurm_executor(o.executor)) make_executor(o.executor);  // fails now when Slurm's commands are missing
                      run_worker(o);
                      return 0;
                    }, StoreUse::always});
@@ -201,7 +201,9 @@ std::vector<CliVerb> add_queue_verbs(CLI::App& app, CliContext& ctx) {
   serve->group("");
   auto serve_dir = std::make_shared<std::string>();
   serve->add_option("DIR", *serve_dir)->required();
-  verbs.push_back({serve, [serve_dir] { return slurm_serve(*serve_dir); }});
+  auto serve_array = std::make_shared<bool>(false);
+  serve->add_flag("--array", *serve_array);
+  verbs.push_back({serve, [serve_dir, serve_array] { return slurm_serve(*serve_dir, *serve_array); }});
   // What a multi-rank command runs in its sandbox (hidden: rank_group.h).
   auto* group = app.add_subcommand("rank-group", "");
   group->group("");

@@ -22,10 +22,15 @@
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "placement.h"
+#include "resource_request.h"
+#include "scheduler_accounting.h"
 #include "process_runner.h"
 #include "untrusted_launch.h"
 
@@ -62,6 +67,10 @@ struct LaunchResult {
   // ended CANCELLED"). Such a launch's case is error (FailureKind::
   // infrastructure), never red or green.
   std::string infrastructure;
+  // What the scheduler's accounting (sacct) recorded of the job that ran it:
+  // elapsed time, MaxRSS, exit code, node (scheduler_accounting.h); unset
+  // locally or where the cluster keeps no accounting.
+  std::optional<SchedulerAccounting> accounting;
 
   bool ok() const { return infrastructure.empty() && result.ok(); }
 };
@@ -75,6 +84,24 @@ struct AllocationRequest {
   // scheduler's limit be the launch's own (slurm_executor.h); 0: unknown.
   int launches = 0;
   const std::atomic<bool>* cancel = nullptr;  // densefeed cancel / a stopping worker: the job is scancelled
+  // The stage the allocation serves ("gate", "bench", "trace", "acceptance",
+  // "build"): its resources' defaults depend on it (bench and acceptance
+  // ask for a node of their own: resource_request.h).
+  std::string stage = "gate";
+  // What the stage's jobs ask the scheduler for beyond `gpus` and
+  // `time_limit` (the gate's and project's `resources`, merged:
+  // spec/resources_spec.h). The local executor ignores it.
+  ResourceRequest resources;
+  // A long allocation (a benchmark, an acceptance run) that a scheduler may
+  // preempt or end at its limit: under Slurm it asks --signal=B:USR1@N and
+  // --requeue, and a requeued job resumes after the launches it finished.
+  bool resumable = false;
+};
+
+// One launch of a batch (Executor::run_batch) and the allocation it runs in.
+struct BatchLaunch {
+  Launch launch;
+  AllocationRequest request;  // request.launches is 1: one launch each
 };
 
 // Runs launches one after another on what it holds (a Slurm job keeps its
@@ -92,6 +119,15 @@ class Executor {
  public:
   virtual ~Executor() = default;
   virtual std::unique_ptr<Allocation> allocate(const AllocationRequest& request) = 0;
+  // Runs independent launches (one stage's arm: a gate's references or its
+  // candidates), each alone in an allocation, and returns their results in
+  // order. `ended(i)` is called (from any thread) as launch i's result is in,
+  // before the batch returns: progress. By default `concurrency(requested,
+  // n)` threads each run_launch one at a time; the Slurm executor submits
+  // one job array per group of launches alike in resources
+  // (slurm_executor.h). Throws InfraError as Allocation::run does.
+  virtual std::vector<LaunchResult> run_batch(const std::vector<BatchLaunch>& batch, int requested,
+                                              const std::function<void(std::size_t)>& ended);
   // Whether densefeed assigns CUDA_VISIBLE_DEVICES itself (local GPU slots);
   // false: the scheduler does, per allocation.
   virtual bool assigns_gpus() const = 0;

@@ -1,6 +1,7 @@
 // The local executor (executor.h): launches run on this machine through
 // untrusted_launch.h, as they always did.
 #include <mutex>
+#include <thread>
 
 #include "executor.h"
 
@@ -54,6 +55,32 @@ void request_interrupt(int signal_number) {
 }
 
 int interrupt_signal() { return g_interrupt; }
+
+std::vector<LaunchResult> Executor::run_batch(const std::vector<BatchLaunch>& batch, int requested,
+                                              const std::function<void(std::size_t)>& ended) {
+  std::vector<LaunchResult> results(batch.size());
+  std::atomic<std::size_t> next{0};
+  std::exception_ptr failure;
+  std::mutex failure_mutex;
+  const int n = std::max(1, concurrency(std::max(1, requested), batch.size()));
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n && static_cast<std::size_t>(t) < batch.size(); ++t) {
+    threads.emplace_back([&] {
+      for (std::size_t i = next++; i < batch.size(); i = next++) {
+        try {
+          results[i] = run_launch(*this, batch[i].launch, batch[i].request);
+          if (ended) ended(i);
+        } catch (...) {
+          std::lock_guard lock(failure_mutex);
+          if (!failure) failure = std::current_exception();
+        }
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  if (failure) std::rethrow_exception(failure);
+  return results;
+}
 
 LaunchResult run_launch(Executor& executor, const Launch& launch, AllocationRequest request) {
   request.launches = 1;

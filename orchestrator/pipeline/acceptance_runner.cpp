@@ -44,6 +44,10 @@ AcceptanceRecord run_acceptance(const nlohmann::ordered_json& acceptance, const 
   AllocationRequest request;
   request.name = "acceptance";
   request.gpus = options.gpus;
+  request.stage = "acceptance";
+  request.resources = options.resources;
+  // A long run a scheduler may preempt: requeued once (slurm_executor.h).
+  request.resumable = true;
   request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
   const LaunchResult ran = run_launch(given_or_local(options.executor), launch, request);
   const UntrustedResult& launched = ran.result;

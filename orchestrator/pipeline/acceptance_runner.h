@@ -10,6 +10,7 @@
 
 #include "arm_context.h"
 #include "process_limits.h"
+#include "resource_request.h"
 #include "ledger.h"
 
 namespace densefeed {
@@ -23,6 +24,7 @@ struct AcceptanceOptions {
   bool sandbox = true;    // false: --no-sandbox (promote never passes it: acceptance always runs sandboxed)
   CommandLimits limits;   // the gate's (process_limits.h)
   int gpus = 0;           // the gate's: GPUs the acceptance command holds (executor.h)
+  ResourceRequest resources;  // the gate's and project's for the acceptance stage (resources_spec.h)
   Executor* executor = nullptr;  // what runs the command (executor.h); nullptr: this machine
 };
 

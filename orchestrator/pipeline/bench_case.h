@@ -30,6 +30,8 @@
 
 namespace densefeed {
 
+class Executor;
+
 // One arm's round as it was launched: by the benchmark's allocation, or as
 // a request to the arm's session.
 struct ArmLaunch {
@@ -64,6 +66,9 @@ struct BenchRun {
   // starts (std::random_device, not the run's seed).
   std::mt19937_64& draw;
   BenchResult& result;     // what the stage found so far; its verdict, failure and reason when a round ends it
+  // Under a scheduler: runs launches inside the benchmark's allocation
+  // (held_allocation.h), for its input sets' references; nullptr locally.
+  Executor* held = nullptr;
 };
 
 struct BenchCaseRun {

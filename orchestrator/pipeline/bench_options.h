@@ -42,7 +42,9 @@ struct BenchOptions {
   // a driver's timed iterations drew (input_sets.h), one ReferenceRun per
   // seed in order (gate_runner.h run_references). Unset: a driver that draws
   // input sets cannot be gated (InfraError).
-  std::function<std::vector<ReferenceRun>(const Case&, const std::vector<std::uint64_t>&)> references;
+  // The Executor* given (non-null under a scheduler) runs them inside the
+  // benchmark's own allocation (held_allocation.h); nullptr: the run's.
+  std::function<std::vector<ReferenceRun>(const Case&, const std::vector<std::uint64_t>&, Executor*)> references;
   // Both arms' commands under bwrap when it can start (sandbox.h): the base
   // is untrusted code as much as the candidate. false: --no-sandbox.
   bool sandbox = true;

@@ -323,7 +323,7 @@ bool reference_input_sets(BenchRun& run, BenchCaseRun& cr, const std::vector<std
     throw InfraError(fmt::format("case {}: the driver drew {} input sets but this benchmark cannot run the "
                                  "reference for them (BenchOptions::references unset)", c.label, missing.size()));
   }
-  for (const ReferenceRun& ref_run : run.options.references(c, missing)) {
+  for (const ReferenceRun& ref_run : run.options.references(c, missing, run.held)) {
     ++cr.reference_runs;
     cr.reference_wall_s += ref_run.wall_s;
     if (!ref_run.reason.empty()) {

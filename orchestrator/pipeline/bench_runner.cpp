@@ -1,5 +1,7 @@
 #include "bench_runner.h"
 
+#include "held_allocation.h"
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -208,6 +210,11 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   AllocationRequest request;
   request.name = "bench";
   request.gpus = gate.gpus;
+  // A node of its own by default (slurm_options.h), and resumable: a
+  // preempted or requeued job keeps the rounds it finished.
+  request.stage = "bench";
+  request.resources = gate.resources.for_stage("bench");
+  request.resumable = true;
   request.time_limit = std::chrono::seconds(static_cast<long long>(
       std::ceil(static_cast<double>(gate.bench.cases.size()) *
                 (options.budget_s.value_or(gate.bench.max_seconds_per_case) + 2 * gate.bench.max_warmup_seconds + 2 * gate.timeout_s))));
@@ -228,6 +235,9 @@ BenchResult run_bench(const GateSpec& gate, const nlohmann::ordered_json& base_p
   std::mt19937_64 draw(draw_seed);
   BenchRun run{gate,   base_params, candidate_params, options, ex.name(), ex.assigns_gpus(), driven, driven && ex.name() == "local",
                sessions, max_rounds, run_arm, draw, result};
+  // What the benchmark needs run beside its rounds runs in its own job.
+  const std::unique_ptr<Executor> held = ex.assigns_gpus() ? nullptr : make_held_executor(*allocation, ex);
+  run.held = held.get();
   for (std::size_t ci = 0; ci < gate.bench.cases.size(); ++ci) {
     BenchCaseRun c = start_bench_case(run, ci);
     // Compilation, autotuning and caches before the first timed round: the

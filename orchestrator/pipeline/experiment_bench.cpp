@@ -66,8 +66,10 @@ BenchOptions bench_options_of(const ExperimentOutcome& out, Ledger& ledger, cons
     GateRunOptions ro = *run.reference_options;
     ro.work_dir = out.work_dir / "bench-references";
     const GateSpec* gate = &*out.gate;
-    bench_options.references = [ro, gate](const Case& c, const std::vector<std::uint64_t>& seeds) {
-      return run_references(*gate, c, seeds, ro);
+    bench_options.references = [ro, gate](const Case& c, const std::vector<std::uint64_t>& seeds, Executor* held) {
+      GateRunOptions in = ro;
+      if (held) in.executor = held;
+      return run_references(*gate, c, seeds, in);
     };
   }
   if (auto ceilings = bench_ceilings(out, ledger, bench_options.gpu)) bench_options.ceilings = std::move(*ceilings);

@@ -169,6 +169,9 @@ nlohmann::ordered_json output_capture(const CaseResult& c) {
   if (capture.contains("reference") && ran_elsewhere(c.reference_placement)) {
     capture["reference"]["placement"] = to_string(c.reference_placement);
   }
+  // What the scheduler's accounting recorded of each one's job.
+  if (capture.contains("candidate") && c.candidate_accounting) capture["candidate"]["accounting"] = accounting_to_json(*c.candidate_accounting);
+  if (capture.contains("reference") && c.reference_accounting) capture["reference"]["accounting"] = accounting_to_json(*c.reference_accounting);
   return capture;
 }
 

@@ -76,6 +76,8 @@ ExperimentOutcome prepare_experiment(Manifest manifest, const RunOptions& option
   std::filesystem::path python;
   if (out.lock_problems.empty()) {
     out.gate = load_gate(store, m.gate);
+    // The project's resources beneath the gate's (resources_spec.h).
+    out.gate->resources = layered(options.project.resources, out.gate->resources);
     out.lock_problems = check_frozen_files(store, lock, *out.gate);
     for (const auto& f : out.gate->freezes) out.gate_unlocked = out.gate_unlocked || !lock.count(f);
     out.candidate_params = resolve_params(m, "candidate", m.candidate, *out.gate);

@@ -54,6 +54,7 @@ void trace_experiment(ExperimentOutcome& out, Ledger& ledger, const RunOptions& 
   trace_options.sandbox = options.sandbox;
   trace_options.limits = out.gate->limits;
   trace_options.gpus = out.gate->gpus;
+  trace_options.resources = out.gate->resources.for_stage("trace");
   trace_options.executor = &run.executor;
   trace_options.readable = run.revision_dirs;
   out.trace = run_trace_stage(m.trace, out.trace_checks, out.candidate_params, out.base_params, trace_options);

@@ -48,6 +48,7 @@ struct Job {
   Placement placement;     // where the executor ran it (placement.h)
   std::string scheduler_state;  // the Slurm job's final state ('' locally)
   double queue_s = 0;           // its wait in the scheduler's queue, seconds
+  std::optional<SchedulerAccounting> accounting;  // what the scheduler's accounting recorded of its job
   std::string infrastructure;  // the executor's failure after its retry (executor.h); '' when none
   std::string containment;     // how the launcher contained it where it ran ("bwrap, cgroup (memory, pids)")
   // In a session (protocol: session): why the request failed, as a value and
@@ -137,14 +138,17 @@ std::vector<std::map<std::string, std::string>> rank_outputs_env(const Job& job,
   return ranks;
 }
 
-// `gpus`: what the job holds, one entry per rank ('' entries: none); a
-// single process gets gpus[0]. Its DENSEFEED_SEED is job.values.seed.
-void run_job(Job& job, const GateSpec& gate, const GateRunOptions& options, const std::vector<std::string>& gpus) {
+// `job`'s launch and the allocation it asks for. `gpus`: what the job
+// holds, one entry per rank ('' entries: none); a single process gets
+// gpus[0]. Its DENSEFEED_SEED is job.values.seed.
+BatchLaunch job_batch_launch(Job& job, const GateSpec& gate, const GateRunOptions& options, const std::vector<std::string>& gpus) {
   AllocationRequest request;
   request.name = "gate-" + job.dir.filename().string();
   // Each rank its own GPUs: a scheduler gives the job all of them at once.
   request.gpus = gate.gpus * job.ranks;
   request.time_limit = std::chrono::seconds(static_cast<long long>(std::ceil(gate.timeout_s)));
+  request.stage = "gate";
+  request.resources = gate.resources.for_stage("gate");
   HarnessCall call = job_call(job, gate, options);
   if (job.ranks > 1) {
     call.rank_env = rank_outputs_env(job, gate, gpus);
@@ -155,7 +159,11 @@ void run_job(Job& job, const GateSpec& gate, const GateRunOptions& options, cons
     // point too); its outputs are the case's out/ as for one process.
     if (job.untrusted && gate.ranks != "1") call.extra_env = rank_environment(0, 1, free_loopback_port());
   }
-  const LaunchResult r = run_launch(stage_executor(options), job_launch(call), request);
+  return BatchLaunch{job_launch(call), request};
+}
+
+// What `job`'s launch came to, into the job.
+void absorb(Job& job, const LaunchResult& r, const std::vector<std::string>& gpus) {
   job.result = r.result.process;
   job.rank_outcomes = r.result.ranks;
   job.limit = r.result.limit;
@@ -163,12 +171,33 @@ void run_job(Job& job, const GateSpec& gate, const GateRunOptions& options, cons
   job.placement = r.placement;
   job.scheduler_state = r.scheduler_state;
   job.queue_s = r.queue_s;
+  job.accounting = r.accounting;
   job.infrastructure = r.infrastructure;
   job.containment = r.result.containment;
   // A reference's outputs are hashed the moment its result is in: whatever
   // writes them later (a candidate run without the sandbox) is found before
   // they are compared.
   if (!job.untrusted) job.out_hashes = hash_outputs(job.dir / "out");
+}
+
+void run_job(Job& job, const GateSpec& gate, const GateRunOptions& options, const std::vector<std::string>& gpus) {
+  const BatchLaunch b = job_batch_launch(job, gate, options, gpus);
+  absorb(job, run_launch(stage_executor(options), b.launch, b.request), gpus);
+}
+
+// Under a scheduler (it places and assigns GPUs): every job at once
+// through Executor::run_batch, the references as one job array and the
+// candidates as another (slurm_executor.h). `tell` is progress.
+void run_batched(std::vector<Job*>& jobs, int n, const GateSpec& gate, const GateRunOptions& options,
+                 const std::function<void(const Job&)>& tell) {
+  std::vector<BatchLaunch> batch;
+  batch.reserve(jobs.size());
+  for (Job* j : jobs) {
+    batch.push_back(job_batch_launch(*j, gate, options, {}));
+    batch.back().request.name = j->untrusted ? "gate-candidates" : "gate-references";
+  }
+  const auto results = stage_executor(options).run_batch(batch, n, [&](std::size_t i) { tell(*jobs[i]); });
+  for (std::size_t i = 0; i < jobs.size(); ++i) absorb(*jobs[i], results[i], {});
 }
 
 // One job thread's sessions: a reference's and a candidate's, each started
@@ -326,6 +355,10 @@ void run_all(std::vector<Job*>& jobs, int n, const GateSpec& gate, std::uint64_t
     told.eta_s = ended > 0 && ended < all ? told.elapsed_s / static_cast<double>(ended) * static_cast<double>(all - ended) : -1;
     options.progress(told);
   };
+  if (!ex.assigns_gpus() && !sessions) {
+    run_batched(jobs, n, gate, options, tell);
+    return;
+  }
   SlotPool pool(static_cast<std::size_t>(threads_wanted));
   for (int t = 0; t < threads_wanted; ++t) {
     const std::string gpu = slots ? options.gpus[static_cast<std::size_t>(t)] : "";
@@ -684,6 +717,8 @@ GateResult run_gate(const GateSpec& gate, const std::vector<Case>& cases,
     cr.reference_placement = ref.placement;
     cr.candidate_containment = cand.containment;
     cr.candidate_queue_s = cand.queue_s;
+    cr.candidate_accounting = cand.accounting;
+    cr.reference_accounting = ref.accounting;
     cr.reference_session = ref.session;
     cr.candidate_session = cand.session;
     gate_result.harness_wall_s += cand.result.wall_s;

@@ -100,6 +100,7 @@ AcceptanceOptions acceptance_options(const ExperimentRecord& r, const PromotionS
     const auto gate = load_gate(s.store, gate_name);
     options.limits = gate.limits;
     options.gpus = gate.gpus;
+    options.resources = layered(s.project.resources, gate.resources).for_stage("acceptance");
     const auto b = build_revision(gate, s.project, r.candidate.sha, s.workspace);
     if (!b.tampered.empty()) {
       Ledger tamper_ledger(s.workspace.ledger);

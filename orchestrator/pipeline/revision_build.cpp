@@ -89,6 +89,8 @@ RevisionBuild build_revision(const GateSpec& gate, const Project& project, const
     launch.untrusted = p;
     AllocationRequest request;
     request.name = fmt::format("build-{}", i + 1);
+    request.stage = "build";
+    request.resources = layered(project.resources, gate.resources).for_stage("build");
     request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(p.timeout + std::chrono::milliseconds(999));
     const LaunchResult ran = run_launch(given_or_local(executor), launch, request);
     const UntrustedResult& r = ran.result;

@@ -58,6 +58,8 @@ TraceStageResult run_trace_stage(const nlohmann::ordered_json& trace, const std:
     AllocationRequest request;
     request.name = "trace-" + arm;
     request.gpus = options.gpus;
+    request.stage = "trace";
+    request.resources = options.resources;
     request.time_limit = std::chrono::duration_cast<std::chrono::seconds>(spec.timeout + std::chrono::milliseconds(999));
     const LaunchResult ran = run_launch(given_or_local(options.executor), launch, request);
     const UntrustedResult& launched = ran.result;

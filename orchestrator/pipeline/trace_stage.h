@@ -16,6 +16,7 @@
 
 #include "arm_context.h"
 #include "process_limits.h"
+#include "resource_request.h"
 #include "sandbox.h"
 
 #include "trace_checks.h"
@@ -50,6 +51,7 @@ struct TraceStageOptions {
   bool sandbox = true;    // false: --no-sandbox
   CommandLimits limits;   // the gate's (process_limits.h)
   int gpus = 0;           // the gate's: GPUs each trace command holds (executor.h)
+  ResourceRequest resources;  // the gate's and project's for the trace stage (resources_spec.h)
   std::vector<std::filesystem::path> readable;  // revision folders the arms run from
   Executor* executor = nullptr;  // what runs each arm's trace command (executor.h); nullptr: this machine
 };

@@ -1,5 +1,7 @@
 #include "worker_slot.h"
 
+#include "executor_factory.h"
+
 #include <atomic>
 #include <chrono>
 #include <thread>
@@ -29,7 +31,7 @@ ProcessSpec worker_run_spec(const ClaimedExperiment& claimed, const std::vector<
                                              "--jobs", std::to_string(gpus.empty() ? o.jobs : static_cast<int>(gpus.size()))};
   spec.argv.insert(spec.argv.end(), run_args.begin(), run_args.end());
   if (o.no_sandbox) spec.argv.push_back("--no-sandbox");
-  if (o.executor == "slurm") spec.argv.insert(spec.argv.end(), {"--executor", "slurm"});
+  if (is_slurm_executor(o.executor)) spec.argv.insert(spec.argv.end(), {"--executor", o.executor});
   if (!gpus.empty()) {
     spec.argv.push_back("--gpus");
     spec.argv.push_back(fmt::format("{}", fmt::join(gpus, ",")));

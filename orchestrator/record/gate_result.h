@@ -15,6 +15,7 @@
 #include "placement.h"
 #include "process_runner.h"
 #include "sandbox.h"
+#include "scheduler_accounting.h"
 #include "tensor_compare.h"
 #include "verdict.h"
 
@@ -84,6 +85,10 @@ struct CaseResult {
   // UntrustedResult::containment): on a Slurm node, that node's launcher's word.
   std::string candidate_containment;
   double candidate_queue_s = 0;  // the candidate's job's wait in the scheduler's queue, seconds (0 locally)
+  // What the scheduler's accounting recorded of each one's job (elapsed,
+  // MaxRSS, exit code, node: scheduler_accounting.h); unset locally or
+  // where the cluster keeps none.
+  std::optional<SchedulerAccounting> candidate_accounting, reference_accounting;
   // Set when the gate ran sessions (protocol: session): RSS per request, so
   // growth across cases shows.
   std::optional<SessionCaseRecord> reference_session, candidate_session;

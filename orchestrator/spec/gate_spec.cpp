@@ -1,5 +1,7 @@
 #include "gate_spec.h"
 
+#include "resources_spec.h"
+
 #include "bench_work.h"
 
 #include <algorithm>
@@ -86,6 +88,7 @@ void read_harnesses(const Json& v, GateSpec& gate) {
   gate.sessions = v.value("protocol", std::string("process")) == "session";
   if (v.contains("ranks")) gate.ranks = v["ranks"].is_string() ? v["ranks"].get<std::string>() : std::to_string(v["ranks"].get<int>());
   gate.per_rank_outputs = v.value("rank_outputs", std::string("gathered")) == "per_rank";
+  if (v.contains("resources")) gate.resources = read_resources(v["resources"]);
   if (v.contains("limits")) {
     const auto& l = v["limits"];
     const auto mib = [&](const char* key, std::uint64_t fallback) {

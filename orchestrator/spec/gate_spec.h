@@ -16,6 +16,7 @@
 #include "gate_structure.h"
 #include "param_spec.h"
 #include "process_limits.h"
+#include "resources_spec.h"
 #include "tolerance.h"
 #include "yaml_document.h"
 
@@ -145,6 +146,9 @@ struct GateSpec {
   // per arm and job slot; false: one process per case (the default).
   bool sessions = false;
   CommandLimits limits;  // per untrusted command (process_limits.h)
+  // resources: what each stage's scheduler jobs ask for (resources_spec.h);
+  // a run lays the project's beneath (experiment_runner.cpp).
+  StageResources resources;
   std::vector<std::string> freezes;  // paths relative to the project folder
   BenchSpec bench;
   std::optional<BuildSpec> build;  // absent: the project's build, else a revision's clean export is its build

@@ -101,6 +101,9 @@ Project load_project_from(const std::filesystem::path& dir_in, const std::filesy
   if (v.contains("sandbox") && v["sandbox"].contains("env")) {
     p.sandbox_env = v["sandbox"]["env"].get<std::vector<std::string>>();
   }
+  if (v.contains("resources")) {
+    p.resources = read_resources(v["resources"]);
+  }
   if (v.contains("build")) {
     BuildSpec b;
     for (const auto& c : v["build"]["commands"]) b.commands.push_back(c.get<std::vector<std::string>>());

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "build_spec.h"
+#include "resources_spec.h"
 #include "yaml_document.h"
 
 namespace densefeed {
@@ -37,6 +38,9 @@ struct Project {
   // sandbox.env: names (a trailing '*' matches a prefix) of densefeed's
   // environment variables that untrusted commands also get (untrusted_launch.h).
   std::vector<std::string> sandbox_env;
+  // resources: what scheduler jobs ask for, per stage, below each gate's
+  // own (resources_spec.h).
+  StageResources resources;
   std::optional<BuildSpec> build;     // how a revision builds when its gate says nothing
   // Git: the repository's top and `dir` relative to it ("" at the top, else
   // "sub/dir/"); repo_top is empty when dir is in no git repository.
