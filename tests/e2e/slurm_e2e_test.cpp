@@ -122,6 +122,7 @@ class SlurmE2E : public ::testing::Test {
     auto e = testing::project_env(dir_ / "home");
     e["SLURM_CONF"] = cluster().conf;
     e["DENSEFEED_SLURM_POLL_S"] = "0.1";
+    e["DENSEFEED_SLURM_POLL_MAX_S"] = "0.5";
     e["DENSEFEED_HEARTBEAT_S"] = "1";
     return e;
   }
@@ -244,11 +245,11 @@ TEST_F(SlurmE2E, ACaseWhoseJobIsCancelledFromOutsideIsErrorAfterOneRetryNotRed) 
     code = r.exit_code;
     report = J::parse(r.out, nullptr, false);
   });
-  const std::string first = wait_running("-gate-candidate-000");
+  const std::string first = wait_running("-gate-candidates");
   ASSERT_NE(first, "");
   learn_prefix(first);
   testing::run_cli("/usr/bin/scancel", {first}, repo_, env());
-  const std::string retry = wait_running("-gate-candidate-000", {first});
+  const std::string retry = wait_running("-gate-candidates", {first});
   EXPECT_NE(retry, "");
   if (!retry.empty()) testing::run_cli("/usr/bin/scancel", {retry}, repo_, env());
   runner.join();
@@ -274,7 +275,7 @@ TEST_F(SlurmE2E, AJobPastItsTimeLimitIsRedWithTimeoutNamed) {
     code = r.exit_code;
     report = J::parse(r.out, nullptr, false);
   });
-  const std::string job = wait_running("-gate-candidate-000");
+  const std::string job = wait_running("-gate-candidates");
   ASSERT_NE(job, "");
   const auto u = testing::run_cli("/usr/bin/scontrol", {"update", "JobId=" + job, "TimeLimit=0"}, repo_, env());
   EXPECT_EQ(u.exit_code, 0) << u.out << u.err;
@@ -310,7 +311,7 @@ TEST_F(SlurmE2E, ALaunchFileDensefeedDidNotWriteIsNeverRun) {
     code = r.exit_code;
     report = J::parse(r.out, nullptr, false);
   });
-  const std::string job = wait_running("-gate-candidate-000");
+  const std::string job = wait_running("-gate-candidates");
   ASSERT_NE(job, "");
   std::filesystem::path folder;
   for (const auto& e : std::filesystem::recursive_directory_iterator(repo_ / ".densefeed")) {
@@ -344,7 +345,7 @@ TEST_F(SlurmE2E, CancelOfARunningRunIsRecordedCancelledWithNoJobLeft) {
     const auto r = df({"run", manifest("slow", 120).string(), "--json", "--executor", "slurm", "--no-bench"});
     report = J::parse(r.out, nullptr, false);
   });
-  const std::string job = wait_running("-gate-candidate-000");
+  const std::string job = wait_running("-gate-candidates");
   ASSERT_NE(job, "");
   learn_prefix(job);
   const auto c = df({"cancel", "1"});
@@ -448,7 +449,7 @@ TEST_F(SlurmE2E, CancelOfARunningExperimentLeavesSqueueEmpty) {
   ASSERT_EQ(submitted.exit_code, 0) << submitted.out << submitted.err;
   const auto id = std::to_string(J::parse(submitted.out)["experiment_id"].get<int>());
   std::thread worker([&] { df({"worker", "--once", "--executor", "slurm"}); });
-  const std::string job = wait_running("-gate-candidate-000");
+  const std::string job = wait_running("-gate-candidates");
   ASSERT_NE(job, "");
   learn_prefix(job);
   const auto c = df({"cancel", id, "--json"});
@@ -471,7 +472,7 @@ TEST_F(SlurmE2E, AWorkerKilledOutrightLeavesAJobTheNextWorkerStartCancels) {
   const auto id = std::to_string(J::parse(submitted.out)["experiment_id"].get<int>());
   const std::string ledger = (repo_ / ".densefeed" / "ledger.db").string();
   std::thread first([&] { df({"worker", "--executor", "slurm", "--ledger", ledger}); });
-  const std::string job = wait_running("-gate-candidate-000");
+  const std::string job = wait_running("-gate-candidates");
   ASSERT_NE(job, "");
   learn_prefix(job);
   // SIGKILL, the run first: nothing of densefeed is left to cancel its job.
