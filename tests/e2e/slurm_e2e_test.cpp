@@ -105,6 +105,9 @@ class SlurmE2E : public ::testing::Test {
                    {"gates/slow.yaml", gate("slow", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 60\n")},
                    {"gates/limit.yaml", gate("limit", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 300\n")},
                    {"gates/tight.yaml", gate("tight", "cases:\n  grid:\n    - {n: [1000]}\ntimeout_s: 2\n")},
+                   // Two cases whose array runs one task at a time.
+                   {"gates/pair.yaml", gate("pair", "cases:\n  grid:\n    - {n: [1000, 2000]}\ntimeout_s: 60\n"
+                                                    "resources:\n  gate: {array_throttle: 1}\n")},
                    {"gates/gpu.yaml", gate("gpu", "cases:\n  grid:\n    - {n: [1000, 2000]}\ntimeout_s: 60\ngpus: 1\n")},
                    {"mr.py", testing::read_file(kRoot / "tests" / "support" / "multirank_harness.py")},
                    {"gates/mr.yaml",
@@ -303,21 +306,28 @@ TEST_F(SlurmE2E, TheGatesTimeoutHoldsToTheSecondOnTheNode) {
 TEST_F(SlurmE2E, ALaunchFileDensefeedDidNotWriteIsNeverRun) {
   // Whoever can write a job's folder (it is in no launch's reach) still
   // cannot have slurm-serve run a command: the planted launch lacks the
-  // HMAC of the submitting densefeed's key.
+  // HMAC of the submitting densefeed's key. The candidates' array runs one
+  // task at a time: task 1's launch is replaced while task 0 runs; task 1
+  // refuses it, and the case's retry (a new array) runs densefeed's own.
   J report;
   int code = -2;
   std::thread runner([&] {
-    const auto r = df({"run", manifest("slow", 3).string(), "--json", "--executor", "slurm", "--no-bench"});
+    const auto r = df({"run", manifest("pair", 3).string(), "--json", "--executor", "slurm", "--no-bench"});
     code = r.exit_code;
     report = J::parse(r.out, nullptr, false);
   });
   const std::string job = wait_running("-gate-candidates");
-  ASSERT_NE(job, "");
   std::filesystem::path folder;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(repo_ / ".densefeed")) {
-    if (e.path().filename() == "job-id" && testing::read_file(e.path()).rfind(job, 0) == 0) folder = e.path().parent_path();
+  if (!job.empty()) {
+    const std::string array = job.substr(0, job.find('_'));
+    for (const auto& e : std::filesystem::recursive_directory_iterator(repo_ / ".densefeed")) {
+      if (e.path().filename() == "job-id" && testing::read_file(e.path()) == array + "\n") folder = e.path().parent_path();
+    }
   }
-  ASSERT_FALSE(folder.empty());
+  if (job.empty() || folder.empty()) {
+    runner.join();
+    FAIL() << "no running candidate task (" << job << ") or its folder";
+  }
   const auto marker = dir_ / "planted-ran";
   J planted = J::parse(testing::read_file(folder / "launch-0000.json"));
   planted["trusted"] = true;
@@ -329,7 +339,7 @@ TEST_F(SlurmE2E, ALaunchFileDensefeedDidNotWriteIsNeverRun) {
   testing::write_file(folder / "launch-0001.json", planted.dump());
   runner.join();
   EXPECT_EQ(code, 0) << report.dump(1).substr(0, 2000);
-  EXPECT_EQ(report["stages"]["gate"]["cases"][0]["verdict"], "green");
+  for (const auto& c : report["stages"]["gate"]["cases"]) EXPECT_EQ(c["verdict"], "green") << c.dump(1);
   std::this_thread::sleep_for(std::chrono::seconds(1));
   EXPECT_FALSE(std::filesystem::exists(marker)) << "slurm-serve ran a launch file densefeed did not write";
   std::string err;
@@ -365,7 +375,7 @@ TEST_F(SlurmE2E, CancelOfARunningRunIsRecordedCancelledWithNoJobLeft) {
   EXPECT_EQ(J::parse(s.out)["state"], "cancelled") << s.out;
   // Not retried as an infrastructure failure: one job for the candidate.
   int candidate_jobs = 0;
-  for (const auto& [id, j] : jobs()) candidate_jobs += names_seen(j.first) && j.first.find("gate-candidate-000") != std::string::npos;
+  for (const auto& [id, j] : jobs()) candidate_jobs += names_seen(j.first) && j.first.find("gate-candidates") != std::string::npos;
   EXPECT_EQ(candidate_jobs, 1);
 }
 
