@@ -540,6 +540,8 @@ void SlurmExecutor::start_step(const std::string& id, std::vector<std::string> a
     states_[id] = "RUNNING";
   }
   watch(id);
+  // Launches of a batch start steps from several threads at once.
+  std::lock_guard lock(mutex_);
   steps_.emplace_back([this, id, argv = std::move(argv), dir, limit_s, flag] {
     ProcessSpec spec;
     spec.argv = argv;
@@ -740,6 +742,17 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
     if (std::chrono::steady_clock::now() - ended_at < std::chrono::seconds(2)) {
       ex_.nap();
       continue;
+    }
+    // A job being requeued (preemption, scontrol requeue) passes through
+    // CANCELLED / COMPLETING on its way back to PENDING: asked once more
+    // before it counts as ended.
+    if (!steps) {
+      ex_.refresh();
+      if (classify_slurm_state(ex_.state(job_)) == SlurmOutcome::pending) {
+        ended_seen = false;
+        continue;
+      }
+      state = ex_.state(job_);
     }
     std::optional<SchedulerAccounting> acc;
     if (!steps) {

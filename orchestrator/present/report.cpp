@@ -169,7 +169,8 @@ std::string executor_lines(const ExperimentOutcome& o) {
     }
     std::vector<std::string> where;
     for (const auto& [node, n] : nodes) where.push_back(fmt::format("{} ({} case(s))", node, n));
-    s += fmt::format("  executor: {}: every process a job of its own; candidates ran on {}{}\n", o.executor,
+    s += fmt::format("  executor: {}: {}; candidates ran on {}{}\n", o.executor,
+                     o.executor == "slurm-steps" ? "every process an srun step of this allocation" : "each arm's cases a job array",
                      where.empty() ? std::string("-") : fmt::format("{}", fmt::join(where, ", ")),
                      gpus.empty() ? "" : fmt::format(", GPU(s) {}", fmt::join(gpus, ",")));
   }
