@@ -781,7 +781,7 @@ struct ArrayJob {
 
 std::string array_key(const AllocationRequest& r) {
   const ResourceRequest& x = r.resources;
-  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.stage, r.name.substr(0, r.name.find('#')), r.gpus, r.time_limit.count(),
+  return fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}|{}", r.stage, r.name, r.gpus, r.time_limit.count(),
                      x.cpus.value_or(-1), x.mem, x.gpus.value_or(-1), x.gpu_type, x.constraint, x.partition,
                      x.time_min.value_or(-1), x.exclusive ? int(*x.exclusive) : -1) + fmt::format("|{}", x.array_throttle.value_or(-1));
 }
@@ -805,7 +805,7 @@ std::vector<LaunchResult> SlurmExecutor::run_batch(const std::vector<BatchLaunch
     std::vector<ArrayJob> arrays;
     for (auto& [key, g] : groups) {
       const AllocationRequest& req = batch[g.items.front()].request;
-      const std::string name = req.name.substr(0, req.name.find('#'));
+      const std::string name = req.name;
       g.dir = job_dir(fmt::format("{}-array-{}", name, round));
       for (std::size_t t = 0; t < g.items.size(); ++t) {
         write_signed_launch(g.dir / fmt::format("launch-{:04}.json", t), key_, launch_to_json(batch[g.items[t]].launch).dump());
