@@ -273,16 +273,22 @@ TEST_F(SlurmScale, ABenchmarkWhoseJobIsRequeuedKeepsItsRounds) {
   ASSERT_FALSE(job.empty()) << "no bench job ran two launches";
   const auto rq = testing::run_cli("/usr/bin/scontrol", {"requeue", job}, dir_.path(), env());
   EXPECT_EQ(rq.exit_code, 0) << rq.out << rq.err;
-  // Slurm holds a requeued job back for about two minutes (BeginTime); its
-  // owner may let it start now (as a preempted job would, elsewhere).
-  for (int i = 0; i < 100; ++i) {
+  // Slurm holds a requeued job back for about two minutes (BeginTime, its
+  // credential's lifetime); its owner may let it start sooner (as a
+  // preempted job would, elsewhere). Not in the second of the requeue: the
+  // node revoked the job's credential then (whole seconds), and a start
+  // in that same second is killed as "Job credential revoked" (seen in CI).
+  bool released = false;
+  for (int i = 0; i < 100 && !released; ++i) {
     const auto q = testing::run_cli("/usr/bin/squeue", {"-h", "-j", job, "-o", "%T"}, dir_.path(), env());
     if (q.out.rfind("PENDING", 0) == 0) {
-      testing::run_cli("/usr/bin/scontrol", {"update", "JobId=" + job, "StartTime=now"}, dir_.path(), env());
-      break;
+      const auto u = testing::run_cli("/usr/bin/scontrol", {"update", "JobId=" + job, "StartTime=now+3"}, dir_.path(), env());
+      EXPECT_EQ(u.exit_code, 0) << u.out << u.err;
+      released = true;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
   }
+  EXPECT_TRUE(released) << "the requeued job " << job << " was never seen pending";
   runner.join();
   ASSERT_EQ(code, 0) << report.dump(1).substr(0, 3000);
   const auto& bench = report["stages"]["bench"];
