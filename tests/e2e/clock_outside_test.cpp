@@ -173,16 +173,14 @@ d.time(lambda x: kernel(x, d.params['mode'], ms), outputs=lambda y: {'y': y},
        inputs=lambda h: np.random.default_rng(h.seed).standard_normal(a.n))
 )";
 
-// `name` and `max_s` (bench.max_seconds_per_case): pyq is py with a 20 s
-// budget, for an attack that ends equal in speed (so at the budget).
-std::string py_gate(const std::string& name = "py", int max_s = 60) {
-  return "gate: " + name + "\ndescription: y = 2 x\n"
+std::string py_gate() {
+  return "gate: py\ndescription: y = 2 x\n"
          "reference:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [python3, \"{project}/h.py\", --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
          "params:\n  mode: {type: string, enum: [honest, fast2x, patchws, clockwrite, fork, cache, memo, sleepy, diskmemo, prime], default: honest}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
-         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: " + std::to_string(max_s) + "\n  cases: [{ms: 10}]\n"
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
          "  driver:\n    command: [python3, \"{project}/drv.py\", --n, \"{case.n}\", --ms, \"{case.ms}\"]\n"
          "    kernel: {module: k, function: run}\n"
          "freezes: [h.py, drv.py]\n";
@@ -223,15 +221,14 @@ std::string mem_gate(bool driven) {
          "freezes: [h.py, drv.py]\n";
 }
 
-// `name` and `max_s` as py_gate's (cxxq: a 20 s budget).
-std::string cxx_gate(const std::string& name = "cxx", int max_s = 60) {
-  return "gate: " + name + "\ndescription: y = 2 x\n"
+std::string cxx_gate() {
+  return "gate: cxx\ndescription: y = 2 x\n"
          "reference:\n  command: [forge_cxx_harness, --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
          "candidate:\n  command: [forge_cxx_harness, --n, \"{case.n}\", --seed, \"{seed}\", --out, \"{out}\"]\n"
          "params:\n  mode: {type: string, enum: [honest, fast2x, cache, memo], default: honest}\n"
          "outputs:\n  y: {dtype: float64, tolerance: {rel_l2: 1.0e-12}}\n"
          "cases:\n  grid:\n    - {n: [1000], ms: [10]}\nprofiles: {quick: {}, full: {}}\n"
-         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: " + std::to_string(max_s) + "\n  cases: [{ms: 10}]\n"
+         "timeout_s: 120\nbench:\n  warmup: 1\n  iters: 8\n  max_seconds_per_case: 60\n  cases: [{ms: 10}]\n"
          "  driver:\n    command: [forge_cxx_driver, --n, \"{case.n}\", --ms, \"{case.ms}\"]\n"
          "    kernel: {library: libforge_kernel.so, symbol: forge_kernel_run}\n"
          "freezes: [h.py]\n";
@@ -276,9 +273,7 @@ class ClockOutside : public ::testing::Test {
                                        {"gates/pymem.yaml", mem_gate(true)},
                                        {"lib/libforge_kernel.so", testing::read_file(kKernels / "libforge_kernel.so")},
                                        {"gates/py.yaml", py_gate()},
-                                       {"gates/cxx.yaml", cxx_gate()},
-                                       {"gates/pyq.yaml", py_gate("pyq", 20)},
-                                       {"gates/cxxq.yaml", cxx_gate("cxxq", 20)}},
+                                       {"gates/cxx.yaml", cxx_gate()}},
                                       kExe, env()),
               "");
   }
@@ -427,9 +422,7 @@ TEST_F(ClockOutside, AKernelReturningCachedResultsIsRedNamingTheIteration) {
 // it drew and how many reference runs gated them.
 TEST_F(ClockOutside, AKernelMemoisingOnItsInputsGainsNothing) {
   candidate_library("");
-  // Equal in speed to the base, so each bench runs to its budget: the
-  // gates' 20 s variants (every check below holds well within it).
-  for (const std::string g : {"pyq", "cxxq"}) {
+  for (const std::string g : {"py", "cxx"}) {
     const auto [code, r] = run(g, "memo");
     EXPECT_EQ(code, 0) << g << r.dump(1).substr(0, 4000);
     const auto& c = r["stages"]["bench"]["cases"][0];
