@@ -743,16 +743,15 @@ LaunchResult SlurmAllocation::wait_for(std::size_t n) {
       ex_.nap();
       continue;
     }
-    // A job being requeued (preemption, scontrol requeue) passes through
-    // CANCELLED / COMPLETING on its way back to PENDING: asked once more
-    // before it counts as ended.
+    // The state seen may be a poll old: squeue is asked once more before
+    // the job counts as ended (a requeued job is PENDING again by then).
     if (!steps) {
       ex_.refresh();
-      if (classify_slurm_state(ex_.state(job_)) == SlurmOutcome::pending) {
+      state = ex_.state(job_);
+      if (classify_slurm_state(state) == SlurmOutcome::pending) {
         ended_seen = false;
         continue;
       }
-      state = ex_.state(job_);
     }
     std::optional<SchedulerAccounting> acc;
     if (!steps) {
@@ -805,14 +804,13 @@ std::vector<LaunchResult> SlurmExecutor::run_batch(const std::vector<BatchLaunch
     std::vector<ArrayJob> arrays;
     for (auto& [key, g] : groups) {
       const AllocationRequest& req = batch[g.items.front()].request;
-      const std::string name = req.name;
-      g.dir = job_dir(fmt::format("{}-array-{}", name, round));
+      g.dir = job_dir(fmt::format("{}-array-{}", req.name, round));
       for (std::size_t t = 0; t < g.items.size(); ++t) {
         write_signed_launch(g.dir / fmt::format("launch-{:04}.json", t), key_, launch_to_json(batch[g.items[t]].launch).dump());
       }
       g.submitted = std::chrono::system_clock::now();
       AllocationRequest array_req = req;
-      array_req.name = name;
+      array_req.name = req.name;
       g.id = submit(array_req, g.dir, g.minutes, g.items.size());
       for (std::size_t t = 0; t < g.items.size(); ++t) watch(fmt::format("{}_{}", g.id, t));
       arrays.push_back(std::move(g));
